@@ -1,0 +1,23 @@
+"""Exceptions raised by delayed."""
+from typing import Optional
+
+
+class DelayedError(Exception):
+    """Base class of every error delayed raises on purpose."""
+
+
+class MalformedTaskError(DelayedError, ValueError):
+    """A blob that is not a task this worker can decode; `reason` is the dead-letter reason."""
+
+    def __init__(self, message: str, reason: str = "malformed", func_path: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.func_path = func_path
+
+
+class TaskTooLargeError(DelayedError, ValueError):
+    """A task blob over the queue's max_task_size; raised before anything is written to Redis."""
+
+
+class FunctionNotAllowedError(DelayedError, LookupError):
+    """A task names a function the worker was not told to allow."""

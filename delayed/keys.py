@@ -1,0 +1,40 @@
+"""Redis key names of a queue: the one place the wire format names them.
+
+A queue named N uses the keys below, as go-delayed and keakon/delayed 1.x do.
+Each live worker also owns a string key named by its bare worker id (its
+keep-alive), at the root of the database: any sweeper, Python or Go, treats a
+worker whose key is gone as dead and requeues the task it holds.
+"""
+from dataclasses import dataclass
+import secrets
+
+NOTI_SUFFIX = "_noti"
+PROCESSING_SUFFIX = "_processing"
+DEAD_SUFFIX = "_dead"
+
+WORKER_ID_PREFIX = "delayed-py-"
+
+
+@dataclass(frozen=True)
+class QueueKeys:
+    """The keys of queue `name`.
+
+    name: list of msgpack task blobs.
+    noti: list holding one "1" per enqueued task; workers BLPOP it.
+    processing: hash, worker id -> the blob that worker holds.
+    dead: list of dead-letter records (JSON), ours only; Go peers ignore it.
+    """
+
+    name: str
+    noti: str
+    processing: str
+    dead: str
+
+    @classmethod
+    def of(cls, name: str) -> "QueueKeys":
+        return cls(name, name + NOTI_SUFFIX, name + PROCESSING_SUFFIX, name + DEAD_SUFFIX)
+
+
+def new_worker_id() -> str:
+    """A worker id (and keep-alive key name) that cannot collide in practice: 128 random bits."""
+    return WORKER_ID_PREFIX + secrets.token_hex(16)

@@ -1,0 +1,15 @@
+"""The Lua scripts in delayed/lua/, read once at import and registered per connection."""
+from importlib import resources
+from typing import Any, Dict
+
+NAMES = ("dequeue", "requeue_lost", "requeue", "bury")
+
+SOURCES: Dict[str, str] = {
+    name: resources.files(__package__).joinpath("lua", name + ".lua").read_text("utf-8")
+    for name in NAMES
+}
+
+
+def register(conn: Any) -> Dict[str, Any]:
+    """Register every script on a redis-py client (sync or asyncio); EVALSHA with reload on NOSCRIPT."""
+    return {name: conn.register_script(source) for name, source in SOURCES.items()}

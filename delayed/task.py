@@ -1,0 +1,158 @@
+"""Task blobs, byte-compatible with keakon/delayed 1.x and go-delayed.
+
+PyTask: msgpack array [func_path, args, kwargs, retry], trailing defaults dropped
+the way keakon/delayed drops them (retry 0, then empty kwargs, then empty args);
+go-delayed's NewPyTask writes [func_path, args|nil, kwargs|nil], which decodes too.
+GoTask: msgpack array [func_path, payload] where payload is a bin holding the
+msgpack of the argument, exactly what go-delayed's NewGoTask(func_path, arg...)
+writes: one argument as itself, several as an array, none as msgpack nil.
+"""
+from typing import Any, Callable, Dict, Optional, Sequence, Union
+
+import msgpack
+
+from .errors import MalformedTaskError
+
+FUNC_PATH_SEP = ":"
+_GO_NO_ARGUMENT = msgpack.packb(None)  # go-delayed marshals its empty variadic slice as nil
+
+
+def func_path_of(func: Callable[..., Any]) -> str:
+    """'module.path:name' for a module-level function, the way keakon/delayed names it."""
+    module, name = getattr(func, "__module__", None), getattr(func, "__name__", None)
+    qualname = getattr(func, "__qualname__", name)
+    if not module or not name or not name.isidentifier() or qualname != name or module == "__main__":
+        raise ValueError(
+            f"{func!r} cannot be a task: use a function defined at the top level of an importable module"
+        )
+    return module + FUNC_PATH_SEP + name
+
+
+def _unpack(blob: bytes) -> Any:
+    try:
+        return msgpack.unpackb(blob, raw=False, strict_map_key=False)
+    except Exception as exc:  # msgpack raises several unrelated types for bad input
+        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise MalformedTaskError(f"not a msgpack value ({detail})") from None
+
+
+class PyTask:
+    """A call of a Python function by path, with positional and keyword arguments.
+
+    retry: how many more times to run the task after it raises; -1 means forever.
+    """
+
+    __slots__ = ("func_path", "args", "kwargs", "retry", "_data")
+
+    def __init__(
+        self,
+        func: Union[Callable[..., Any], str],
+        args: Optional[Sequence[Any]] = None,
+        kwargs: Optional[Dict[str, Any]] = None,
+        retry: int = 0,
+    ) -> None:
+        self.func_path = func if isinstance(func, str) else func_path_of(func)
+        if args is not None and not isinstance(args, (list, tuple)):
+            raise TypeError(f"args must be a list or a tuple, not {type(args).__name__}")
+        if kwargs is not None and not isinstance(kwargs, dict):
+            raise TypeError(f"kwargs must be a dict, not {type(kwargs).__name__}")
+        self.args = () if args is None else args
+        self.kwargs = {} if kwargs is None else kwargs
+        self.retry = retry
+        self._data: Optional[bytes] = None
+
+    def serialize(self) -> bytes:
+        """The blob, cached; dropping trailing defaults exactly as keakon/delayed 1.x does."""
+        if self._data is None:
+            fields: tuple = (self.func_path, self.args, self.kwargs, self.retry)
+            if self.retry == 0:
+                fields = fields[:3]
+                if not self.kwargs:
+                    fields = fields[:2]
+                    if not self.args:
+                        fields = fields[:1]
+            self._data = msgpack.packb(fields)
+        return self._data
+
+    @classmethod
+    def deserialize(cls, data: bytes) -> "PyTask":
+        """Decode a PyTask blob; raise MalformedTaskError (with a dead-letter reason) for anything else."""
+        task = decode_task(data)
+        if not isinstance(task, cls):
+            raise MalformedTaskError(
+                f"a GoTask for {task.func_path!r}: only a go-delayed worker can run it",
+                reason="go_task", func_path=task.func_path,
+            )
+        return task
+
+    def with_retry(self, retry: int) -> "PyTask":
+        """The same call with another retry count (what a retry enqueues)."""
+        return PyTask(self.func_path, self.args, self.kwargs, retry)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PyTask) and self.serialize() == other.serialize()
+
+    def __repr__(self) -> str:
+        return f"PyTask({self.func_path!r}, args={self.args!r}, kwargs={self.kwargs!r}, retry={self.retry})"
+
+
+class GoTask:
+    """A call of a registered go-delayed handler, e.g. GoTask("main.Add", [1, 2]).
+
+    args is go-delayed's `arg`: the value itself for a one-argument function, a
+    list for several (a Go struct is a list of its fields in order), None for none.
+    """
+
+    __slots__ = ("func_path", "args", "_data")
+
+    def __init__(self, func_path: str, args: Any = None) -> None:
+        self.func_path = func_path
+        self.args = args
+        self._data: Optional[bytes] = None
+
+    def serialize(self) -> bytes:
+        if self._data is None:
+            payload = _GO_NO_ARGUMENT if self.args is None else msgpack.packb(self.args)
+            self._data = msgpack.packb((self.func_path, payload))
+        return self._data
+
+    @classmethod
+    def deserialize(cls, data: bytes) -> "GoTask":
+        task = decode_task(data)
+        if not isinstance(task, cls):
+            raise MalformedTaskError(
+                f"a PyTask for {task.func_path!r}, not a GoTask", reason="py_task", func_path=task.func_path
+            )
+        return task
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GoTask) and self.serialize() == other.serialize()
+
+    def __repr__(self) -> str:
+        return f"GoTask({self.func_path!r}, args={self.args!r})"
+
+
+def decode_task(data: bytes) -> Union[PyTask, GoTask]:
+    """Decode either kind of blob, checking its shape; the blob is kept as the task's bytes."""
+    fields = _unpack(data)
+    if not isinstance(fields, list) or not 1 <= len(fields) <= 4 or not isinstance(fields[0], str):
+        raise MalformedTaskError(f"not a task: expected [func_path, ...], got {_brief(fields)}")
+    task: Union[PyTask, GoTask]
+    if len(fields) == 2 and isinstance(fields[1], bytes):
+        task = GoTask(fields[0], _unpack(fields[1]))
+    else:
+        func_path, args, kwargs, retry = fields + [None, None, 0][len(fields) - 1 :]
+        if args is not None and not isinstance(args, list):
+            raise MalformedTaskError(f"task args must be an array or nil, got {_brief(args)}")
+        if kwargs is not None and not (isinstance(kwargs, dict) and all(isinstance(k, str) for k in kwargs)):
+            raise MalformedTaskError(f"task kwargs must be a map with string keys or nil, got {_brief(kwargs)}")
+        if not isinstance(retry, int) or isinstance(retry, bool):
+            raise MalformedTaskError(f"task retry must be an integer, got {_brief(retry)}")
+        task = PyTask(func_path, args, kwargs, retry)
+    task._data = data
+    return task
+
+
+def _brief(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

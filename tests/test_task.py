@@ -1,0 +1,119 @@
+"""Task blobs: keakon/delayed 1.x's PyTask bytes, go-delayed's GoTask bytes, and strict decoding."""
+import msgpack
+import pytest
+
+from delayed.errors import MalformedTaskError
+from delayed.task import GoTask, PyTask, decode_task, func_path_of
+
+from . import tasks
+
+
+@pytest.mark.parametrize("task, fields", [
+    (PyTask("m:f"), ["m:f"]),
+    (PyTask("m:f", [1, 2]), ["m:f", [1, 2]]),
+    (PyTask("m:f", (1, 2)), ["m:f", [1, 2]]),
+    (PyTask("m:f", kwargs={"a": 1}), ["m:f", [], {"a": 1}]),
+    (PyTask("m:f", [1], {"a": 1}), ["m:f", [1], {"a": 1}]),
+    (PyTask("m:f", retry=3), ["m:f", [], {}, 3]),
+    (PyTask("m:f", [1], retry=-1), ["m:f", [1], {}, -1]),
+])
+def test_pytask_drops_trailing_defaults_like_keakon_delayed(task, fields):
+    assert task.serialize() == msgpack.packb(fields)
+
+
+def test_pytask_bytes_are_pinned():
+    assert PyTask("m:f").serialize() == bytes.fromhex("91a36d3a66")
+    assert PyTask("m:f", [1, "x"], {"k": b"b"}, 2).serialize() == bytes.fromhex("94a36d3a669201a17881a16bc4016202")
+
+
+def test_pytask_from_a_function_uses_its_module_path():
+    assert PyTask(tasks.record, ["t"]).func_path == "tests.tasks:record"
+
+
+@pytest.mark.parametrize("func", [lambda: None, print.__call__, test_pytask_bytes_are_pinned.__code__])
+def test_pytask_refuses_callables_a_worker_could_not_name(func):
+    with pytest.raises((ValueError, TypeError)):
+        func_path_of(func)
+
+
+def test_nested_functions_cannot_be_tasks():
+    def inner():
+        pass
+
+    with pytest.raises(ValueError, match="top level"):
+        PyTask(inner)
+
+
+@pytest.mark.parametrize("args, kwargs", [("ab", None), (None, [("a", 1)])])
+def test_pytask_checks_argument_containers(args, kwargs):
+    with pytest.raises(TypeError):
+        PyTask("m:f", args, kwargs)
+
+
+@pytest.mark.parametrize("task", [
+    PyTask("m:f"),
+    PyTask("m:f", [1, [2, {"n": None}], "ü", b"\x00\xff", 1.5, True]),
+    PyTask("m:f", [], {"a": -(2**63), "b": 2**64 - 1}, retry=-1),
+])
+def test_pytask_round_trip(task):
+    decoded = PyTask.deserialize(task.serialize())
+    assert (decoded.func_path, list(decoded.args), decoded.kwargs, decoded.retry) == \
+        (task.func_path, list(task.args), task.kwargs, task.retry)
+
+
+def test_go_delayed_new_pytask_decodes():
+    # go-delayed's NewPyTask("m:f", nil, nil) and NewPyTask("m:f", []interface{}{1, "x"}, map[string]int{"k": 1}),
+    # as its msgpack library (shamaton/msgpack v2) writes them.
+    empty = PyTask.deserialize(bytes.fromhex("93a36d3a66c0c0"))
+    assert (empty.args, empty.kwargs, empty.retry) == ((), {}, 0)
+    full = PyTask.deserialize(bytes.fromhex("93a36d3a669201a17881a16b01"))
+    assert (full.args, full.kwargs) == ([1, "x"], {"k": 1})
+
+
+@pytest.mark.parametrize("task, hex_bytes", [
+    # What go-delayed's NewGoTask("f", ...) writes for the same arguments.
+    (GoTask("f"), "92a166c401c0"),
+    (GoTask("f", 1), "92a166c40101"),
+    (GoTask("f", [1, 2]), "92a166c403920102"),
+    (GoTask("f", [1, "test"]), "92a166c40792" "01a474657374"),
+    (GoTask("f", {"a": 1}), "92a166c40481a16101"),
+])
+def test_gotask_bytes_match_go_delayed(task, hex_bytes):
+    assert task.serialize().hex() == hex_bytes
+
+
+def test_gotask_round_trip():
+    task = GoTask.deserialize(GoTask("pkg/path.F", [1, b"x", "y"]).serialize())
+    assert (task.func_path, task.args) == ("pkg/path.F", [1, b"x", "y"])
+
+
+def test_decode_task_tells_the_kinds_apart():
+    assert isinstance(decode_task(GoTask("f", [1]).serialize()), GoTask)
+    assert isinstance(decode_task(PyTask("m:f", [1]).serialize()), PyTask)
+    with pytest.raises(MalformedTaskError) as info:
+        PyTask.deserialize(GoTask("main.F").serialize())
+    assert (info.value.reason, info.value.func_path) == ("go_task", "main.F")
+
+
+@pytest.mark.parametrize("blob", [
+    b"",
+    b"\xc1",                                      # reserved byte
+    b"\x93\xa3m:f",                               # truncated
+    msgpack.packb("m:f") + b"\x00",               # extra data
+    msgpack.packb("m:f"),                         # a bare string (keakon's argument-less GoTask)
+    msgpack.packb({"f": 1}),
+    msgpack.packb([]),
+    msgpack.packb([1, [], {}]),
+    msgpack.packb(["m:f", "args"]),
+    msgpack.packb(["m:f", [], {1: 2}]),
+    msgpack.packb(["m:f", [], [1, 2]]),
+    msgpack.packb(["m:f", [], {}, "3"]),
+    msgpack.packb(["m:f", [], {}, True]),
+    msgpack.packb(["m:f", [], {}, 0, 1]),
+    b"\x91\xa2\xff\xfe",                          # invalid UTF-8 in the func path
+])
+def test_malformed_blobs_raise_with_a_reason(blob):
+    with pytest.raises(MalformedTaskError) as info:
+        decode_task(blob)
+    assert info.value.reason == "malformed"
+    assert str(info.value)
