@@ -1,0 +1,54 @@
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, List
+
+import pytest
+import redis
+
+from delayed.testing import RedisServer
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory):
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    os.environ["DELAYED_TEST_REDIS_URL"] = server.url
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def conn(redis_server):
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    yield client
+    client.close()
+
+
+def wait_for(condition: Callable[[], object], timeout: float = 10, what: str = "condition"):
+    """Poll condition until it is truthy; fail the test if it is not within timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.02)
+
+
+def results(client: redis.Redis) -> List[str]:
+    return [item.decode() for item in client.lrange("results", 0, -1)]
+
+
+def spawn(module: str, *args: str, redis_url: str, **popen) -> subprocess.Popen:
+    """Start `python -m module args...` from the repo root, able to import tests.tasks."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), DELAYED_TEST_REDIS_URL=redis_url)
+    return subprocess.Popen(
+        [sys.executable, "-m", module, "--redis-url", redis_url, *args],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen,
+    )

@@ -1,0 +1,63 @@
+"""Task functions the tests allow; each records what it received in the Redis of DELAYED_TEST_REDIS_URL."""
+import asyncio
+import os
+import time
+from os import system  # noqa: F401  imported, not defined here: must not be callable as a task
+
+import redis
+
+RESULTS = "results"
+
+_conn = None
+
+
+def conn() -> redis.Redis:
+    global _conn
+    if _conn is None:
+        _conn = redis.Redis.from_url(os.environ["DELAYED_TEST_REDIS_URL"])
+    return _conn
+
+
+def record(tag, *args, **kwargs):
+    """Appends repr((tag, args, kwargs)) to the results list."""
+    conn().rpush(RESULTS, repr((tag, args, kwargs)))
+
+
+def fail_until(counter, failures):
+    """Raises for the first `failures` calls counted under key `counter`, then records."""
+    calls = conn().incr(counter)
+    if calls <= failures:
+        raise RuntimeError(f"call {calls} fails")
+    record(counter, calls)
+
+
+def always_fail(tag):
+    conn().incr(tag)
+    raise ValueError(f"{tag} always fails")
+
+
+def slow(tag, seconds):
+    """Marks itself started, sleeps, then records: the window in which tests signal or kill the worker."""
+    conn().set("started:" + tag, os.getpid())
+    time.sleep(seconds)
+    record(tag)
+
+
+async def async_record(tag):
+    await asyncio.sleep(0)
+    record(tag)
+
+
+def bad_call_inside(tag):
+    """A TypeError raised inside the function body is a failure, not an argument error."""
+    conn().incr(tag)
+    return len(1)
+
+
+def _private(tag):
+    record("private ran")
+
+
+class Thing:
+    def __init__(self, tag):
+        record("Thing ran")

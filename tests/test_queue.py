@@ -1,0 +1,167 @@
+"""Queue operations against a real Redis: the exact keys go-delayed uses, and the sweep."""
+import asyncio
+
+import pytest
+import redis.asyncio
+
+from delayed import AsyncQueue, GoTask, PyTask, Queue, TaskTooLargeError, delayed
+from delayed.keys import new_worker_id
+
+from . import tasks
+
+
+@pytest.fixture
+def queue(conn):
+    q = Queue("q", conn, dequeue_timeout=0.1, keep_alive_timeout=5)
+    q.worker_id = new_worker_id()
+    return q
+
+
+def command_calls(conn, command):
+    return int(conn.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0))
+
+
+def test_enqueue_writes_the_blob_and_one_notification(conn, queue):
+    task = PyTask("m:f", [1])
+    queue.enqueue(task)
+    assert conn.lrange("q", 0, -1) == [task.serialize()]
+    assert conn.lrange("q_noti", 0, -1) == [b"1"]
+    assert queue.len() == 1
+
+
+def test_dequeue_holds_the_task_in_processing_until_release(conn, queue):
+    queue.enqueue(PyTask("m:f", [1]))
+    task = queue.dequeue()
+    assert (task.func_path, task.args) == ("m:f", [1])
+    assert conn.hgetall("q_processing") == {queue.worker_id.encode(): task.serialize()}
+    assert conn.llen("q") == conn.llen("q_noti") == 0
+    queue.release()
+    assert conn.hlen("q_processing") == 0
+
+
+def test_dequeue_times_out_with_none(queue):
+    assert queue.dequeue() is None
+
+
+def test_a_notification_without_a_task_is_harmless(conn, queue):
+    # go-delayed's script would HSET `false` here and error; ours returns nothing and holds nothing.
+    conn.rpush("q_noti", 1)
+    assert queue.claim() is None
+    assert conn.hlen("q_processing") == 0
+
+
+def test_enqueue_many_is_one_round_trip_of_two_pushes(conn, queue):
+    conn.config_resetstat()
+    batch = [PyTask("m:f", [i]) for i in range(500)] + [GoTask("main.F", i) for i in range(500)]
+    assert queue.enqueue_many(batch) == 1000
+    assert command_calls(conn, "rpush") == 2
+    assert conn.lrange("q", 0, -1) == [task.serialize() for task in batch]
+    assert conn.llen("q_noti") == 1000
+    assert queue.enqueue_many([]) == 0
+
+
+def test_oversized_tasks_are_refused_before_touching_redis(conn):
+    queue = Queue("q", conn, max_task_size=100)
+    with pytest.raises(TaskTooLargeError, match="m:f: .* over .* 100"):
+        queue.enqueue_many([PyTask("m:f", ["small"]), PyTask("m:f", ["x" * 200])])
+    assert conn.exists("q", "q_noti") == 0
+
+
+def test_requeue_releases_and_enqueues_atomically(conn, queue):
+    queue.enqueue(PyTask("m:f", retry=2))
+    held = queue.claim()
+    retried = PyTask.deserialize(held).with_retry(1).serialize()
+    queue.requeue(retried)
+    assert conn.lrange("q", 0, -1) == [retried]
+    assert conn.llen("q_noti") == 1
+    assert conn.hlen("q_processing") == 0
+
+
+def test_bury_appends_the_record_and_releases(conn, queue):
+    queue.enqueue(PyTask("m:f"))
+    queue.claim()
+    queue.bury(b'{"reason": "x"}')
+    assert conn.lrange("q_dead", 0, -1) == [b'{"reason": "x"}']
+    assert conn.hlen("q_processing") == 0
+
+
+def test_keep_alive_key_is_the_bare_worker_id(conn, queue):
+    assert queue.try_online()
+    assert queue.worker_id.startswith("delayed-py-") and len(queue.worker_id) == len("delayed-py-") + 32
+    assert 0 < conn.pttl(queue.worker_id) <= 5000
+    assert not queue.try_online()  # a live worker's id cannot be claimed again
+    queue.go_offline()
+    assert not conn.exists(queue.worker_id)
+
+
+def test_requeue_lost_moves_only_dead_workers_tasks(conn, queue):
+    queue.enqueue_many([PyTask("m:dead"), PyTask("m:alive")])
+    queue.claim()                                  # held by a worker that never went online: dead
+    alive = Queue("q", conn, dequeue_timeout=0.1)
+    alive.worker_id = new_worker_id()
+    assert alive.try_online()
+    alive.claim()
+    assert queue.requeue_lost() == 1
+    assert conn.lrange("q", 0, -1) == [PyTask("m:dead").serialize()]
+    assert conn.llen("q_noti") == 1
+    assert conn.hgetall("q_processing") == {alive.worker_id.encode(): PyTask("m:alive").serialize()}
+    assert queue.requeue_lost() == 0
+
+
+def test_requeue_lost_tops_up_notifications_in_bulk(conn, queue):
+    # A producer that died between its two pushes leaves tasks without notifications;
+    # 10,000 at once is past what Lua's unpack() takes in one call.
+    conn.rpush("q", *[PyTask("m:f", [i]).serialize() for i in range(10_000)])
+    assert queue.requeue_lost() == 10_000
+    assert conn.llen("q_noti") == 10_000
+
+
+def test_requeued_task_runs_after_the_worker_that_held_it_died(conn, queue):
+    queue.enqueue(PyTask("m:f", [7]))
+    queue.claim()                                  # the holder has no keep-alive key
+    queue.requeue_lost()
+    other = Queue("q", conn, dequeue_timeout=0.1)
+    other.worker_id = new_worker_id()
+    assert other.dequeue().args == [7]
+
+
+def test_async_queue_enqueues_the_same_bytes(conn, redis_server):
+    async def produce():
+        client = redis.asyncio.Redis.from_url(redis_server.url)
+        queue = AsyncQueue("q", client)
+        await queue.enqueue(PyTask("m:f", [1]))
+        await queue.enqueue_many([GoTask("main.F", 2), PyTask("m:f", [3])])
+        length = await queue.len()
+        await client.aclose()
+        return length
+
+    assert asyncio.run(produce()) == 3
+    assert conn.lrange("q", 0, -1) == [PyTask("m:f", [1]).serialize(), GoTask("main.F", 2).serialize(),
+                                       PyTask("m:f", [3]).serialize()]
+    assert conn.llen("q_noti") == 3
+
+
+def test_async_queue_refuses_oversized_tasks(conn, redis_server):
+    async def produce():
+        client = redis.asyncio.Redis.from_url(redis_server.url)
+        try:
+            await AsyncQueue("q", client, max_task_size=10).enqueue(PyTask("m:f", ["x" * 20]))
+        finally:
+            await client.aclose()
+
+    with pytest.raises(TaskTooLargeError):
+        asyncio.run(produce())
+    assert not conn.exists("q")
+
+
+def test_delayed_decorator_enqueues_calls(conn, queue):
+    d = delayed(queue)
+
+    plain = d(tasks.record)
+    retried = d(retry=3)(tasks.fail_until)
+    assert plain is tasks.record
+    plain.delay("a", 1, k=2)
+    retried.delay("counter", 1)
+    blobs = conn.lrange("q", 0, -1)
+    assert blobs == [PyTask("tests.tasks:record", ("a", 1), {"k": 2}).serialize(),
+                     PyTask("tests.tasks:fail_until", ("counter", 1), retry=3).serialize()]
