@@ -1,0 +1,132 @@
+"""Command lines of `python -m delayed.worker` and `python -m delayed.sweeper`: parse, connect, run."""
+import argparse
+import logging
+import os
+import sys
+from typing import Callable, List, Optional, Sequence
+
+import redis
+
+from .connection import DEFAULT_REDIS_URL, connect, redacted
+from .functions import FunctionRegistry
+from .queue import DEFAULT_MAX_TASK_SIZE, Queue
+from .signals import stop_gracefully_then_at_once
+from .supervisor import Supervisor
+from .sweeper import Sweeper
+from .worker import Worker
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s[%(process)d]: %(message)s"
+
+
+class CommandError(Exception):
+    """A problem to report as one line on stderr, with exit status `status`."""
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        return value
+
+    return parse
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--redis-url", default=os.environ.get("DELAYED_REDIS_URL", DEFAULT_REDIS_URL),
+                        help="Redis to use (default: $DELAYED_REDIS_URL, else %(default)s)")
+    parser.add_argument("--log-level", default="INFO", type=str.upper,
+                        choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+
+def _connect(url: str) -> redis.Redis:
+    try:
+        conn = connect(url)
+        conn.ping()
+    except (redis.RedisError, ValueError) as exc:
+        raise CommandError(f"cannot reach Redis at {redacted(url)}: {exc}") from None
+    return conn
+
+
+def _run(prog: str, main: Callable[[argparse.Namespace], int], parser: argparse.ArgumentParser,
+         argv: Optional[Sequence[str]]) -> int:
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
+    try:
+        return main(args)
+    except CommandError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return exc.status
+
+
+def worker_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m delayed.worker",
+        description="Run PyTasks from a go-delayed queue, calling only functions defined in MODULE...")
+    _common(parser)
+    parser.add_argument("--queue", default="default", help="queue name (default: %(default)s)")
+    parser.add_argument("--concurrency", type=_positive(int), default=1,
+                        help="worker processes, each with its own id (default: %(default)s)")
+    parser.add_argument("--keep-alive-timeout", type=_positive(float), default=60,
+                        help="seconds a dead worker's task waits before a sweeper requeues it "
+                             "(default: %(default)s); refreshed every quarter of it")
+    parser.add_argument("--max-task-size", type=_positive(int), default=DEFAULT_MAX_TASK_SIZE,
+                        help="bytes; larger tasks go to the dead-letter list (default: %(default)s)")
+    parser.add_argument("modules", metavar="MODULE", nargs="+",
+                        help="module whose public functions tasks may call")
+    return parser
+
+
+def _worker(args: argparse.Namespace) -> int:
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` does, so ./tasks.py imports
+    try:
+        functions = FunctionRegistry(args.modules)
+    except ImportError as exc:
+        raise CommandError(f"cannot import task module: {exc}", status=2) from None
+    _connect(args.redis_url).close()
+
+    def make_worker() -> Worker:
+        queue = Queue(args.queue, connect(args.redis_url), keep_alive_timeout=args.keep_alive_timeout,
+                      max_task_size=args.max_task_size)
+        return Worker(queue, functions, keep_alive_interval=args.keep_alive_timeout / 4)
+
+    if args.concurrency > 1:
+        return Supervisor(make_worker, args.concurrency).run()
+    worker = make_worker()
+    stop_gracefully_then_at_once(worker.stop, "worker")
+    worker.run()
+    return 0
+
+
+def worker_main(argv: Optional[Sequence[str]] = None) -> int:
+    return _run("delayed.worker", _worker, worker_parser(), argv)
+
+
+def sweeper_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m delayed.sweeper",
+        description="Requeue the tasks of dead workers, Python or Go, every INTERVAL seconds.")
+    _common(parser)
+    parser.add_argument("--queue", action="append", dest="queues", metavar="NAME",
+                        help="queue to sweep; repeat for several (default: default)")
+    parser.add_argument("--interval", type=_positive(float), default=60,
+                        help="seconds between sweeps (default: %(default)s)")
+    return parser
+
+
+def _sweeper(args: argparse.Namespace) -> int:
+    conn = _connect(args.redis_url)
+    names: List[str] = args.queues or ["default"]
+    sweeper = Sweeper([Queue(name, conn) for name in names], interval=args.interval)
+    stop_gracefully_then_at_once(sweeper.stop, "sweeper")
+    sweeper.run()
+    return 0
+
+
+def sweeper_main(argv: Optional[Sequence[str]] = None) -> int:
+    return _run("delayed.sweeper", _sweeper, sweeper_parser(), argv)

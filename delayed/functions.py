@@ -1,0 +1,58 @@
+"""The allowlist: the only functions a worker will call, resolved once at start."""
+import importlib
+import inspect
+from types import ModuleType
+from typing import Any, Callable, Dict, Iterable, Union
+
+from .errors import FunctionNotAllowedError
+from .task import FUNC_PATH_SEP, func_path_of
+
+Allowed = Union[str, ModuleType, Callable[..., Any]]
+
+
+def public_functions(module: ModuleType) -> Dict[str, Callable[..., Any]]:
+    """The functions defined in module itself whose names do not start with '_', by func path.
+
+    Functions a module merely imports (`from os import system`), classes,
+    submodules and attributes of attributes are left out on purpose.
+    """
+    return {
+        module.__name__ + FUNC_PATH_SEP + name: obj
+        for name, obj in vars(module).items()
+        if not name.startswith("_") and inspect.isfunction(obj) and obj.__module__ == module.__name__
+    }
+
+
+class FunctionRegistry:
+    """Func path -> function, for the modules and functions the operator allowed.
+
+    A task naming anything else is refused: lookups are an exact dict match,
+    so no import, getattr or dotted path is ever evaluated for a task.
+    """
+
+    def __init__(self, allowed: Iterable[Allowed]) -> None:
+        self._functions: Dict[str, Callable[..., Any]] = {}
+        for item in allowed:
+            if isinstance(item, str):
+                item = importlib.import_module(item)
+            if isinstance(item, ModuleType):
+                self._functions.update(public_functions(item))
+            elif callable(item):
+                self._functions[func_path_of(item)] = item
+            else:
+                raise TypeError(f"allow takes module names, modules or functions, not {item!r}")
+
+    def resolve(self, func_path: str) -> Callable[..., Any]:
+        try:
+            return self._functions[func_path]
+        except KeyError:
+            raise FunctionNotAllowedError(f"{func_path!r} is not an allowed task function") from None
+
+    def __contains__(self, func_path: object) -> bool:
+        return func_path in self._functions
+
+    def __len__(self) -> int:
+        return len(self._functions)
+
+    def paths(self) -> list:
+        return sorted(self._functions)

@@ -1,0 +1,44 @@
+"""Stop signals: SIGTERM, SIGINT and SIGHUP ask for a graceful stop."""
+import logging
+import os
+import signal
+from typing import Any, Callable
+
+logger = logging.getLogger(__name__)
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def stop_gracefully_then_at_once(stop: Callable[[], Any], what: str) -> None:
+    """First stop signal calls stop(); a second one ends the process at once (exit 128 + signal)."""
+    received = []
+
+    def handle(signum: int, frame: Any) -> None:
+        if received:
+            logger.warning("%s: second signal %s, exiting at once", what, signal.Signals(signum).name)
+            os._exit(128 + signum)
+        received.append(signum)
+        logger.info("%s: %s received, stopping after the current task", what, signal.Signals(signum).name)
+        stop()
+
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, handle)
+
+
+def stop_gracefully_once(stop: Callable[[], Any], what: str) -> None:
+    """For a supervised child: SIGTERM or SIGHUP calls stop() once; SIGINT and repeats are ignored.
+
+    The supervisor forwards the terminal's Ctrl-C and escalates with SIGKILL,
+    so a signal that reaches both it and us (a process-group kill) counts once.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    received = []
+
+    def handle(signum: int, frame: Any) -> None:
+        if not received:
+            received.append(signum)
+            logger.info("%s: %s received, stopping after the current task", what, signal.Signals(signum).name)
+            stop()
+
+    signal.signal(signal.SIGTERM, handle)
+    signal.signal(signal.SIGHUP, handle)

@@ -1,0 +1,52 @@
+"""The sweeper: periodically requeues tasks held by dead workers (go-delayed's requeue-lost)."""
+import logging
+import threading
+from typing import Sequence
+
+import redis
+
+from .connection import Backoff
+from .queue import Queue
+
+logger = logging.getLogger(__name__)
+
+
+class Sweeper:
+    """Sweeps every queue once per interval seconds until stopped."""
+
+    def __init__(self, queues: Sequence[Queue], interval: float = 60) -> None:
+        self.queues = list(queues)
+        self.interval = interval
+        self._stopping = threading.Event()
+        self._backoff = Backoff(logger, "sweeper", wait=self._stopping.wait)
+
+    def sweep(self) -> int:
+        """One pass over every queue; returns the notifications pushed (requeued tasks included)."""
+        total = 0
+        for queue in self.queues:
+            count = queue.requeue_lost()
+            if count > 0:
+                logger.info("queue %r: requeued lost tasks, pushed %d notifications", queue.name, count)
+            total += count
+        return total
+
+    def run(self) -> None:
+        logger.info("sweeping %s every %s s", ", ".join(repr(q.name) for q in self.queues), self.interval)
+        while not self._stopping.is_set():
+            try:
+                self.sweep()
+            except redis.RedisError as exc:
+                self._backoff.failed(exc)
+                continue
+            self._backoff.succeeded()
+            self._stopping.wait(self.interval)
+        logger.info("sweeper stopped")
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+
+if __name__ == "__main__":
+    from .cli import sweeper_main
+
+    raise SystemExit(sweeper_main())

@@ -1,0 +1,169 @@
+"""Real worker, supervisor and sweeper processes, real signals, a real Redis restart."""
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+import redis
+
+from delayed import PyTask, Queue
+
+from .conftest import ROOT, results, spawn, wait_for
+from delayed.testing import RedisServer, free_port
+
+KEEP_ALIVE = "1"  # seconds: a killed worker's task is recoverable after this
+
+
+def worker(redis_url, *args):
+    return spawn("delayed.worker", "--keep-alive-timeout", KEEP_ALIVE, *args, "tests.tasks", redis_url=redis_url)
+
+
+def finish(process, timeout=15):
+    """Wait for a process to exit; return (exit status, its output)."""
+    output, _ = process.communicate(timeout=timeout)
+    return process.returncode, output
+
+
+def read_until(process, text):
+    """Read the process's output up to a line containing text (the line is returned)."""
+    for line in process.stdout:
+        if text in line:
+            return line
+    pytest.fail(f"the process ended without printing {text!r}")
+
+
+def worker_keys(conn):
+    return {key for key in conn.scan_iter("delayed-py-*")}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_stop_signal_finishes_the_task_releases_it_and_exits_0(conn, redis_server, signum):
+    Queue("default", conn).enqueue(PyTask("tests.tasks:slow", ["s", 1.0]))
+    process = worker(redis_server.url)
+    wait_for(lambda: conn.exists("started:s"), what="the task to start")
+    process.send_signal(signum)
+    status, output = finish(process)
+    assert status == 0, output
+    assert results(conn) == [repr(("s", (), {}))]
+    assert conn.hlen("default_processing") == 0
+    assert worker_keys(conn) == set()
+
+
+def test_a_second_signal_exits_at_once_leaving_the_task_for_the_sweeper(conn, redis_server):
+    Queue("default", conn).enqueue(PyTask("tests.tasks:slow", ["s", 30]))
+    process = worker(redis_server.url)
+    wait_for(lambda: conn.exists("started:s"), what="the task to start")
+    process.send_signal(signal.SIGTERM)
+    read_until(process, "SIGTERM received")  # two signals sent at once may arrive as one
+    process.send_signal(signal.SIGTERM)
+    status, output = finish(process, timeout=5)
+    assert status == 128 + signal.SIGTERM, output
+    assert results(conn) == []
+    assert conn.hlen("default_processing") == 1  # still held: a sweeper requeues it once the key expires
+
+
+def test_a_task_whose_worker_was_killed_is_requeued_by_the_sweeper_and_run(conn, redis_server):
+    Queue("default", conn).enqueue(PyTask("tests.tasks:slow", ["k", 0.5]))
+    first = worker(redis_server.url)
+    wait_for(lambda: conn.exists("started:k"), what="the task to start")
+    first.kill()
+    finish(first)
+    assert conn.hlen("default_processing") == 1 and results(conn) == []
+    second = worker(redis_server.url)
+    sweeper = spawn("delayed.sweeper", "--interval", "0.2", redis_url=redis_server.url)
+    try:
+        wait_for(lambda: results(conn), timeout=15, what="the requeued task to run")
+        assert results(conn) == [repr(("k", (), {}))]
+        wait_for(lambda: conn.hlen("default_processing") == 0, what="release")
+    finally:
+        for process in (second, sweeper):
+            process.terminate()
+            assert finish(process)[0] == 0
+
+
+def test_sweeper_sweeps_every_named_queue_and_stops_on_a_signal(conn, redis_server):
+    for name in ("a", "b"):
+        conn.rpush(name, PyTask("m:f").serialize())  # tasks without notifications
+    sweeper = spawn("delayed.sweeper", "--queue", "a", "--queue", "b", "--interval", "0.1",
+                    redis_url=redis_server.url)
+    wait_for(lambda: conn.llen("a_noti") == conn.llen("b_noti") == 1, what="both queues swept")
+    sweeper.send_signal(signal.SIGINT)
+    status, output = finish(sweeper)
+    assert status == 0, output
+
+
+def test_concurrency_runs_supervised_workers_and_replaces_a_dead_one(conn, redis_server):
+    supervisor = worker(redis_server.url, "--concurrency", "2")
+    try:
+        first = wait_for(lambda: len(worker_keys(conn)) == 2 and worker_keys(conn), what="two workers online")
+        Queue("default", conn).enqueue_many([PyTask("tests.tasks:record", [i]) for i in range(20)])
+        wait_for(lambda: len(results(conn)) == 20, what="20 tasks")
+        children = subprocess.run(["pgrep", "-P", str(supervisor.pid)], capture_output=True, text=True)
+        victim = int(children.stdout.split()[0])
+        os.kill(victim, signal.SIGKILL)
+        wait_for(lambda: len(worker_keys(conn) - first) == 1, timeout=15, what="a replacement worker")
+    finally:
+        supervisor.send_signal(signal.SIGTERM)
+        status, output = finish(supervisor)
+    assert status == 0, output
+    assert "exited with -9; restarting" in output
+    wait_for(lambda: len(worker_keys(conn)) <= 1, what="the live workers to go offline")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_to_the_whole_process_group_stops_busy_children_gracefully(conn, redis_server, signum):
+    # As a terminal's Ctrl-C or systemd's stop does: the supervisor and every child get the signal,
+    # and the supervisor forwards it too; each child still finishes its task.
+    Queue("default", conn).enqueue_many([PyTask("tests.tasks:slow", [f"s{i}", 1.0]) for i in range(2)])
+    supervisor = spawn("delayed.worker", "--keep-alive-timeout", KEEP_ALIVE, "--concurrency", "2", "tests.tasks",
+                       redis_url=redis_server.url, start_new_session=True)
+    wait_for(lambda: conn.exists("started:s0", "started:s1") == 2, what="both tasks to start")
+    os.killpg(supervisor.pid, signum)
+    status, output = finish(supervisor)
+    assert status == 0, output
+    assert sorted(results(conn)) == [repr(("s0", (), {})), repr(("s1", (), {}))]
+    assert conn.hlen("default_processing") == 0
+
+
+def test_unreachable_redis_is_one_line_and_a_nonzero_exit(redis_server):
+    url = f"redis://:secret@127.0.0.1:{free_port()}/0"
+    for module in ("delayed.worker", "delayed.sweeper"):
+        status, output = finish(spawn(module, *(["tests.tasks"] if module == "delayed.worker" else []),
+                                      redis_url=url))
+        assert status == 1
+        assert output.count("\n") == 1 and "cannot reach Redis at redis://:***@127.0.0.1" in output
+        assert "secret" not in output and "Traceback" not in output
+
+
+def test_an_unimportable_task_module_is_one_line_and_exit_2(redis_server):
+    status, output = finish(spawn("delayed.worker", "no_such_tasks_module", redis_url=redis_server.url))
+    assert status == 2
+    assert output.strip() == "delayed.worker: cannot import task module: No module named 'no_such_tasks_module'"
+
+
+def test_a_worker_rides_out_a_redis_restart(tmp_path):
+    server = RedisServer(tmp_path).start()
+    conn = redis.Redis.from_url(server.url)
+    process = worker(server.url)
+    try:
+        wait_for(lambda: worker_keys(conn), what="the worker to go online")
+        server.stop()
+        server.start()
+        Queue("default", conn).enqueue(PyTask("tests.tasks:record", ["after restart"]))
+        wait_for(lambda: conn.llen("results"), timeout=20, what="the task enqueued after the restart")
+    finally:
+        process.terminate()
+        status, output = finish(process)
+        server.stop()
+    assert status == 0, output
+    assert output.count("Redis error") == 1, output
+    assert "Redis is back" in output
+    assert "Traceback" not in output
+
+
+def test_module_entry_points_print_help(redis_server):
+    for module in ("delayed.worker", "delayed.sweeper"):
+        result = subprocess.run([sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True)
+        assert result.returncode == 0 and "--redis-url" in result.stdout
+        assert result.stderr == ""  # in particular no runpy double-import warning

@@ -1,0 +1,167 @@
+"""The worker loop in-process, against a real Redis: running, retrying, dead-lettering, the allowlist."""
+import threading
+
+import msgpack
+import pytest
+
+from delayed import GoTask, PyTask, Queue, Worker
+from delayed.dead_letter import parse
+from delayed.functions import FunctionRegistry
+
+from . import tasks
+from .conftest import results, wait_for
+
+
+@pytest.fixture
+def queue(conn):
+    return Queue("q", conn, dequeue_timeout=0.05, keep_alive_timeout=5, max_task_size=4096)
+
+
+@pytest.fixture
+def run_worker(queue):
+    """Start a Worker on queue in a thread; it is stopped and joined at the end of the test."""
+    started = []
+
+    def start(allow=("tests.tasks",)):
+        worker = Worker(queue, allow, keep_alive_interval=1)
+        thread = threading.Thread(target=worker.run)
+        thread.start()
+        started.append((worker, thread))
+        return worker
+
+    yield start
+    for worker, thread in started:
+        worker.stop()
+        thread.join(10)
+        assert not thread.is_alive()
+
+
+def dead(conn):
+    return [parse(item) for item in conn.lrange("q_dead", 0, -1)]
+
+
+def drained(conn):
+    """Nothing waiting, nothing held."""
+    return conn.llen("q") == 0 and conn.hlen("q_processing") == 0
+
+
+def test_runs_tasks_and_releases_them(conn, queue, run_worker):
+    queue.enqueue(PyTask(tasks.record, ["a", 1, [2]], {"k": b"v"}))
+    queue.enqueue(PyTask("tests.tasks:async_record", ["b"]))
+    run_worker()
+    wait_for(lambda: len(results(conn)) == 2, what="two results")
+    assert results(conn) == [repr(("a", (1, [2]), {"k": b"v"})), repr(("b", (), {}))]
+    wait_for(lambda: drained(conn), what="release")
+    assert dead(conn) == []
+
+
+def test_worker_is_online_while_running_and_offline_after(conn, queue, run_worker):
+    worker = run_worker()
+    wait_for(lambda: worker.id and conn.exists(worker.id), what="keep-alive key")
+    worker.stop()
+    wait_for(lambda: not conn.exists(worker.id), what="keep-alive key deleted")
+
+
+def test_retry_reenqueues_until_it_succeeds(conn, queue, run_worker):
+    queue.enqueue(PyTask(tasks.fail_until, ["twice", 2], retry=2))
+    run_worker()
+    wait_for(lambda: results(conn), what="the third call to succeed")
+    assert conn.get("twice") == b"3"
+    wait_for(lambda: drained(conn), what="release")
+    assert dead(conn) == []
+
+
+def test_retry_minus_one_retries_forever(conn, queue, run_worker):
+    queue.enqueue(PyTask(tasks.fail_until, ["many", 6], retry=-1))
+    run_worker()
+    wait_for(lambda: results(conn), what="success after six failures")
+    assert conn.get("many") == b"7"
+
+
+def test_exhausted_retries_land_in_dead_letters(conn, queue, run_worker):
+    task = PyTask(tasks.always_fail, ["boom"], retry=1)
+    queue.enqueue(task)
+    run_worker()
+    wait_for(lambda: dead(conn), what="a dead letter")
+    assert conn.get("boom") == b"2"  # the first run and one retry
+    [entry] = dead(conn)
+    assert entry["reason"] == "failed"
+    assert entry["error"] == "ValueError: boom always fails"
+    assert "always_fail" in entry["traceback"]
+    assert entry["task"] == task.with_retry(0).serialize()
+    assert entry["func"] == "tests.tasks:always_fail"
+    assert entry["queue"] == "q" and entry["worker"].startswith("delayed-py-")
+    wait_for(lambda: drained(conn), what="release")
+
+
+def test_a_type_error_inside_the_function_is_a_failure_and_retried(conn, queue, run_worker):
+    queue.enqueue(PyTask(tasks.bad_call_inside, ["inside"], retry=1))
+    run_worker()
+    wait_for(lambda: dead(conn), what="a dead letter")
+    assert conn.get("inside") == b"2"
+    assert dead(conn)[0]["reason"] == "failed"
+
+
+@pytest.mark.parametrize("blob, reason", [
+    (b"\xc1\x00garbage", "malformed"),
+    (msgpack.packb("tests.tasks:record"), "malformed"),
+    (msgpack.packb(["tests.tasks:record", "not a list"]), "malformed"),
+    (msgpack.packb(["tests.tasks:record", [], {"k": 1}, "x"]), "malformed"),
+    (GoTask("main.Record", [1]).serialize(), "go_task"),
+    (PyTask("os:system", ["touch /tmp/delayed-pwned"]).serialize(), "not_allowed"),
+    (PyTask("tests.tasks:nonexistent").serialize(), "not_allowed"),
+    (PyTask("tests.tasks:record").serialize(), "bad_arguments"),
+    (PyTask("tests.tasks:fail_until", ["c", 1], {"unexpected": 1}).serialize(), "bad_arguments"),
+    (PyTask("tests.tasks:slow", ["only one argument"]).serialize(), "bad_arguments"),
+    (PyTask("tests.tasks:record", ["x" * 5000]).serialize(), "too_large"),
+])
+def test_bad_tasks_go_to_dead_letters_and_the_worker_goes_on(conn, queue, run_worker, blob, reason):
+    conn.rpush("q", blob)
+    conn.rpush("q_noti", 1)
+    queue.enqueue(PyTask(tasks.record, ["after"]))
+    run_worker()
+    wait_for(lambda: results(conn), what="the next task to run")
+    assert results(conn) == [repr(("after", (), {}))]
+    [entry] = dead(conn)
+    assert entry["reason"] == reason
+    assert entry["task"] == blob
+    assert entry["error"] and "\n" not in entry["error"]
+    wait_for(lambda: drained(conn), what="release")
+
+
+@pytest.mark.parametrize("func_path", [
+    "os:system",
+    "tests.tasks:system",               # imported into an allowed module, not defined there
+    "tests.tasks:os",                   # a module imported by an allowed module
+    "tests.tasks:_private",
+    "tests.tasks:Thing",                # a class
+    "tests.tasks:record.__globals__",
+    "tests.tasks:conn.__class__",
+    "tests:tasks",
+    "builtins:eval",
+    "tests.tasks",
+])
+def test_the_allowlist_cannot_be_escaped(conn, queue, run_worker, func_path):
+    assert func_path not in FunctionRegistry(["tests.tasks"])
+    queue.enqueue(PyTask(func_path, ["x"]))
+    run_worker()
+    wait_for(lambda: dead(conn), what="a dead letter")
+    assert dead(conn)[0]["reason"] == "not_allowed"
+    assert results(conn) == []
+
+
+def test_allowing_single_functions(conn, queue, run_worker):
+    queue.enqueue_many([PyTask(tasks.always_fail, ["not allowed"]), PyTask(tasks.record, ["allowed"])])
+    run_worker(allow=[tasks.record])
+    wait_for(lambda: results(conn), what="the allowed task")
+    wait_for(lambda: dead(conn), what="a dead letter")
+    assert dead(conn)[0]["reason"] == "not_allowed"
+    assert conn.get("not allowed") is None
+
+
+def test_registry_lists_only_functions_defined_in_the_module():
+    registry = FunctionRegistry(["tests.tasks"])
+    assert registry.paths() == sorted(
+        "tests.tasks:" + name
+        for name in ["record", "fail_until", "always_fail", "slow", "async_record", "bad_call_inside", "conn"]
+    )
