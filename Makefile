@@ -1,0 +1,29 @@
+# make test: the whole suite; make demo: a worker on a throwaway Redis.
+# Both install what is missing: a virtualenv with the package, and Debian's redis-server.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+INSTALLED := $(VENV)/.installed
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: test demo redis-server clean
+
+test: $(INSTALLED) redis-server
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+demo: $(INSTALLED) redis-server
+	$(PY) examples/demo.py
+
+$(INSTALLED): setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+redis-server:
+	@command -v redis-server >/dev/null || { \
+		echo "installing Debian's redis-server"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-server; }
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache

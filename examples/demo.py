@@ -1,0 +1,67 @@
+"""`make demo`: a throwaway Redis, a worker, and tasks going through it, good and bad."""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import redis
+
+from delayed import GoTask, PyTask, Queue, delayed
+from delayed.dead_letter import parse
+from delayed.testing import RedisServer
+
+HERE = Path(__file__).resolve().parent
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as directory, RedisServer(Path(directory)) as server:
+        print(f"demo: throwaway redis-server at {server.url}")
+        env = dict(os.environ, DELAYED_REDIS_URL=server.url)
+        os.environ["DELAYED_REDIS_URL"] = server.url
+        worker = subprocess.Popen([sys.executable, "-m", "delayed.worker", "--queue", "demo", "demo_tasks"],
+                                  cwd=HERE, env=env)
+        try:
+            return produce(redis.Redis.from_url(server.url))
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(10)
+            print(f"demo: worker exited with {worker.returncode}")
+
+
+def produce(conn: redis.Redis) -> int:
+    sys.path.insert(0, str(HERE))
+    import demo_tasks
+
+    queue = Queue("demo", conn)
+    greet = delayed(queue)(demo_tasks.greet)
+    queue.enqueue(PyTask(demo_tasks.add, [2, 3]))
+    greet.delay("Go peers", greeting="Hi")
+    queue.enqueue(PyTask("demo_tasks:flaky", ["flaky-calls"], retry=3))
+    queue.enqueue_many([PyTask("demo_tasks:add", [i, i]) for i in range(3)])
+    print("demo: enqueued 6 good tasks, now 3 bad ones: os:system (not allowed), garbage bytes, a GoTask")
+    queue.enqueue(PyTask("os:system", ["echo this never runs"]))
+    conn.rpush("demo", b"\xc1 not msgpack")
+    conn.rpush("demo_noti", 1)
+    queue.enqueue(GoTask("main.Add", [1, 2]))
+
+    deadline = time.monotonic() + 20
+    while (conn.llen("demo:log") < 6 or conn.llen("demo_dead") < 3) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    print("demo: what the tasks did:")
+    for line in conn.lrange("demo:log", 0, -1):
+        print("   ", line.decode())
+    print("demo: the dead-letter list demo_dead:")
+    for entry in map(parse, conn.lrange("demo_dead", 0, -1)):
+        print(f"    {entry['reason']:<12} {entry['error']}")
+    print("demo: the Go half (a go-delayed worker and producer beside ours) waits on the interop harness;"
+          " see README, Interop with Go")
+    ok = conn.llen("demo:log") == 6 and conn.llen("demo_dead") == 3
+    print("demo: OK" if ok else "demo: FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
