@@ -10,7 +10,6 @@ import redis
 from .connection import DEFAULT_REDIS_URL, connect, redacted
 from .functions import FunctionRegistry
 from .queue import DEFAULT_MAX_TASK_SIZE, Queue
-from .signals import stop_gracefully_then_at_once
 from .supervisor import Supervisor
 from .sweeper import Sweeper
 from .worker import Worker
@@ -97,9 +96,7 @@ def _worker(args: argparse.Namespace) -> int:
 
     if args.concurrency > 1:
         return Supervisor(make_worker, args.concurrency).run()
-    worker = make_worker()
-    stop_gracefully_then_at_once(worker.stop, "worker")
-    worker.run()
+    make_worker().run()
     return 0
 
 
@@ -122,9 +119,7 @@ def sweeper_parser() -> argparse.ArgumentParser:
 def _sweeper(args: argparse.Namespace) -> int:
     conn = _connect(args.redis_url)
     names: List[str] = args.queues or ["default"]
-    sweeper = Sweeper([Queue(name, conn) for name in names], interval=args.interval)
-    stop_gracefully_then_at_once(sweeper.stop, "sweeper")
-    sweeper.run()
+    Sweeper([Queue(name, conn) for name in names], interval=args.interval).run()
     return 0
 
 

@@ -2,15 +2,22 @@
 import logging
 import os
 import signal
-from typing import Any, Callable
+import threading
+from typing import Any, Callable, Dict
 
 logger = logging.getLogger(__name__)
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
+Handlers = Dict[int, Any]
 
-def stop_gracefully_then_at_once(stop: Callable[[], Any], what: str) -> None:
-    """First stop signal calls stop(); a second one ends the process at once (exit 128 + signal)."""
+
+def stop_gracefully_then_at_once(stop: Callable[[], Any], what: str) -> Handlers:
+    """First stop signal calls stop(); a second one ends the process at once (exit 128 + signal).
+
+    Does nothing outside the main thread, where Python cannot take signals.
+    Returns the handlers it replaced, for restore().
+    """
     received = []
 
     def handle(signum: int, frame: Any) -> None:
@@ -21,8 +28,9 @@ def stop_gracefully_then_at_once(stop: Callable[[], Any], what: str) -> None:
         logger.info("%s: %s received, stopping after the current task", what, signal.Signals(signum).name)
         stop()
 
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, handle)
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {signum: signal.signal(signum, handle) for signum in STOP_SIGNALS}
 
 
 def stop_gracefully_once(stop: Callable[[], Any], what: str) -> None:
@@ -42,3 +50,8 @@ def stop_gracefully_once(stop: Callable[[], Any], what: str) -> None:
 
     signal.signal(signal.SIGTERM, handle)
     signal.signal(signal.SIGHUP, handle)
+
+
+def restore(handlers: Handlers) -> None:
+    for signum, handler in handlers.items():
+        signal.signal(signum, handler)

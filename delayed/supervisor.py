@@ -28,7 +28,7 @@ def _child(make_worker: Callable[[], Worker], parent: int) -> None:
         worker.stop()
 
     threading.Thread(target=stop_when_orphaned, daemon=True).start()
-    worker.run()
+    worker.run(handle_signals=False)
 
 
 class Supervisor:

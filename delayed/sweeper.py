@@ -7,6 +7,7 @@ import redis
 
 from .connection import Backoff
 from .queue import Queue
+from .signals import restore, stop_gracefully_then_at_once
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +31,15 @@ class Sweeper:
             total += count
         return total
 
-    def run(self) -> None:
+    def run(self, handle_signals: bool = True) -> None:
+        """Sweep until stop(); with handle_signals, stop signals as for Worker.run."""
+        handlers = stop_gracefully_then_at_once(self.stop, "sweeper") if handle_signals else {}
+        try:
+            self._run()
+        finally:
+            restore(handlers)
+
+    def _run(self) -> None:
         logger.info("sweeping %s every %s s", ", ".join(repr(q.name) for q in self.queues), self.interval)
         while not self._stopping.is_set():
             try:

@@ -15,6 +15,7 @@ from .functions import Allowed, FunctionRegistry
 from .keep_alive import KeepAlive
 from .keys import new_worker_id
 from .queue import Queue
+from .signals import restore, stop_gracefully_then_at_once
 from .task import PyTask
 
 logger = logging.getLogger(__name__)
@@ -32,7 +33,14 @@ class Worker:
     (keep it well under queue.keep_alive_timeout).
     """
 
-    def __init__(self, queue: Queue, allow: Iterable[Allowed], keep_alive_interval: float = 15) -> None:
+    def __init__(
+        self, queue: Queue, allow: Optional[Iterable[Allowed]] = None, keep_alive_interval: float = 15
+    ) -> None:
+        if allow is None:
+            raise TypeError(
+                "Worker needs allow=[...]: the modules or functions its tasks may call "
+                "(keakon/delayed 1.x called whatever a task named)"
+            )
         self.queue = queue
         self.functions = allow if isinstance(allow, FunctionRegistry) else FunctionRegistry(allow)
         self.keep_alive_interval = keep_alive_interval
@@ -45,8 +53,19 @@ class Worker:
     def id(self) -> Optional[str]:
         return self.queue.worker_id
 
-    def run(self) -> None:
-        """Work until stop() is called; then settle the current task, go offline and return."""
+    def run(self, handle_signals: bool = True) -> None:
+        """Work until stop() is called; then settle the current task, go offline and return.
+
+        handle_signals: in the main thread, SIGTERM, SIGINT and SIGHUP call stop()
+        and a second one exits at once; the previous handlers are restored on return.
+        """
+        handlers = stop_gracefully_then_at_once(self.stop, "worker") if handle_signals else {}
+        try:
+            self._run()
+        finally:
+            restore(handlers)
+
+    def _run(self) -> None:
         self._go_online()
         keep_alive = KeepAlive(self.queue, self.keep_alive_interval)
         keep_alive.start()

@@ -157,11 +157,13 @@ def test_async_queue_refuses_oversized_tasks(conn, redis_server):
 def test_delayed_decorator_enqueues_calls(conn, queue):
     d = delayed(queue)
 
+    d(tasks.slow).delay("keakon style", 0)       # delayed(queue)(func).delay(...)
     plain = d(tasks.record)
     retried = d(retry=3)(tasks.fail_until)
     assert plain is tasks.record
     plain.delay("a", 1, k=2)
     retried.delay("counter", 1)
     blobs = conn.lrange("q", 0, -1)
-    assert blobs == [PyTask("tests.tasks:record", ("a", 1), {"k": 2}).serialize(),
+    assert blobs == [PyTask("tests.tasks:slow", ("keakon style", 0)).serialize(),
+                     PyTask("tests.tasks:record", ("a", 1), {"k": 2}).serialize(),
                      PyTask("tests.tasks:fail_until", ("counter", 1), retry=3).serialize()]

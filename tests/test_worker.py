@@ -1,4 +1,5 @@
 """The worker loop in-process, against a real Redis: running, retrying, dead-lettering, the allowlist."""
+import logging
 import threading
 
 import msgpack
@@ -165,3 +166,20 @@ def test_registry_lists_only_functions_defined_in_the_module():
         "tests.tasks:" + name
         for name in ["record", "fail_until", "always_fail", "slow", "async_record", "bad_call_inside", "conn"]
     )
+
+
+def test_a_worker_without_an_allowlist_is_refused_with_a_clear_error(queue):
+    with pytest.raises(TypeError, match="Worker needs allow="):
+        Worker(queue)
+
+
+def test_keakon_setup_logger_shows_delayed_logs(queue, capsys):
+    from delayed.logger import setup_logger
+
+    setup_logger()
+    try:
+        Worker(queue, ["tests.tasks"]).execute(PyTask("os:system").serialize())
+    finally:
+        logging.getLogger("delayed").handlers = []
+        logging.getLogger("delayed").setLevel(logging.NOTSET)
+    assert "'os:system' is not an allowed task function" in capsys.readouterr().err
