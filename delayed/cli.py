@@ -12,7 +12,7 @@ from .functions import FunctionRegistry
 from .queue import DEFAULT_MAX_TASK_SIZE, Queue
 from .supervisor import Supervisor
 from .sweeper import Sweeper
-from .worker import Worker
+from .worker import DEFAULT_BATCH, Worker
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s[%(process)d]: %(message)s"
 
@@ -73,6 +73,9 @@ def worker_parser() -> argparse.ArgumentParser:
     parser.add_argument("--keep-alive-timeout", type=_positive(float), default=60,
                         help="seconds a dead worker's task waits before a sweeper requeues it "
                              "(default: %(default)s); refreshed every quarter of it")
+    parser.add_argument("--batch", type=_positive(int), default=DEFAULT_BATCH,
+                        help="most tasks claimed per round trip, each under its own worker id; "
+                             "1 claims one at a time (default: %(default)s)")
     parser.add_argument("--max-task-size", type=_positive(int), default=DEFAULT_MAX_TASK_SIZE,
                         help="bytes; larger tasks go to the dead-letter list (default: %(default)s)")
     parser.add_argument("modules", metavar="MODULE", nargs="+",
@@ -92,7 +95,7 @@ def _worker(args: argparse.Namespace) -> int:
     def make_worker() -> Worker:
         queue = Queue(args.queue, connect(args.redis_url), keep_alive_timeout=args.keep_alive_timeout,
                       max_task_size=args.max_task_size)
-        return Worker(queue, functions, keep_alive_interval=args.keep_alive_timeout / 4)
+        return Worker(queue, functions, keep_alive_interval=args.keep_alive_timeout / 4, batch=args.batch)
 
     if args.concurrency > 1:
         return Supervisor(make_worker, args.concurrency).run()

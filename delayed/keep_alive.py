@@ -1,6 +1,7 @@
 """The heartbeat: a thread that keeps a worker's keep-alive key from expiring while it runs."""
 import logging
 import threading
+from typing import Sequence
 
 import redis
 
@@ -11,19 +12,20 @@ logger = logging.getLogger(__name__)
 
 
 class KeepAlive(threading.Thread):
-    """Refreshes queue.worker_id's keep-alive key every interval seconds until stopped."""
+    """Refreshes the keep-alive keys of worker_ids every interval seconds until stopped."""
 
-    def __init__(self, queue: Queue, interval: float) -> None:
+    def __init__(self, queue: Queue, worker_ids: Sequence[str], interval: float) -> None:
         super().__init__(name="delayed-keep-alive", daemon=True)
         self._queue = queue
+        self._worker_ids = list(worker_ids)
         self._interval = interval
         self._stopped = threading.Event()
 
     def run(self) -> None:
-        backoff = Backoff(logger, f"keep-alive of {self._queue.worker_id}", wait=self._stopped.wait)
+        backoff = Backoff(logger, f"keep-alive of {self._worker_ids[0]}", wait=self._stopped.wait)
         while not self._stopped.wait(self._interval):
             try:
-                self._queue.keep_alive()
+                self._queue.keep_alive(self._worker_ids)
             except redis.RedisError as exc:
                 backoff.failed(exc)
             else:

@@ -7,6 +7,7 @@ worker whose key is gone as dead and requeues the task it holds.
 """
 from dataclasses import dataclass
 import secrets
+from typing import List
 
 NOTI_SUFFIX = "_noti"
 PROCESSING_SUFFIX = "_processing"
@@ -38,3 +39,9 @@ class QueueKeys:
 def new_worker_id() -> str:
     """A worker id (and keep-alive key name) that cannot collide in practice: 128 random bits."""
     return WORKER_ID_PREFIX + secrets.token_hex(16)
+
+
+def new_worker_ids(count: int) -> List[str]:
+    """count ids for one worker process: one random base, then -1, -2, ... for the extra slots."""
+    base = new_worker_id()
+    return [base] + [f"{base}-{slot}" for slot in range(1, count)]

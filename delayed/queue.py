@@ -1,5 +1,5 @@
 """Queue operations on Redis: every command a producer, worker or sweeper sends lives here."""
-from typing import Any, Iterable, List, Optional, Sequence, Union
+from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
 import redis
 import redis.asyncio
@@ -31,7 +31,9 @@ def _blobs(tasks: Iterable[Task], max_task_size: int) -> List[bytes]:
 
 
 def _stage_push(pipe: Any, keys: QueueKeys, blobs: Sequence[bytes]) -> None:
-    """Queue the two commands of an enqueue on a pipeline: the blobs, then one notification each."""
+    """Queue the two pushes of a batch on a MULTI pipeline: the blobs, then one notification each.
+
+    (A script would be one command, but Lua's unpack() tops out near 8,000 values.)"""
     pipe.rpush(keys.name, *blobs)
     pipe.rpush(keys.noti, *([NOTIFICATION] * len(blobs)))
 
@@ -68,8 +70,8 @@ class Queue:
     # Producers
 
     def enqueue(self, task: Task) -> None:
-        """Append a task: its blob and its notification in one atomic round trip."""
-        self.enqueue_many((task,))
+        """Append a task: its blob and its notification in one atomic command."""
+        self._scripts["enqueue"](keys=(self.keys.name, self.keys.noti), args=_blobs((task,), self.max_task_size))
 
     def enqueue_many(self, tasks: Iterable[Task]) -> int:
         """Append many tasks in one atomic round trip; returns how many."""
@@ -84,44 +86,66 @@ class Queue:
         """Tasks waiting in the queue (not counting those being processed)."""
         return self.conn.llen(self.keys.name)
 
-    # Workers
+    # Workers. A worker may hold several ids, each its own processing field and
+    # keep-alive key; methods taking worker_id(s) default to self.worker_id.
 
     def claim(self) -> Optional[bytes]:
-        """Wait up to dequeue_timeout for a task and hold it as this worker's; the raw blob or None."""
+        """Wait up to dequeue_timeout for a task and hold it as worker_id's; the raw blob or None."""
         if not self.conn.blpop([self.keys.noti], self.dequeue_timeout):
             return None
         return self._scripts["dequeue"](keys=(self.keys.name, self.keys.processing), args=(self.worker_id,))
+
+    def claim_batch(self, release_ids: Sequence[str], claim_ids: Sequence[str]) -> List[bytes]:
+        """Release the tasks of release_ids and claim up to one task per claim id, without blocking.
+
+        One round trip; blob i of the result is held by claim_ids[i].
+        """
+        return self._scripts["claim_batch"](
+            keys=(self.keys.name, self.keys.noti, self.keys.processing),
+            args=(len(release_ids), *release_ids, *claim_ids),
+        )
+
+    def give_back(self, held: Sequence[Tuple[str, bytes]]) -> int:
+        """Return (worker id, blob) pairs not yet started to the head of the queue, in order."""
+        args = [item for pair in held for item in pair]
+        return self._scripts["give_back"](keys=(self.keys.name, self.keys.noti, self.keys.processing), args=args)
 
     def dequeue(self) -> Optional[PyTask]:
         """claim() decoded as a PyTask (keakon/delayed's API); raises MalformedTaskError for bad blobs."""
         blob = self.claim()
         return None if blob is None else PyTask.deserialize(blob)
 
-    def release(self) -> None:
-        """Forget the task this worker holds: it is done."""
-        self.conn.hdel(self.keys.processing, self.worker_id)
+    def release(self, worker_id: Optional[str] = None) -> None:
+        """Forget the task the worker holds: it is done."""
+        self.conn.hdel(self.keys.processing, worker_id or self.worker_id)
 
-    def requeue(self, blob: bytes) -> None:
+    def requeue(self, blob: bytes, worker_id: Optional[str] = None) -> None:
         """Enqueue blob (a retry of the held task) and release the held task, atomically."""
         self._scripts["requeue"](
-            keys=(self.keys.name, self.keys.noti, self.keys.processing), args=(self.worker_id, blob)
+            keys=(self.keys.name, self.keys.noti, self.keys.processing), args=(worker_id or self.worker_id, blob)
         )
 
-    def bury(self, record: bytes) -> None:
+    def bury(self, record: bytes, worker_id: Optional[str] = None) -> None:
         """Append a dead-letter record and release the held task, atomically."""
-        self._scripts["bury"](keys=(self.keys.dead, self.keys.processing), args=(self.worker_id, record))
+        self._scripts["bury"](keys=(self.keys.dead, self.keys.processing), args=(worker_id or self.worker_id, record))
 
-    def try_online(self) -> bool:
-        """Claim worker_id's keep-alive key; False if a live worker already has it."""
-        return bool(self.conn.set(self.worker_id, 1, px=self._keep_alive_ms, nx=True))
+    def try_online(self, worker_ids: Optional[Sequence[str]] = None) -> bool:
+        """Claim the ids' keep-alive keys with SET NX; False if a live worker already had one."""
+        with self.conn.pipeline(transaction=False) as pipe:
+            for worker_id in worker_ids or (self.worker_id,):
+                pipe.set(worker_id, 1, px=self._keep_alive_ms, nx=True)
+            return all(pipe.execute())
 
-    def keep_alive(self) -> None:
-        """Refresh worker_id's keep-alive key."""
-        self.conn.set(self.worker_id, 1, px=self._keep_alive_ms)
+    def keep_alive(self, worker_ids: Optional[Sequence[str]] = None) -> None:
+        """Refresh the ids' keep-alive keys."""
+        with self.conn.pipeline(transaction=False) as pipe:
+            for worker_id in worker_ids or (self.worker_id,):
+                pipe.set(worker_id, 1, px=self._keep_alive_ms)
+            pipe.execute()
 
-    def go_offline(self) -> None:
-        """Delete worker_id's keep-alive key: the worker holds nothing and is leaving."""
-        self.conn.delete(self.worker_id)
+    def go_offline(self, worker_ids: Optional[Sequence[str]] = None) -> None:
+        """Delete the ids' keep-alive keys: they hold nothing and are leaving."""
+        self.conn.delete(*(worker_ids or (self.worker_id,)))
 
     @property
     def _keep_alive_ms(self) -> int:
@@ -152,14 +176,16 @@ class AsyncQueue:
         self.keys = QueueKeys.of(name)
         self.conn = conn
         self.max_task_size = max_task_size
+        self._scripts = scripts.register(conn)
 
     @property
     def name(self) -> str:
         return self.keys.name
 
     async def enqueue(self, task: Task) -> None:
-        """Append a task: its blob and its notification in one atomic round trip."""
-        await self.enqueue_many((task,))
+        """Append a task: its blob and its notification in one atomic command."""
+        blobs = _blobs((task,), self.max_task_size)
+        await self._scripts["enqueue"](keys=(self.keys.name, self.keys.noti), args=blobs)
 
     async def enqueue_many(self, tasks: Iterable[Task]) -> int:
         """Append many tasks in one atomic round trip; returns how many."""

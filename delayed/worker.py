@@ -1,10 +1,16 @@
-"""The worker loop: claim a task, run it if it is allowed, settle it (release, retry or dead-letter)."""
+"""The worker loop: claim tasks, run the allowed ones, settle each (release, retry or dead-letter).
+
+A busy worker claims a batch of tasks per round trip, each held under one of
+its worker ids, and releases the finished ones in the same round trip as the
+next claim; an idle one blocks on the notification list as go-delayed does.
+"""
 import asyncio
 import inspect
 import logging
 import threading
+import time
 import traceback
-from typing import Any, Callable, Iterable, Optional, Tuple
+from typing import Any, Callable, Iterable, List, Optional, Tuple
 
 import redis
 
@@ -13,7 +19,7 @@ from .connection import Backoff
 from .errors import FunctionNotAllowedError, MalformedTaskError
 from .functions import Allowed, FunctionRegistry
 from .keep_alive import KeepAlive
-from .keys import new_worker_id
+from .keys import new_worker_ids
 from .queue import Queue
 from .signals import restore, stop_gracefully_then_at_once
 from .task import PyTask
@@ -21,7 +27,11 @@ from .task import PyTask
 logger = logging.getLogger(__name__)
 
 Settlement = Tuple[str, Optional[bytes]]
-"""What to do with the held task: ("release", None), ("requeue", blob) or ("bury", record)."""
+"""What to do with a held task: ("release", None), ("requeue", blob) or ("bury", record)."""
+
+DEFAULT_BATCH = 32
+BATCH_TIME = 0.01
+"""Seconds a batch may take before the next one shrinks: bounds how long a claimed task waits."""
 
 
 class Worker:
@@ -29,28 +39,42 @@ class Worker:
 
     allow: module names, modules or functions. A module allows the public
     functions defined in it; anything else a task names goes to the dead-letter list.
-    keep_alive_interval: seconds between refreshes of the keep-alive key
+    keep_alive_interval: seconds between refreshes of the keep-alive keys
     (keep it well under queue.keep_alive_timeout).
+    batch: the most tasks claimed per round trip, each under its own worker id.
+    The batch grows while batches finish within BATCH_TIME and shrinks when
+    they do not, so slow tasks are claimed one at a time; 1 turns batching off.
     """
 
     def __init__(
-        self, queue: Queue, allow: Optional[Iterable[Allowed]] = None, keep_alive_interval: float = 15
+        self,
+        queue: Queue,
+        allow: Optional[Iterable[Allowed]] = None,
+        keep_alive_interval: float = 15,
+        batch: int = DEFAULT_BATCH,
     ) -> None:
         if allow is None:
             raise TypeError(
                 "Worker needs allow=[...]: the modules or functions its tasks may call "
                 "(keakon/delayed 1.x called whatever a task named)"
             )
+        if batch < 1:
+            raise ValueError(f"batch must be at least 1, got {batch}")
         self.queue = queue
         self.functions = allow if isinstance(allow, FunctionRegistry) else FunctionRegistry(allow)
         self.keep_alive_interval = keep_alive_interval
+        self.ids: List[str] = []
+        self._max_batch = batch
+        self._batch = 1
+        self._finished: List[str] = []  # ids whose task is done, released with the next claim
+        self._abandoned = False  # a settlement gave up at stop: tasks may still be held
         self._stopping = threading.Event()
-        self._holding = False
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._backoff = Backoff(logger, "worker", wait=self._stopping.wait)
 
     @property
     def id(self) -> Optional[str]:
+        """The worker's main id (its other ids are this id with -1, -2, ... appended)."""
         return self.queue.worker_id
 
     def run(self, handle_signals: bool = True) -> None:
@@ -67,13 +91,15 @@ class Worker:
 
     def _run(self) -> None:
         self._go_online()
-        keep_alive = KeepAlive(self.queue, self.keep_alive_interval)
+        keep_alive = KeepAlive(self.queue, self.ids, self.keep_alive_interval)
         keep_alive.start()
         logger.info("worker %s online on queue %r, %d allowed functions",
                     self.id, self.queue.name, len(self.functions))
         try:
             while not self._stopping.is_set():
                 self.work_once()
+            if self._finished and self._persist(self.queue.claim_batch, self._finished, ()):
+                self._finished = []
         finally:
             keep_alive.stop()
             if self._loop is not None:
@@ -84,19 +110,37 @@ class Worker:
         """Ask the loop to stop after the current task (safe from signal handlers and other threads)."""
         self._stopping.set()
 
-    def work_once(self) -> bool:
-        """Claim, run and settle at most one task; False when none came within dequeue_timeout."""
+    def work_once(self) -> int:
+        """Claim a batch (or wait dequeue_timeout for one task) and run it; returns how many ran."""
         try:
-            blob = self.queue.claim()
+            blobs = self.queue.claim_batch(self._finished, self.ids[: self._batch])
+            self._finished = []
+            if not blobs:
+                blob = self.queue.claim()  # the queue is empty: block for a notification as go-delayed does
+                blobs = [] if blob is None else [blob]
         except redis.RedisError as exc:
             self._backoff.failed(exc)
-            return False
+            return 0
         self._backoff.succeeded()
-        if blob is None:
-            return False
-        self._holding = True
-        self._settle(self.execute(blob))
-        return True
+        started = time.monotonic()
+        for index, blob in enumerate(blobs):
+            if self._stopping.is_set():
+                self._persist(self.queue.give_back, list(zip(self.ids[index:], blobs[index:])))
+                return index
+            worker_id = self.ids[index]
+            action, data = self.execute(blob)
+            if action == "release":
+                self._finished.append(worker_id)
+            else:
+                self._persist(self.queue.requeue if action == "requeue" else self.queue.bury, data, worker_id)
+        self._adapt_batch(len(blobs), time.monotonic() - started)
+        return len(blobs)
+
+    def _adapt_batch(self, claimed: int, elapsed: float) -> None:
+        if elapsed > BATCH_TIME:
+            self._batch = max(1, self._batch // 2)
+        elif claimed == self._batch:
+            self._batch = min(self._max_batch, self._batch * 2)
 
     def execute(self, blob: bytes) -> Settlement:
         """Run the task in blob if it may run; say how to settle it. Never raises for a task's fault."""
@@ -116,7 +160,6 @@ class Worker:
                 self._event_loop().run_until_complete(result)
         except Exception as exc:
             return self._failed(task, exc)
-        logger.debug("ran %s", task.func_path)
         return ("release", None)
 
     def _failed(self, task: PyTask, exc: Exception) -> Settlement:
@@ -140,43 +183,40 @@ class Worker:
                                     worker=self.id, func=func, traceback=trace)
         return ("bury", record)
 
-    def _settle(self, settlement: Settlement) -> None:
-        """Apply a settlement, retrying through Redis outages; on stop, leave it to the sweeper."""
-        action, data = settlement
-        apply: Callable[[], Any] = {
-            "release": self.queue.release,
-            "requeue": lambda: self.queue.requeue(data),
-            "bury": lambda: self.queue.bury(data),
-        }[action]
+    def _persist(self, apply: Callable[..., Any], *args: Any) -> bool:
+        """Run a settling call, retrying through Redis outages; once stopping, give up and leave
+        the held tasks to a sweeper (False)."""
         while True:
             try:
-                apply()
+                apply(*args)
             except redis.RedisError as exc:
                 if self._stopping.is_set():
-                    logger.error("could not %s the task of worker %s before stopping; "
-                                 "a sweeper will requeue it", action, self.id)
-                    return
+                    logger.error("could not settle tasks of worker %s before stopping; "
+                                 "a sweeper will requeue them", self.id)
+                    self._abandoned = True
+                    return False
                 self._backoff.failed(exc)
             else:
                 self._backoff.succeeded()
-                self._holding = False
-                return
+                return True
 
     def _go_online(self) -> None:
         while True:
-            self.queue.worker_id = new_worker_id()
-            if self.queue.try_online():
+            self.ids = new_worker_ids(self._max_batch)
+            self.queue.worker_id = self.ids[0]
+            if self.queue.try_online(self.ids):
                 return
 
     def _go_offline(self) -> None:
-        """Delete the keep-alive key, unless a task is still held: then let it expire so a sweeper requeues it."""
-        if self._holding:
+        """Delete the keep-alive keys, unless tasks may still be held: then let them expire for a sweeper."""
+        if self._finished or self._abandoned:
             return
         try:
-            self.queue.go_offline()
+            self.queue.go_offline(self.ids)
         except redis.RedisError as exc:
-            logger.warning("worker %s could not go offline (%s); its key expires by itself", self.id, exc)
-        logger.info("worker %s offline", self.id)
+            logger.warning("worker %s could not go offline (%s); its keys expire by themselves", self.id, exc)
+        else:
+            logger.info("worker %s offline", self.id)
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:

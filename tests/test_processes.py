@@ -34,7 +34,12 @@ def read_until(process, text):
 
 
 def worker_keys(conn):
-    return {key for key in conn.scan_iter("delayed-py-*")}
+    """The main ids of live workers (each also holds ids with -1, -2, ... appended, for batches)."""
+    return {key for key in conn.scan_iter("delayed-py-*") if b"-" not in key[len("delayed-py-"):]}
+
+
+def all_worker_keys(conn):
+    return set(conn.scan_iter("delayed-py-*"))
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
@@ -47,7 +52,7 @@ def test_a_stop_signal_finishes_the_task_releases_it_and_exits_0(conn, redis_ser
     assert status == 0, output
     assert results(conn) == [repr(("s", (), {}))]
     assert conn.hlen("default_processing") == 0
-    assert worker_keys(conn) == set()
+    assert all_worker_keys(conn) == set()
 
 
 def test_a_second_signal_exits_at_once_leaving_the_task_for_the_sweeper(conn, redis_server):
@@ -80,6 +85,31 @@ def test_a_task_whose_worker_was_killed_is_requeued_by_the_sweeper_and_run(conn,
         for process in (second, sweeper):
             process.terminate()
             assert finish(process)[0] == 0
+
+
+def test_a_worker_killed_mid_batch_loses_nothing(conn, redis_server):
+    tags = list(range(100)) + ["slow"] + list(range(100, 200))
+    Queue("default", conn).enqueue_many(
+        PyTask("tests.tasks:slow", ["slow", 5]) if tag == "slow" else PyTask("tests.tasks:record", [tag])
+        for tag in tags)
+    first = worker(redis_server.url)
+    wait_for(lambda: conn.exists("started:slow"), what="the slow task to start")
+    first.kill()
+    finish(first)
+    held = conn.hlen("default_processing")
+    assert held >= 1
+    second = worker(redis_server.url)
+    sweeper = spawn("delayed.sweeper", "--interval", "0.2", redis_url=redis_server.url)
+    try:
+        expected = {repr((tag, (), {})) for tag in tags}
+        wait_for(lambda: set(results(conn)) == expected, timeout=30, what="every task to run")
+        wait_for(lambda: conn.hlen("default_processing") == 0, what="release")
+    finally:
+        for process in (second, sweeper):
+            process.terminate()
+            assert finish(process)[0] == 0
+    duplicates = len(results(conn)) - len(expected)
+    assert duplicates <= held  # only tasks the killed worker held can run twice
 
 
 def test_sweeper_sweeps_every_named_queue_and_stops_on_a_signal(conn, redis_server):

@@ -167,3 +167,27 @@ def test_delayed_decorator_enqueues_calls(conn, queue):
     assert blobs == [PyTask("tests.tasks:slow", ("keakon style", 0)).serialize(),
                      PyTask("tests.tasks:record", ("a", 1), {"k": 2}).serialize(),
                      PyTask("tests.tasks:fail_until", ("counter", 1), retry=3).serialize()]
+
+
+def test_claim_batch_releases_and_claims_under_distinct_ids_in_one_script(conn, queue):
+    blobs = [PyTask("m:f", [i]).serialize() for i in range(5)]
+    conn.rpush("q", *blobs)
+    conn.rpush("q_noti", *[1] * 5)
+    assert queue.claim_batch([], ["a", "b", "c"]) == blobs[:3]
+    assert conn.hgetall("q_processing") == {b"a": blobs[0], b"b": blobs[1], b"c": blobs[2]}
+    assert conn.llen("q_noti") == 2  # one notification consumed per task claimed
+    assert queue.claim_batch(["a", "b"], ["a", "b", "d"]) == blobs[3:]
+    assert conn.hgetall("q_processing") == {b"c": blobs[2], b"a": blobs[3], b"b": blobs[4]}
+    assert conn.llen("q_noti") == 0
+    assert queue.claim_batch(["a", "b", "c"], ["a"]) == []
+    assert conn.hlen("q_processing") == 0
+
+
+def test_give_back_returns_unstarted_tasks_to_the_head_in_order(conn, queue):
+    blobs = [PyTask("m:f", [i]).serialize() for i in range(4)]
+    conn.rpush("q", *blobs)
+    queue.claim_batch([], ["a", "b", "c"])
+    conn.hset("q_processing", "c", b"someone else's")  # only exact holdings are given back
+    assert queue.give_back([("b", blobs[1]), ("c", blobs[2])]) == 1
+    assert conn.lrange("q", 0, -1) == [blobs[1], blobs[3]]
+    assert conn.hgetall("q_processing") == {b"a": blobs[0], b"c": b"someone else's"}

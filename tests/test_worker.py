@@ -183,3 +183,29 @@ def test_keakon_setup_logger_shows_delayed_logs(queue, capsys):
         logging.getLogger("delayed").handlers = []
         logging.getLogger("delayed").setLevel(logging.NOTSET)
     assert "'os:system' is not an allowed task function" in capsys.readouterr().err
+
+
+def test_a_busy_worker_claims_in_batches_and_runs_everything_once(conn, queue, run_worker):
+    queue.enqueue_many([PyTask(tasks.record, [i]) for i in range(2000)])
+    conn.config_resetstat()
+    run_worker()
+    wait_for(lambda: conn.llen("results") == 2000, what="2000 tasks")
+    wait_for(lambda: drained(conn), what="release")
+    assert sorted(results(conn)) == sorted(repr((i, (), {})) for i in range(2000))
+    claims = int(conn.info("commandstats")["cmdstat_evalsha"]["calls"])
+    assert claims < 2000 / 4  # far fewer round trips than tasks
+
+
+def test_stopping_mid_batch_gives_unstarted_tasks_back_in_order(conn, queue, run_worker):
+    before = [PyTask(tasks.record, [i]) for i in range(40)]
+    after = [PyTask(tasks.record, [i]) for i in range(40, 60)]
+    queue.enqueue_many(before + [PyTask(tasks.slow, ["slow", 0.5])] + after)
+    worker = run_worker()
+    wait_for(lambda: conn.exists("started:slow"), what="the slow task")
+    worker.stop()
+    wait_for(lambda: conn.exists(worker.id) == 0, what="the worker to go offline")
+    assert results(conn)[:40] == [repr((i, (), {})) for i in range(40)]
+    assert results(conn)[40:] == [repr(("slow", (), {}))]
+    assert conn.lrange("q", 0, -1) == [task.serialize() for task in after]
+    assert conn.llen("q_noti") == len(after)
+    assert conn.hlen("q_processing") == 0

@@ -1,0 +1,10 @@
+-- Append tasks and one notification each, atomically, in one command
+-- (used for single tasks: unpack() takes no more than a few thousand values).
+-- KEYS[1] queue list, KEYS[2] notification list
+-- ARGV: the blobs
+redis.call('rpush', KEYS[1], unpack(ARGV))
+local notifications = {}
+for i = 1, #ARGV do
+    notifications[i] = '1'
+end
+return redis.call('rpush', KEYS[2], unpack(notifications))
