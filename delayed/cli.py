@@ -3,7 +3,7 @@ import argparse
 import logging
 import os
 import sys
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import redis
 
@@ -37,16 +37,34 @@ def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--redis-url", default=os.environ.get("DELAYED_REDIS_URL", DEFAULT_REDIS_URL),
-                        help="Redis to use (default: $DELAYED_REDIS_URL, else %(default)s)")
+                        help="redis://[user:password@]host:port/db, rediss://... for TLS, or "
+                             "unix:///path/redis.sock (default: $DELAYED_REDIS_URL, else %(default)s)")
+    parser.add_argument("--tls-ca", metavar="FILE", help="CA certificate to verify a rediss:// server with")
+    parser.add_argument("--tls-cert", metavar="FILE", help="client certificate, for servers that require one")
+    parser.add_argument("--tls-key", metavar="FILE", help="the client certificate's private key")
     parser.add_argument("--log-level", default="INFO", type=str.upper,
                         choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
 
-def _connect(url: str) -> redis.Redis:
+def _connection_options(args: argparse.Namespace) -> Dict[str, str]:
+    options = {name: value for name, value in (("ssl_ca_certs", args.tls_ca), ("ssl_certfile", args.tls_cert),
+                                               ("ssl_keyfile", args.tls_key)) if value}
+    if options and not args.redis_url.startswith("rediss://"):
+        raise CommandError("--tls-ca, --tls-cert and --tls-key need a rediss:// URL", status=2)
+    return options
+
+
+def _client(args: argparse.Namespace) -> redis.Redis:
+    return connect(args.redis_url, **_connection_options(args))
+
+
+def _connect(args: argparse.Namespace) -> redis.Redis:
+    """A client for args.redis_url that has answered a PING, or a CommandError that says why not."""
+    url = args.redis_url
     try:
-        conn = connect(url)
+        conn = _client(args)
         conn.ping()
-    except (redis.RedisError, ValueError) as exc:
+    except (redis.RedisError, OSError, ValueError, TypeError) as exc:  # unreachable, refused, or a bad URL
         raise CommandError(f"cannot reach Redis at {redacted(url)}: {exc}") from None
     return conn
 
@@ -90,10 +108,10 @@ def _worker(args: argparse.Namespace) -> int:
         functions = FunctionRegistry(args.modules)
     except ImportError as exc:
         raise CommandError(f"cannot import task module: {exc}", status=2) from None
-    _connect(args.redis_url).close()
+    _connect(args).close()
 
     def make_worker() -> Worker:
-        queue = Queue(args.queue, connect(args.redis_url), keep_alive_timeout=args.keep_alive_timeout,
+        queue = Queue(args.queue, _client(args), keep_alive_timeout=args.keep_alive_timeout,
                       max_task_size=args.max_task_size)
         return Worker(queue, functions, keep_alive_interval=args.keep_alive_timeout / 4, batch=args.batch)
 
@@ -120,7 +138,7 @@ def sweeper_parser() -> argparse.ArgumentParser:
 
 
 def _sweeper(args: argparse.Namespace) -> int:
-    conn = _connect(args.redis_url)
+    conn = _connect(args)
     names: List[str] = args.queues or ["default"]
     Sweeper([Queue(name, conn) for name in names], interval=args.interval).run()
     return 0

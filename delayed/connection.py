@@ -13,12 +13,9 @@ SOCKET_TIMEOUT = 10.0
 
 def connect(url: str, **options: Any) -> redis.Redis:
     """A client for url with timeouts and keep-alive set, so lost connections surface as errors."""
-    settings = dict(
-        socket_timeout=SOCKET_TIMEOUT,
-        socket_connect_timeout=5,
-        socket_keepalive=True,
-        health_check_interval=30,
-    )
+    settings: dict = dict(socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=5, health_check_interval=30)
+    if not url.startswith("unix:"):
+        settings["socket_keepalive"] = True  # TCP only: redis-py's unix socket connection refuses it
     settings.update(options)
     return redis.Redis.from_url(url, **settings)
 

@@ -6,8 +6,6 @@ import time
 from pathlib import Path
 from typing import List, Optional
 
-import redis
-
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -16,14 +14,19 @@ def free_port() -> int:
 
 
 class RedisServer:
-    """One redis-server process; stop() and start() again keep its port (a restart)."""
+    """One redis-server process; stop() and start() again keep its port (a restart).
+
+    extra_args are passed to redis-server (e.g. ["--requirepass", "secret"]); readiness is
+    read from its log, so it works whatever authentication or TLS they set up.
+    """
 
     def __init__(self, directory: Path, extra_args: Optional[List[str]] = None) -> None:
         if shutil.which("redis-server") is None:
             raise RuntimeError("redis-server is not on PATH (`make test` and `make demo` install it)")
-        self.directory = directory
+        self.directory = Path(directory)
         self.port = free_port()
         self.extra_args = extra_args or []
+        self.log = self.directory / f"redis-{self.port}.log"
         self.process: Optional[subprocess.Popen] = None
 
     @property
@@ -31,22 +34,18 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> "RedisServer":
+        self.log.unlink(missing_ok=True)
         self.process = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(self.directory), *self.extra_args],
+             "--appendonly", "no", "--dir", str(self.directory), "--logfile", str(self.log), *self.extra_args],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
-        client = redis.Redis(port=self.port)
         deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline or self.process.poll() is not None:
-                    raise RuntimeError(f"redis-server did not start on port {self.port}")
-                time.sleep(0.02)
-        client.close()
+        while not (self.log.exists() and "Ready to accept connections" in self.log.read_text(errors="replace")):
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                self.stop()
+                raise RuntimeError(f"redis-server did not start on port {self.port}; see {self.log}")
+            time.sleep(0.02)
         return self
 
     def __enter__(self) -> "RedisServer":

@@ -45,9 +45,12 @@ def results(client: redis.Redis) -> List[str]:
     return [item.decode() for item in client.lrange("results", 0, -1)]
 
 
-def spawn(module: str, *args: str, redis_url: str, **popen) -> subprocess.Popen:
-    """Start `python -m module args...` from the repo root, able to import tests.tasks."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), DELAYED_TEST_REDIS_URL=redis_url)
+def spawn(module: str, *args: str, redis_url: str, task_redis_url: str = "", **popen) -> subprocess.Popen:
+    """Start `python -m module args...` from the repo root, able to import tests.tasks.
+
+    tests.tasks records into task_redis_url, by default the same Redis as redis_url.
+    """
+    env = dict(os.environ, PYTHONPATH=str(ROOT), DELAYED_TEST_REDIS_URL=task_redis_url or redis_url)
     return subprocess.Popen(
         [sys.executable, "-m", module, "--redis-url", redis_url, *args],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen,

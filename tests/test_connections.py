@@ -1,0 +1,103 @@
+"""Workers and sweepers reach Redis however it is secured: password, ACL user, TLS, unix socket."""
+import subprocess
+
+import pytest
+import redis
+
+from delayed import PyTask, Queue
+from delayed.testing import RedisServer
+
+from .conftest import results, spawn, wait_for
+
+
+def openssl(*args, cwd):
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def certificates(tmp_path_factory):
+    """A throwaway CA, a server certificate and a client certificate it signed."""
+    directory = tmp_path_factory.mktemp("tls")
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
+            "-days", "1", "-subj", "/CN=delayed test CA", cwd=directory)
+    for name in ("server", "client"):
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+                "-subj", "/CN=127.0.0.1", cwd=directory)
+        (directory / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+                "-out", f"{name}.crt", "-days", "1", "-extfile", "san.ext", cwd=directory)
+    return directory
+
+
+def runs_a_task(url, *options, task_url=""):
+    """Start a worker with url and options, enqueue a task, and see it run; returns what it recorded.
+
+    task_url: how the task (and this test) reach Redis, when url alone does not say it all.
+    """
+    client = redis.Redis.from_url(task_url or url)
+    client.flushall()
+    worker = spawn("delayed.worker", *options, "tests.tasks", redis_url=url, task_redis_url=task_url)
+    try:
+        Queue("default", client).enqueue(PyTask("tests.tasks:record", ["secured"]))
+        wait_for(lambda: results(client), what="the task to run")
+    finally:
+        worker.terminate()
+        output, _ = worker.communicate(timeout=10)
+    assert worker.returncode == 0, output
+    return results(client)
+
+
+def test_password(tmp_path):
+    with RedisServer(tmp_path, ["--requirepass", "s3cret"]) as server:
+        url = f"redis://:s3cret@127.0.0.1:{server.port}/0"
+        assert runs_a_task(url) == [repr(("secured", (), {}))]
+        wrong = spawn("delayed.worker", "tests.tasks", redis_url=f"redis://:nope@127.0.0.1:{server.port}/0")
+        output, _ = wrong.communicate(timeout=10)
+        assert wrong.returncode == 1
+        assert output.count("\n") == 1 and "cannot reach Redis at redis://:***@" in output and "nope" not in output
+
+
+def test_acl_user(tmp_path):
+    acl = ["--user", "default", "off", "--user", "worker", "on", ">pw", "~*", "&*", "+@all"]
+    with RedisServer(tmp_path, acl) as server:
+        assert runs_a_task(f"redis://worker:pw@127.0.0.1:{server.port}/0") == [repr(("secured", (), {}))]
+
+
+def test_tls_with_client_certificates(tmp_path, certificates):
+    tls = ["--port", "0", "--tls-port", "{port}", "--tls-cert-file", str(certificates / "server.crt"),
+           "--tls-key-file", str(certificates / "server.key"), "--tls-ca-cert-file", str(certificates / "ca.crt"),
+           "--tls-auth-clients", "yes"]
+    server = RedisServer(tmp_path)
+    server.extra_args = [arg.format(port=server.port) for arg in tls]
+    with server:
+        files = {"ssl_ca_certs": str(certificates / "ca.crt"), "ssl_certfile": str(certificates / "client.crt"),
+                 "ssl_keyfile": str(certificates / "client.key")}
+        url = f"rediss://127.0.0.1:{server.port}/0"
+        url_with_files = url + "?" + "&".join(f"{key}={value}" for key, value in files.items())
+        assert runs_a_task(url_with_files) == [repr(("secured", (), {}))]
+        assert runs_a_task(url, "--tls-ca", files["ssl_ca_certs"], "--tls-cert", files["ssl_certfile"],
+                           "--tls-key", files["ssl_keyfile"], task_url=url_with_files) == [repr(("secured", (), {}))]
+        no_cert = spawn("delayed.sweeper", "--tls-ca", files["ssl_ca_certs"], redis_url=url)
+        output, _ = no_cert.communicate(timeout=10)
+        assert no_cert.returncode == 1 and output.count("\n") == 1 and "cannot reach Redis" in output
+
+
+def test_unix_socket(tmp_path):
+    socket = tmp_path / "redis.sock"
+    with RedisServer(tmp_path, ["--unixsocket", str(socket)]):
+        assert runs_a_task(f"unix://{socket}?db=0") == [repr(("secured", (), {}))]
+
+
+def test_tls_flags_need_a_rediss_url(redis_server):
+    process = spawn("delayed.sweeper", "--tls-ca", "/nonexistent", redis_url=redis_server.url)
+    output, _ = process.communicate(timeout=10)
+    assert process.returncode == 2
+    assert output.strip() == "delayed.sweeper: --tls-ca, --tls-cert and --tls-key need a rediss:// URL"
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1/", "unix:///nonexistent/redis.sock", "redis://127.0.0.1:notaport"])
+def test_a_bad_or_dead_url_is_one_line(url):
+    process = spawn("delayed.worker", "tests.tasks", redis_url=url)
+    output, _ = process.communicate(timeout=10)
+    assert process.returncode == 1
+    assert output.count("\n") == 1 and output.startswith("delayed.worker: cannot reach Redis at ")
