@@ -116,18 +116,28 @@ class Queue:
         return None if blob is None else PyTask.deserialize(blob)
 
     def release(self, worker_id: Optional[str] = None) -> None:
-        """Forget the task the worker holds: it is done."""
+        """Forget the task the worker holds: it is done.
+
+        Needs no fence: a processing field belongs to one worker id, and the only
+        other writer, a sweeper, deletes it; releasing a field it took does nothing.
+        """
         self.conn.hdel(self.keys.processing, worker_id or self.worker_id)
 
-    def requeue(self, blob: bytes, worker_id: Optional[str] = None) -> None:
-        """Enqueue blob (a retry of the held task) and release the held task, atomically."""
-        self._scripts["requeue"](
-            keys=(self.keys.name, self.keys.noti, self.keys.processing), args=(worker_id or self.worker_id, blob)
-        )
+    def requeue(self, claimed: bytes, blob: bytes, worker_id: Optional[str] = None) -> bool:
+        """Enqueue blob (a retry of the held task) and release the held task, atomically.
 
-    def bury(self, record: bytes, worker_id: Optional[str] = None) -> None:
-        """Append a dead-letter record and release the held task, atomically."""
-        self._scripts["bury"](keys=(self.keys.dead, self.keys.processing), args=(worker_id or self.worker_id, record))
+        Fenced: False, and nothing done, if the worker no longer holds `claimed`.
+        """
+        return bool(self._scripts["requeue"](
+            keys=(self.keys.name, self.keys.noti, self.keys.processing),
+            args=(worker_id or self.worker_id, claimed, blob),
+        ))
+
+    def bury(self, claimed: bytes, record: bytes, worker_id: Optional[str] = None) -> bool:
+        """Append a dead-letter record and release the held task, atomically; fenced as requeue."""
+        return bool(self._scripts["bury"](
+            keys=(self.keys.dead, self.keys.processing), args=(worker_id or self.worker_id, claimed, record)
+        ))
 
     def try_online(self, worker_ids: Optional[Sequence[str]] = None) -> bool:
         """Claim the ids' keep-alive keys with SET NX; False if a live worker already had one."""

@@ -98,7 +98,7 @@ class Worker:
         try:
             while not self._stopping.is_set():
                 self.work_once()
-            if self._finished and self._persist(self.queue.claim_batch, self._finished, ()):
+            if self._finished and self._persist(self.queue.claim_batch, self._finished, ()) is not None:
                 self._finished = []
         finally:
             keep_alive.stop()
@@ -131,8 +131,10 @@ class Worker:
             action, data = self.execute(blob)
             if action == "release":
                 self._finished.append(worker_id)
-            else:
-                self._persist(self.queue.requeue if action == "requeue" else self.queue.bury, data, worker_id)
+            elif self._persist(self.queue.requeue if action == "requeue" else self.queue.bury,
+                               blob, data, worker_id) is False:
+                logger.warning("a sweeper requeued the task %s held while it ran (keep-alive lapsed): "
+                               "left that copy to run instead of settling this one (%s)", worker_id, action)
         self._adapt_batch(len(blobs), time.monotonic() - started)
         return len(blobs)
 
@@ -183,22 +185,22 @@ class Worker:
                                     worker=self.id, func=func, traceback=trace)
         return ("bury", record)
 
-    def _persist(self, apply: Callable[..., Any], *args: Any) -> bool:
-        """Run a settling call, retrying through Redis outages; once stopping, give up and leave
-        the held tasks to a sweeper (False)."""
+    def _persist(self, apply: Callable[..., Any], *args: Any) -> Any:
+        """Run a settling call and return its result, retrying through Redis outages; once
+        stopping, give up and leave the held tasks to a sweeper (None)."""
         while True:
             try:
-                apply(*args)
+                result = apply(*args)
             except redis.RedisError as exc:
                 if self._stopping.is_set():
                     logger.error("could not settle tasks of worker %s before stopping; "
                                  "a sweeper will requeue them", self.id)
                     self._abandoned = True
-                    return False
+                    return None
                 self._backoff.failed(exc)
             else:
                 self._backoff.succeeded()
-                return True
+                return result
 
     def _go_online(self) -> None:
         while True:

@@ -61,3 +61,9 @@ def _private(tag):
 class Thing:
     def __init__(self, tag):
         record("Thing ran")
+
+
+def slow_then_fail(tag, seconds):
+    conn().set("started:" + tag, os.getpid())
+    time.sleep(seconds)
+    raise RuntimeError(f"{tag} failed after {seconds} s")

@@ -71,7 +71,7 @@ def test_requeue_releases_and_enqueues_atomically(conn, queue):
     queue.enqueue(PyTask("m:f", retry=2))
     held = queue.claim()
     retried = PyTask.deserialize(held).with_retry(1).serialize()
-    queue.requeue(retried)
+    assert queue.requeue(held, retried)
     assert conn.lrange("q", 0, -1) == [retried]
     assert conn.llen("q_noti") == 1
     assert conn.hlen("q_processing") == 0
@@ -79,10 +79,22 @@ def test_requeue_releases_and_enqueues_atomically(conn, queue):
 
 def test_bury_appends_the_record_and_releases(conn, queue):
     queue.enqueue(PyTask("m:f"))
-    queue.claim()
-    queue.bury(b'{"reason": "x"}')
+    held = queue.claim()
+    assert queue.bury(held, b'{"reason": "x"}')
     assert conn.lrange("q_dead", 0, -1) == [b'{"reason": "x"}']
     assert conn.hlen("q_processing") == 0
+
+
+def test_retry_and_bury_are_fenced_once_a_sweeper_took_the_task(conn, queue):
+    # The worker's keep-alive lapsed mid-task (it never went online here), a sweeper
+    # requeued its task, another worker may be running it: this one must not add a copy.
+    queue.enqueue(PyTask("m:f", retry=1))
+    held = queue.claim()
+    assert queue.requeue_lost() == 1
+    assert not queue.requeue(held, PyTask("m:f").serialize())
+    assert not queue.bury(held, b"{}")
+    assert conn.lrange("q", 0, -1) == [held]
+    assert conn.llen("q_noti") == 1 and not conn.exists("q_dead")
 
 
 def test_keep_alive_key_is_the_bare_worker_id(conn, queue):

@@ -164,7 +164,8 @@ def test_registry_lists_only_functions_defined_in_the_module():
     registry = FunctionRegistry(["tests.tasks"])
     assert registry.paths() == sorted(
         "tests.tasks:" + name
-        for name in ["record", "fail_until", "always_fail", "slow", "async_record", "bad_call_inside", "conn"]
+        for name in ["record", "fail_until", "always_fail", "slow", "async_record", "bad_call_inside", "conn",
+                     "slow_then_fail"]
     )
 
 
@@ -209,3 +210,16 @@ def test_stopping_mid_batch_gives_unstarted_tasks_back_in_order(conn, queue, run
     assert conn.lrange("q", 0, -1) == [task.serialize() for task in after]
     assert conn.llen("q_noti") == len(after)
     assert conn.hlen("q_processing") == 0
+
+
+def test_a_worker_presumed_dead_does_not_retry_a_task_a_sweeper_requeued(conn, queue, run_worker, caplog):
+    task = PyTask("tests.tasks:slow_then_fail", ["lapsed", 0.5], retry=3)
+    queue.enqueue(task)
+    worker = run_worker()
+    wait_for(lambda: conn.exists("started:lapsed"), what="the task to start")
+    conn.delete(*worker.ids)          # its keep-alive lapses (a long pause, a partition)...
+    assert queue.requeue_lost() == 1  # ...and a sweeper requeues its task
+    worker.stop()
+    wait_for(lambda: "left that copy to run" in caplog.text, what="the fenced retry")
+    assert conn.lrange("q", 0, -1) == [task.serialize()]  # one copy, the sweeper's; no retry added
+    assert conn.hlen("q_processing") == 0 and not conn.exists("q_dead")

@@ -1,7 +1,14 @@
 -- Put a worker's task back on the queue (a retry) and release it, atomically,
--- so a crash can neither lose the task nor leave two copies.
+-- so a crash can neither lose the task nor leave two copies. Fenced: nothing
+-- happens unless the worker's id still holds the blob it claimed (a sweeper
+-- that took the worker for dead has already requeued that task).
 -- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] processing hash
--- ARGV[1] worker id, ARGV[2] the blob to enqueue
-redis.call('rpush', KEYS[1], ARGV[2])
+-- ARGV[1] worker id, ARGV[2] the blob it claimed, ARGV[3] the blob to enqueue
+-- Returns 1, or 0 when fenced off.
+if redis.call('hget', KEYS[3], ARGV[1]) ~= ARGV[2] then
+    return 0
+end
+redis.call('rpush', KEYS[1], ARGV[3])
 redis.call('rpush', KEYS[2], '1')
-return redis.call('hdel', KEYS[3], ARGV[1])
+redis.call('hdel', KEYS[3], ARGV[1])
+return 1
