@@ -9,7 +9,7 @@ import redis
 
 from .connection import DEFAULT_REDIS_URL, connect, redacted
 from .functions import FunctionRegistry
-from .queue import DEFAULT_MAX_TASK_SIZE, Queue
+from .queue import DEFAULT_MAX_CRASHES, DEFAULT_MAX_TASK_SIZE, Queue
 from .supervisor import Supervisor
 from .sweeper import Sweeper
 from .worker import DEFAULT_BATCH, Worker
@@ -134,13 +134,16 @@ def sweeper_parser() -> argparse.ArgumentParser:
                         help="queue to sweep; repeat for several (default: default)")
     parser.add_argument("--interval", type=_positive(float), default=60,
                         help="seconds between sweeps (default: %(default)s)")
+    parser.add_argument("--max-crashes", type=int, default=DEFAULT_MAX_CRASHES,
+                        help="dead-letter a task once workers died holding it more often than this; "
+                             "0 never does (default: %(default)s)")
     return parser
 
 
 def _sweeper(args: argparse.Namespace) -> int:
     conn = _connect(args)
     names: List[str] = args.queues or ["default"]
-    Sweeper([Queue(name, conn) for name in names], interval=args.interval).run()
+    Sweeper([Queue(name, conn) for name in names], interval=args.interval, max_crashes=args.max_crashes).run()
     return 0
 
 

@@ -12,6 +12,7 @@ from typing import List
 NOTI_SUFFIX = "_noti"
 PROCESSING_SUFFIX = "_processing"
 DEAD_SUFFIX = "_dead"
+CRASHES_SUFFIX = "_crashes"
 
 WORKER_ID_PREFIX = "delayed-py-"
 
@@ -24,16 +25,18 @@ class QueueKeys:
     noti: list holding one "1" per enqueued task; workers BLPOP it.
     processing: hash, worker id -> the blob that worker holds.
     dead: list of dead-letter records (JSON), ours only; Go peers ignore it.
+    crashes: hash, blob sha1 -> "count:unix time" of the crashes it caused; ours only.
     """
 
     name: str
     noti: str
     processing: str
     dead: str
+    crashes: str
 
     @classmethod
     def of(cls, name: str) -> "QueueKeys":
-        return cls(name, name + NOTI_SUFFIX, name + PROCESSING_SUFFIX, name + DEAD_SUFFIX)
+        return cls(name, name + NOTI_SUFFIX, name + PROCESSING_SUFFIX, name + DEAD_SUFFIX, name + CRASHES_SUFFIX)
 
 
 def new_worker_id() -> str:

@@ -1,4 +1,5 @@
 """Queue operations on Redis: every command a producer, worker or sweeper sends lives here."""
+import datetime
 from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
 import redis
@@ -15,6 +16,11 @@ DEFAULT_MAX_TASK_SIZE = 1024 * 1024
 """Bytes; larger blobs are refused at enqueue and dead-lettered when found in a queue."""
 
 NOTIFICATION = b"1"
+
+DEFAULT_MAX_CRASHES = 3
+"""A task is dead-lettered when its workers die holding it more often than this."""
+CRASH_MEMORY = 7 * 24 * 3600
+"""Seconds a task's crash count is kept after its last crash."""
 
 
 def _blobs(tasks: Iterable[Task], max_task_size: int) -> List[bytes]:
@@ -163,12 +169,19 @@ class Queue:
 
     # Sweepers
 
-    def requeue_lost(self) -> int:
+    def requeue_lost(self, max_crashes: int = DEFAULT_MAX_CRASHES) -> int:
         """Requeue the tasks of dead workers and top up notifications (go-delayed's sweep).
 
-        Returns the number of notifications pushed, as go-delayed does.
+        A task whose workers died holding it more than max_crashes times (within
+        CRASH_MEMORY seconds of each other) goes to the dead-letter list instead;
+        0 turns that off. Returns the number of notifications pushed, as go-delayed does.
         """
-        return self._scripts["requeue_lost"](keys=(self.keys.name, self.keys.noti, self.keys.processing))
+        now = datetime.datetime.now(datetime.timezone.utc)
+        return self._scripts["requeue_lost"](
+            keys=(self.keys.name, self.keys.noti, self.keys.processing, self.keys.dead, self.keys.crashes),
+            args=(max_crashes, int(now.timestamp()), now.isoformat(timespec="milliseconds"), self.keys.name,
+                  CRASH_MEMORY),
+        )
 
     # Dead letters
 

@@ -6,18 +6,23 @@ from typing import Sequence
 import redis
 
 from .connection import Backoff
-from .queue import Queue
+from .queue import DEFAULT_MAX_CRASHES, Queue
 from .signals import restore, stop_gracefully_then_at_once
 
 logger = logging.getLogger(__name__)
 
 
 class Sweeper:
-    """Sweeps every queue once per interval seconds until stopped."""
+    """Sweeps every queue once per interval seconds until stopped.
 
-    def __init__(self, queues: Sequence[Queue], interval: float = 60) -> None:
+    max_crashes: dead-letter a task once workers died holding it more often than this (0: never).
+    """
+
+    def __init__(self, queues: Sequence[Queue], interval: float = 60,
+                 max_crashes: int = DEFAULT_MAX_CRASHES) -> None:
         self.queues = list(queues)
         self.interval = interval
+        self.max_crashes = max_crashes
         self._stopping = threading.Event()
         self._backoff = Backoff(logger, "sweeper", wait=self._stopping.wait)
 
@@ -25,7 +30,7 @@ class Sweeper:
         """One pass over every queue; returns the notifications pushed (requeued tasks included)."""
         total = 0
         for queue in self.queues:
-            count = queue.requeue_lost()
+            count = queue.requeue_lost(self.max_crashes)
             if count > 0:
                 logger.info("queue %r: requeued lost tasks, pushed %d notifications", queue.name, count)
             total += count

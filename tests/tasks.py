@@ -67,3 +67,8 @@ def slow_then_fail(tag, seconds):
     conn().set("started:" + tag, os.getpid())
     time.sleep(seconds)
     raise RuntimeError(f"{tag} failed after {seconds} s")
+
+
+def kill_my_worker():
+    """A poison task: takes its worker process down with it, every time."""
+    os.kill(os.getpid(), 9)

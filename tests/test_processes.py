@@ -8,6 +8,7 @@ import pytest
 import redis
 
 from delayed import PyTask, Queue
+from delayed.dead_letter import parse
 
 from .conftest import ROOT, results, spawn, wait_for
 from delayed.testing import RedisServer, free_port
@@ -110,6 +111,24 @@ def test_a_worker_killed_mid_batch_loses_nothing(conn, redis_server):
             assert finish(process)[0] == 0
     duplicates = len(results(conn)) - len(expected)
     assert duplicates <= held  # only tasks the killed worker held can run twice
+
+
+def test_a_task_that_kills_its_workers_is_quarantined_and_the_rest_run(conn, redis_server):
+    queue = Queue("default", conn)
+    queue.enqueue(PyTask("tests.tasks:kill_my_worker"))
+    supervisor = worker(redis_server.url, "--concurrency", "2", "--batch", "1")
+    sweeper = spawn("delayed.sweeper", "--interval", "0.2", "--max-crashes", "2", redis_url=redis_server.url)
+    try:
+        wait_for(lambda: conn.llen("default_dead"), timeout=60, what="the poison task to be quarantined")
+        queue.enqueue(PyTask("tests.tasks:record", ["after"]))
+        wait_for(lambda: results(conn), what="the next task")
+    finally:
+        for process in (supervisor, sweeper):
+            process.terminate()
+            assert finish(process)[0] == 0
+    [entry] = [parse(item) for item in conn.lrange("default_dead", 0, -1)]
+    assert (entry["reason"], entry["func"]) == ("crash_loop", "tests.tasks:kill_my_worker")
+    assert entry["task"] == PyTask("tests.tasks:kill_my_worker").serialize()
 
 
 def test_sweeper_sweeps_every_named_queue_and_stops_on_a_signal(conn, redis_server):

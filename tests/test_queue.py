@@ -1,10 +1,12 @@
 """Queue operations against a real Redis: the exact keys go-delayed uses, and the sweep."""
 import asyncio
+import hashlib
 
 import pytest
 import redis.asyncio
 
 from delayed import AsyncQueue, GoTask, PyTask, Queue, TaskTooLargeError, delayed
+from delayed.dead_letter import parse
 from delayed.keys import new_worker_id
 
 from . import tasks
@@ -203,3 +205,35 @@ def test_give_back_returns_unstarted_tasks_to_the_head_in_order(conn, queue):
     assert queue.give_back([("b", blobs[1]), ("c", blobs[2])]) == 1
     assert conn.lrange("q", 0, -1) == [blobs[1], blobs[3]]
     assert conn.hgetall("q_processing") == {b"a": blobs[0], b"c": b"someone else's"}
+
+
+def die_holding(conn, blob):
+    """A worker holds blob and dies (it never had a keep-alive key)."""
+    conn.hset("q_processing", new_worker_id(), blob)
+
+
+@pytest.mark.parametrize("blob", [PyTask("m:f", ["x" * n]).serialize() for n in range(3)] + [b"\x00\xff\xc1"])
+def test_a_task_that_keeps_killing_workers_is_quarantined(conn, queue, blob):
+    for _ in range(3):
+        die_holding(conn, blob)
+        assert queue.requeue_lost(max_crashes=3) == 1  # requeued
+    die_holding(conn, blob)
+    assert queue.requeue_lost(max_crashes=3) == 0      # the 4th crash: dead-lettered, not requeued
+    assert conn.llen("q") == 3 and conn.hlen("q_processing") == 0
+    [entry] = [parse(item) for item in conn.lrange("q_dead", 0, -1)]
+    assert entry["reason"] == "crash_loop"
+    assert entry["task"] == blob                         # base64 written by the Lua script
+    assert entry["func"] == ("m:f" if blob.startswith(b"\x92") else None)
+    assert entry["queue"] == "q" and entry["error"].startswith("its worker died while holding it 4 times")
+
+
+def test_crash_counting_can_be_turned_off_and_forgets_old_crashes(conn, queue):
+    blob = PyTask("m:f").serialize()
+    for _ in range(5):
+        die_holding(conn, blob)
+        queue.requeue_lost(max_crashes=0)
+    assert not conn.exists("q_dead", "q_crashes")
+    conn.hset("q_crashes", "old", "9:1000")  # last crash in 1970
+    die_holding(conn, blob)
+    queue.requeue_lost()
+    assert conn.hkeys("q_crashes") == [hashlib.sha1(blob).hexdigest().encode()]

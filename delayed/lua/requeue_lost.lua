@@ -1,18 +1,81 @@
 -- The sweeper's pass, with go-delayed's semantics: top the notification list
 -- up to the length of the queue, and move every task held by a worker whose
 -- keep-alive key is gone back to the tail of the queue with a notification.
--- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] processing hash
+-- Ours also quarantines crash loops: it counts, per blob digest, how often a
+-- task's worker died holding it, and past the limit dead-letters the task.
+-- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] processing hash,
+-- KEYS[4] dead-letter list, KEYS[5] crash counts hash (digest -> "count:last seen")
+-- ARGV[1] most crashes a task may cause (0: count nothing, quarantine nothing),
+-- ARGV[2] now (unix seconds), ARGV[3] now (ISO 8601, for records), ARGV[4] queue name,
+-- ARGV[5] seconds a crash count is kept after its last crash
 -- Returns the number of notifications pushed (go-delayed's return value).
+local max_crashes = tonumber(ARGV[1])
+local now = tonumber(ARGV[2])
+
+local alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
+local function base64(data)
+    local out = {}
+    for i = 1, #data, 3 do
+        local a, b, c = string.byte(data, i, i + 2)
+        local n = a * 65536 + (b or 0) * 256 + (c or 0)
+        local quad = {}
+        for j = 1, 4 do
+            local index = math.floor(n / 64 ^ (4 - j)) % 64
+            quad[j] = string.sub(alphabet, index + 1, index + 1)
+        end
+        if not b then quad[3] = '=' end
+        if not c then quad[4] = '=' end
+        out[#out + 1] = table.concat(quad)
+    end
+    return table.concat(out)
+end
+
+local function crashes(task)
+    local digest = redis.sha1hex(task)
+    local entry = redis.call('hget', KEYS[5], digest)
+    local count = (entry and tonumber(string.match(entry, '^(%d+)')) or 0) + 1
+    redis.call('hset', KEYS[5], digest, count .. ':' .. now)
+    return count
+end
+
+local function bury(task, worker_id, count)
+    local ok, fields = pcall(cmsgpack.unpack, task)
+    local func = cjson.null
+    if ok and type(fields) == 'table' and type(fields[1]) == 'string' then
+        func = fields[1]
+    end
+    redis.call('rpush', KEYS[4], cjson.encode({
+        reason = 'crash_loop',
+        error = 'its worker died while holding it ' .. count .. ' times (the limit is ' .. max_crashes .. ')',
+        func = func, queue = ARGV[4], worker = worker_id, failed_at = ARGV[3], task = base64(task),
+    }))
+end
+
 local count = redis.call('llen', KEYS[1]) - redis.call('llen', KEYS[2])
 local processing = redis.call('hgetall', KEYS[3])
 for i = 1, #processing, 2 do
-    local worker_id = processing[i]
+    local worker_id, task = processing[i], processing[i + 1]
     if not redis.call('get', worker_id) then
-        count = count + 1
-        redis.call('rpush', KEYS[1], processing[i + 1])
         redis.call('hdel', KEYS[3], worker_id)
+        local crashed = max_crashes > 0 and crashes(task) or 0
+        if crashed > max_crashes then
+            bury(task, worker_id, crashed)
+        else
+            count = count + 1
+            redis.call('rpush', KEYS[1], task)
+        end
     end
 end
+
+if max_crashes > 0 then
+    local counts = redis.call('hgetall', KEYS[5])
+    for i = 1, #counts, 2 do
+        if now - tonumber(string.match(counts[i + 1], ':(%d+)$')) > tonumber(ARGV[5]) then
+            redis.call('hdel', KEYS[5], counts[i])
+        end
+    end
+end
+
 -- Push in chunks: Lua's unpack() fails past a few thousand values.
 local left = count
 while left > 0 do
