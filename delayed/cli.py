@@ -94,6 +94,8 @@ def worker_parser() -> argparse.ArgumentParser:
     parser.add_argument("--batch", type=_positive(int), default=DEFAULT_BATCH,
                         help="most tasks claimed per round trip, each under its own worker id; "
                              "1 claims one at a time (default: %(default)s)")
+    parser.add_argument("--time-limit", type=_positive(float), metavar="SECONDS",
+                        help="fail a task that runs longer (a task's own time_limit wins; default: none)")
     parser.add_argument("--max-task-size", type=_positive(int), default=DEFAULT_MAX_TASK_SIZE,
                         help="bytes; larger tasks go to the dead-letter list (default: %(default)s)")
     parser.add_argument("modules", metavar="MODULE", nargs="+",
@@ -113,7 +115,8 @@ def _worker(args: argparse.Namespace) -> int:
     def make_worker() -> Worker:
         queue = Queue(args.queue, _client(args), keep_alive_timeout=args.keep_alive_timeout,
                       max_task_size=args.max_task_size)
-        return Worker(queue, functions, keep_alive_interval=args.keep_alive_timeout / 4, batch=args.batch)
+        return Worker(queue, functions, keep_alive_interval=args.keep_alive_timeout / 4,
+                      batch=args.batch, time_limit=args.time_limit)
 
     if args.concurrency > 1:
         return Supervisor(make_worker, args.concurrency).run()

@@ -20,6 +20,7 @@ REASONS = {
     "not_allowed": "the function is not one the worker allows",
     "bad_arguments": "the function rejected the task's arguments",
     "failed": "the function raised and the task has no retries left",
+    "timed_out": "the function ran past its time limit and the task has no retries left",
     "crash_loop": "workers died holding it more often than the sweeper's --max-crashes",
 }
 

@@ -3,6 +3,8 @@
 PyTask: msgpack array [func_path, args, kwargs, retry], trailing defaults dropped
 the way keakon/delayed drops them (retry 0, then empty kwargs, then empty args);
 go-delayed's NewPyTask writes [func_path, args|nil, kwargs|nil], which decodes too.
+Our options (time_limit) ride in a fifth element, a map, written only when set:
+keakon/delayed 1.x cannot read such a blob, so a task without options stays byte-identical.
 GoTask: msgpack array [func_path, payload] where payload is a bin holding the
 msgpack of the argument, exactly what go-delayed's NewGoTask(func_path, arg...)
 writes: one argument as itself, several as an array, none as msgpack nil.
@@ -40,9 +42,10 @@ class PyTask:
     """A call of a Python function by path, with positional and keyword arguments.
 
     retry: how many more times to run the task after it raises; -1 means forever.
+    time_limit: seconds the call may take before the worker fails it (overrides the worker's).
     """
 
-    __slots__ = ("func_path", "args", "kwargs", "retry", "_data")
+    __slots__ = ("func_path", "args", "kwargs", "retry", "options", "_data")
 
     def __init__(
         self,
@@ -50,6 +53,9 @@ class PyTask:
         args: Optional[Sequence[Any]] = None,
         kwargs: Optional[Dict[str, Any]] = None,
         retry: int = 0,
+        *,
+        time_limit: Optional[float] = None,
+        options: Optional[Dict[str, Any]] = None,
     ) -> None:
         self.func_path = func if isinstance(func, str) else func_path_of(func)
         if args is not None and not isinstance(args, (list, tuple)):
@@ -59,13 +65,23 @@ class PyTask:
         self.args = () if args is None else args
         self.kwargs = {} if kwargs is None else kwargs
         self.retry = retry
+        self.options: Dict[str, Any] = dict(options or {})
+        if time_limit is not None:
+            self.options["time_limit"] = time_limit
+        _check_options(self.options, TypeError)
         self._data: Optional[bytes] = None
+
+    @property
+    def time_limit(self) -> Optional[float]:
+        return self.options.get("time_limit")
 
     def serialize(self) -> bytes:
         """The blob, cached; dropping trailing defaults exactly as keakon/delayed 1.x does."""
         if self._data is None:
             fields: tuple = (self.func_path, self.args, self.kwargs, self.retry)
-            if self.retry == 0:
+            if self.options:
+                fields += (self.options,)
+            elif self.retry == 0:
                 fields = fields[:3]
                 if not self.kwargs:
                     fields = fields[:2]
@@ -87,13 +103,14 @@ class PyTask:
 
     def with_retry(self, retry: int) -> "PyTask":
         """The same call with another retry count (what a retry enqueues)."""
-        return PyTask(self.func_path, self.args, self.kwargs, retry)
+        return PyTask(self.func_path, self.args, self.kwargs, retry, options=self.options)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, PyTask) and self.serialize() == other.serialize()
 
     def __repr__(self) -> str:
-        return f"PyTask({self.func_path!r}, args={self.args!r}, kwargs={self.kwargs!r}, retry={self.retry})"
+        options = f", options={self.options!r}" if self.options else ""
+        return f"PyTask({self.func_path!r}, args={self.args!r}, kwargs={self.kwargs!r}, retry={self.retry}{options})"
 
 
 class GoTask:
@@ -135,22 +152,32 @@ class GoTask:
 def decode_task(data: bytes) -> Union[PyTask, GoTask]:
     """Decode either kind of blob, checking its shape; the blob is kept as the task's bytes."""
     fields = _unpack(data)
-    if not isinstance(fields, list) or not 1 <= len(fields) <= 4 or not isinstance(fields[0], str):
+    if not isinstance(fields, list) or not 1 <= len(fields) <= 5 or not isinstance(fields[0], str):
         raise MalformedTaskError(f"not a task: expected [func_path, ...], got {_brief(fields)}")
     task: Union[PyTask, GoTask]
     if len(fields) == 2 and isinstance(fields[1], bytes):
         task = GoTask(fields[0], _unpack(fields[1]))
     else:
-        func_path, args, kwargs, retry = fields + [None, None, 0][len(fields) - 1 :]
+        func_path, args, kwargs, retry, options = fields + [None, None, 0, None][len(fields) - 1 :]
         if args is not None and not isinstance(args, list):
             raise MalformedTaskError(f"task args must be an array or nil, got {_brief(args)}")
         if kwargs is not None and not (isinstance(kwargs, dict) and all(isinstance(k, str) for k in kwargs)):
             raise MalformedTaskError(f"task kwargs must be a map with string keys or nil, got {_brief(kwargs)}")
         if not isinstance(retry, int) or isinstance(retry, bool):
             raise MalformedTaskError(f"task retry must be an integer, got {_brief(retry)}")
-        task = PyTask(func_path, args, kwargs, retry)
+        if options is not None and not (isinstance(options, dict) and all(isinstance(k, str) for k in options)):
+            raise MalformedTaskError(f"task options must be a map with string keys, got {_brief(options)}")
+        _check_options(options or {}, MalformedTaskError)
+        task = PyTask(func_path, args, kwargs, retry, options=options)
     task._data = data
     return task
+
+
+def _check_options(options: Dict[str, Any], error: Callable[[str], Exception]) -> None:
+    """Options we act on must make sense; unknown ones (from a newer producer) are carried along."""
+    limit = options.get("time_limit")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0):
+        raise error(f"time_limit must be a positive number of seconds, got {_brief(limit)}")
 
 
 def _brief(value: Any) -> str:

@@ -23,6 +23,7 @@ from .keys import new_worker_ids
 from .queue import Queue
 from .signals import restore, stop_gracefully_then_at_once
 from .task import PyTask
+from .time_limit import TimeLimitExceeded, can_enforce, time_limit
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +42,8 @@ class Worker:
     functions defined in it; anything else a task names goes to the dead-letter list.
     keep_alive_interval: seconds between refreshes of the keep-alive keys
     (keep it well under queue.keep_alive_timeout).
+    time_limit: seconds a task may run before it is failed (a task's own time_limit
+    wins); enforced with SIGALRM, so only when the worker runs in the main thread.
     batch: the most tasks claimed per round trip, each under its own worker id.
     The batch grows while batches finish within BATCH_TIME and shrinks when
     they do not, so slow tasks are claimed one at a time; 1 turns batching off.
@@ -52,6 +55,7 @@ class Worker:
         allow: Optional[Iterable[Allowed]] = None,
         keep_alive_interval: float = 15,
         batch: int = DEFAULT_BATCH,
+        time_limit: Optional[float] = None,
     ) -> None:
         if allow is None:
             raise TypeError(
@@ -63,6 +67,8 @@ class Worker:
         self.queue = queue
         self.functions = allow if isinstance(allow, FunctionRegistry) else FunctionRegistry(allow)
         self.keep_alive_interval = keep_alive_interval
+        self.time_limit = time_limit
+        self._warned_time_limit = False
         self.ids: List[str] = []
         self._max_batch = batch
         self._batch = 1
@@ -156,15 +162,26 @@ class Worker:
             func = self.functions.resolve(task.func_path)
         except FunctionNotAllowedError as exc:
             return self._bury(blob, "not_allowed", str(exc), task.func_path)
+        limit = self._limit(task)
         try:
-            result = func(*task.args, **task.kwargs)
-            if inspect.isawaitable(result):
-                self._event_loop().run_until_complete(result)
-        except Exception as exc:
+            with time_limit(limit):
+                result = func(*task.args, **task.kwargs)
+                if inspect.isawaitable(result):
+                    self._event_loop().run_until_complete(result)
+        except (Exception, TimeLimitExceeded) as exc:
             return self._failed(task, exc)
         return ("release", None)
 
-    def _failed(self, task: PyTask, exc: Exception) -> Settlement:
+    def _limit(self, task: PyTask) -> Optional[float]:
+        limit = task.time_limit or self.time_limit
+        if limit and not can_enforce():
+            if not self._warned_time_limit:
+                logger.warning("time limits are not enforced: the worker does not run in the main thread")
+                self._warned_time_limit = True
+            return None
+        return limit
+
+    def _failed(self, task: PyTask, exc: BaseException) -> Settlement:
         error = f"{type(exc).__name__}: {exc}"
         if isinstance(exc, TypeError) and exc.__traceback__ is not None and exc.__traceback__.tb_next is None:
             # The call itself raised, before the function's first line: its arguments do not fit.
@@ -175,11 +192,12 @@ class Worker:
                              "forever" if left < 0 else left)
             return ("requeue", task.with_retry(left).serialize())
         logger.exception("task %s failed; dead-lettered in %s", task.func_path, self.queue.keys.dead)
-        return self._bury(task.serialize(), "failed", error, task.func_path, traceback.format_exc())
+        reason = "timed_out" if isinstance(exc, TimeLimitExceeded) else "failed"
+        return self._bury(task.serialize(), reason, error, task.func_path, traceback.format_exc())
 
     def _bury(self, blob: bytes, reason: str, error: str, func: Optional[str] = None,
               trace: Optional[str] = None) -> Settlement:
-        if reason != "failed":
+        if reason not in ("failed", "timed_out"):
             logger.error("dead-lettered a task in %s (%s): %s", self.queue.keys.dead, reason, error)
         record = dead_letter.record(reason=reason, error=error, blob=blob, queue=self.queue.name,
                                     worker=self.id, func=func, traceback=trace)

@@ -72,3 +72,13 @@ def slow_then_fail(tag, seconds):
 def kill_my_worker():
     """A poison task: takes its worker process down with it, every time."""
     os.kill(os.getpid(), 9)
+
+
+def stubborn(tag, seconds):
+    """Tries to swallow every Exception: a time limit must still stop it."""
+    conn().set("started:" + tag, os.getpid())
+    try:
+        time.sleep(seconds)
+    except Exception:
+        record("swallowed")
+    record(tag)

@@ -131,6 +131,29 @@ def test_a_task_that_kills_its_workers_is_quarantined_and_the_rest_run(conn, red
     assert entry["task"] == PyTask("tests.tasks:kill_my_worker").serialize()
 
 
+def test_time_limits_fail_hung_tasks_and_the_worker_goes_on(conn, redis_server):
+    queue = Queue("default", conn)
+    queue.enqueue_many([
+        PyTask("tests.tasks:stubborn", ["worker limit", 30]),                   # the worker's 0.5 s
+        PyTask("tests.tasks:slow", ["own limit", 30], retry=1, time_limit=0.2),  # its own, retried once
+        PyTask("tests.tasks:slow", ["long but allowed", 1], time_limit=5),      # its own beats the worker's
+        PyTask("tests.tasks:record", ["after"]),
+    ])
+    process = worker(redis_server.url, "--time-limit", "0.5")
+    try:
+        wait_for(lambda: len(results(conn)) == 2, timeout=20, what="the tasks that fit their limits")
+        wait_for(lambda: conn.llen("default_dead") == 2, what="two dead letters")
+    finally:
+        process.terminate()
+        assert finish(process)[0] == 0
+    assert results(conn) == [repr(("long but allowed", (), {})), repr(("after", (), {}))]
+    entries = [parse(item) for item in conn.lrange("default_dead", 0, -1)]
+    assert [(entry["reason"], entry["func"]) for entry in entries] == [
+        ("timed_out", "tests.tasks:stubborn"), ("timed_out", "tests.tasks:slow")]
+    assert entries[0]["error"] == "TimeLimitExceeded: ran longer than its time limit of 0.5 s"
+    assert PyTask.deserialize(entries[1]["task"]).retry == 0  # the retry ran and timed out too
+
+
 def test_sweeper_sweeps_every_named_queue_and_stops_on_a_signal(conn, redis_server):
     for name in ("a", "b"):
         conn.rpush(name, PyTask("m:f").serialize())  # tasks without notifications

@@ -117,3 +117,25 @@ def test_malformed_blobs_raise_with_a_reason(blob):
         decode_task(blob)
     assert info.value.reason == "malformed"
     assert str(info.value)
+
+
+def test_options_ride_in_a_fifth_element_only_when_set():
+    assert PyTask("m:f", time_limit=2.5).serialize() == msgpack.packb(["m:f", [], {}, 0, {"time_limit": 2.5}])
+    task = PyTask.deserialize(PyTask("m:f", [1], retry=2, options={"time_limit": 3, "future": "kept"}).serialize())
+    assert (task.time_limit, task.options["future"]) == (3, "kept")
+    assert task.with_retry(1).options == task.options
+    assert PyTask("m:f", [1]).serialize() == msgpack.packb(["m:f", [1]])
+
+
+@pytest.mark.parametrize("limit", [0, -1, "5", True])
+def test_a_time_limit_must_be_a_positive_number(limit):
+    with pytest.raises(TypeError):
+        PyTask("m:f", time_limit=limit)
+    with pytest.raises(MalformedTaskError):
+        decode_task(msgpack.packb(["m:f", [], {}, 0, {"time_limit": limit}]))
+
+
+def test_options_must_be_a_map_with_string_keys():
+    for options in ([1], {1: 2}):
+        with pytest.raises(MalformedTaskError, match="options"):
+            decode_task(msgpack.packb(["m:f", [], {}, 0, options]))
