@@ -6,13 +6,17 @@ PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: test demo redis-server clean
+.PHONY: test demo bench redis-server clean
 
 test: $(INSTALLED) redis-server
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 demo: $(INSTALLED) redis-server
 	$(PY) examples/demo.py
+
+# Us and our peers side by side on one throwaway Redis; writes BENCHMARKS.md (about 6 minutes).
+bench: $(INSTALLED) redis-server
+	BENCH_COMMAND="make bench" $(PY) bench/run.py $(BENCH_ARGS)
 
 $(INSTALLED): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,4 +30,4 @@ redis-server:
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-server; }
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache
+	rm -rf $(VENV) *.egg-info .pytest_cache bench/.venv-*

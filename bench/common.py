@@ -1,0 +1,233 @@
+"""What every driver shares: the measurements themselves and the worker processes.
+
+Imported by path from each system's own virtualenv, so it may use only the standard
+library and redis-py, never a task-queue library. A driver subclasses `System`, fills in
+the few hooks that differ between queues, and calls `main(MySystem)`; it then prints one
+JSON line with the result of the one measurement asked for on its command line.
+"""
+import argparse
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence
+
+import redis
+
+BENCH_DIR = Path(__file__).resolve().parent
+LATENCY_KEY = "bench:latency"  # bench_tasks.record RPUSHes each start latency (seconds) here
+QUEUE = "bench"  # the queue name every system uses
+
+
+class BenchError(Exception):
+    """A measurement that could not be made; reported instead of a number."""
+
+
+class System:
+    """One task queue under test. Subclasses fill in the hooks below."""
+
+    version = "?"  # the library's version, for the report
+    stop_signal = signal.SIGTERM  # what makes one of its workers stop gracefully
+    has_enqueue_many = True
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.conn = redis.Redis.from_url(url)
+
+    # Hooks
+
+    def enqueue(self, enqueued_at: Optional[float] = None) -> None:
+        """One producer call: a no-op task, or a latency task carrying `enqueued_at`."""
+        raise NotImplementedError
+
+    def enqueue_many(self, count: int) -> None:
+        """One bulk call enqueuing `count` no-op tasks."""
+        raise NotImplementedError
+
+    def prefill(self, count: int) -> None:
+        """Enqueue `count` no-op tasks as fast as the library allows (not timed)."""
+        for _ in range(count):
+            self.enqueue()
+
+    def remaining(self) -> int:
+        """Tasks not finished yet: waiting plus held by a worker, read atomically."""
+        raise NotImplementedError
+
+    def worker_commands(self, processes: int) -> List[List[str]]:
+        """argv of each worker process to start to get `processes` worker processes."""
+        raise NotImplementedError
+
+    def failed(self) -> int:
+        """Tasks the system recorded as failed or dead-lettered."""
+        return 0
+
+    # Helpers for the hooks
+
+    def count_keys(self, *commands: Sequence[str]) -> int:
+        """Sum of counting commands such as ("llen", key), run in one MULTI."""
+        with self.conn.pipeline(transaction=True) as pipe:
+            for name, key in commands:
+                getattr(pipe, name)(key)
+            return sum(pipe.execute())
+
+    # Measurements
+
+    def measure_enqueue(self, seconds: float) -> Dict:
+        count, start = 0, time.perf_counter()
+        while True:
+            self.enqueue()
+            count += 1
+            elapsed = time.perf_counter() - start
+            if elapsed >= seconds:
+                return {"rate": count / elapsed, "tasks": count, "seconds": elapsed}
+
+    def measure_enqueue_many(self, seconds: float, batch: int) -> Dict:
+        if not self.has_enqueue_many:
+            return {"na": "no bulk enqueue API"}
+        count, start = 0, time.perf_counter()
+        while True:
+            self.enqueue_many(batch)
+            count += batch
+            elapsed = time.perf_counter() - start
+            if elapsed >= seconds:
+                return {"rate": count / elapsed, "tasks": count, "seconds": elapsed, "batch": batch}
+
+    def measure_drain(self, tasks: int, processes: int, timeout: float) -> Dict:
+        self.prefill(tasks)
+        if self.remaining() != tasks:
+            raise BenchError(f"prefilled {tasks} tasks but {self.remaining()} are queued")
+        with Workers(self, processes) as workers:
+            t0 = left_at_t0 = None
+            deadline = time.monotonic() + timeout
+            while True:
+                left = self.remaining()
+                now = time.perf_counter()
+                if t0 is None and left < tasks:
+                    t0, left_at_t0 = now, left
+                if left == 0:
+                    break
+                workers.check(deadline, f"{left} of {tasks} tasks left")
+                time.sleep(0.002)
+        # t0 is the first moment a task was finished: the left_at_t0 tasks then left all ran in [t0, now]
+        return {"rate": left_at_t0 / (now - t0), "tasks": tasks, "seconds": now - t0,
+                "failed": self.failed(), "graceful_stop": workers.graceful}
+
+    def measure_latency(self, rate: float, count: int, timeout: float) -> Dict:
+        with Workers(self, 1) as workers:
+            self.enqueue(time.time())  # one task to learn that the worker is up and idle
+            self._wait_for_latencies(1, workers, time.monotonic() + timeout)
+            self.conn.delete(LATENCY_KEY)
+            start = time.perf_counter()
+            for i in range(count):
+                delay = start + i / rate - time.perf_counter()
+                if delay > 0:
+                    time.sleep(delay)
+                self.enqueue(time.time())
+            offered = count / (time.perf_counter() - start)
+            self._wait_for_latencies(count, workers, time.monotonic() + timeout)
+        ms = sorted(float(value) * 1000 for value in self.conn.lrange(LATENCY_KEY, 0, -1))
+        return {"p50_ms": percentile(ms, 50), "p99_ms": percentile(ms, 99), "max_ms": ms[-1],
+                "tasks": count, "offered_rate": offered, "failed": self.failed(),
+                "graceful_stop": workers.graceful}
+
+    def _wait_for_latencies(self, count: int, workers: "Workers", deadline: float) -> None:
+        while self.conn.llen(LATENCY_KEY) < count:
+            workers.check(deadline, f"{self.conn.llen(LATENCY_KEY)} of {count} latency tasks ran")
+            time.sleep(0.01)
+
+
+def percentile(sorted_values: List[float], pct: float) -> float:
+    """Nearest-rank percentile of an ascending list."""
+    return sorted_values[max(0, math.ceil(pct / 100 * len(sorted_values)) - 1)]
+
+
+def worker_env(url: str) -> Dict[str, str]:
+    """Environment of worker processes: bench/ importable, the Redis URL for bench_tasks."""
+    env = dict(os.environ, BENCH_REDIS_URL=url, PYTHONUNBUFFERED="1")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BENCH_DIR), env.get("PYTHONPATH")]))
+    return env
+
+
+class Workers:
+    """The worker processes of one measurement, each in its own process group.
+
+    On exit: the system's stop signal, up to 15 s to exit, then SIGKILL to the whole group,
+    so nothing outlives the measurement. `graceful` tells whether they all stopped by themselves.
+    """
+
+    def __init__(self, system: System, processes: int) -> None:
+        self.system = system
+        self.commands = system.worker_commands(processes)
+        self.procs: List[subprocess.Popen] = []
+        self.graceful = True
+        self.log = open(os.environ.get("BENCH_WORKER_LOG", os.devnull), "ab")
+
+    def __enter__(self) -> "Workers":
+        env = worker_env(self.system.url)
+        for argv in self.commands:
+            self.procs.append(subprocess.Popen(argv, cwd=BENCH_DIR, env=env, stdin=subprocess.DEVNULL,
+                                               stdout=self.log, stderr=self.log, start_new_session=True))
+        return self
+
+    def check(self, deadline: float, progress: str) -> None:
+        """Raise if a worker died or time ran out."""
+        for proc in self.procs:
+            if proc.poll() is not None:
+                raise BenchError(f"worker {proc.args} exited with status {proc.returncode}; {progress}")
+        if time.monotonic() > deadline:
+            raise BenchError(f"timed out; {progress}")
+
+    def __exit__(self, *exc_info: object) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(self.system.stop_signal)
+        deadline = time.monotonic() + 15
+        for proc in self.procs:
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self.graceful = False
+            if proc.returncode not in (0, None, -self.system.stop_signal):
+                self.graceful = False
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # children of a worker (a supervisor's, dramatiq's)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+        self.log.close()
+
+
+def main(system_class: Callable[[str], System]) -> None:
+    """Command line of a driver: run one measurement, print one JSON line."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--url", required=True)
+    parser.add_argument("measure", choices=["version", "enqueue", "enqueue_many", "drain", "latency"])
+    parser.add_argument("--seconds", type=float, default=2.0, help="enqueue, enqueue_many: how long")
+    parser.add_argument("--batch", type=int, default=1000, help="enqueue_many: tasks per call")
+    parser.add_argument("--tasks", type=int, default=2000, help="drain: prefilled; latency: sent")
+    parser.add_argument("--processes", type=int, default=1, help="drain: worker processes")
+    parser.add_argument("--rate", type=float, default=200, help="latency: tasks per second")
+    parser.add_argument("--timeout", type=float, default=120)
+    args = parser.parse_args()
+    # the orchestrator's SIGTERM (its timeout) must still stop the workers
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    system = system_class(args.url)
+    try:
+        if args.measure == "version":
+            result = {"version": system.version, "python": sys.version.split()[0]}
+        elif args.measure == "enqueue":
+            result = system.measure_enqueue(args.seconds)
+        elif args.measure == "enqueue_many":
+            result = system.measure_enqueue_many(args.seconds, args.batch)
+        elif args.measure == "drain":
+            result = system.measure_drain(args.tasks, args.processes, args.timeout)
+        else:
+            result = system.measure_latency(args.rate, args.tasks, args.timeout)
+    except BenchError as exc:
+        result = {"error": str(exc)}
+    print(json.dumps(result), flush=True)
+
