@@ -1,0 +1,100 @@
+"""A worker, sweeper or producer whose Redis client SIGKILLs its own process at one round trip.
+
+    python -m tests.killpoints ROLE URL KILL_AT MODE
+
+KILL_AT counts round trips from 1 (a command, or a whole pipeline); MODE is "before" (the
+command is never sent) or "after" (it ran, the reply arrived, the caller never saw it).
+Prints "KILLED <n> <mode> <command>" just before dying, or "ROUND_TRIPS <n>" if it got
+through without reaching KILL_AT. The task functions record into DELAYED_TEST_REDIS_URL
+through their own connection, which is never killed.
+"""
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any, Callable
+
+import redis
+
+from delayed import PyTask, Queue, Sweeper, Worker
+
+QUEUE = "q"
+
+# role -> the task it handles, and the state that means "done" for that role
+TASKS = {
+    "worker": PyTask("tests.tasks:record", ["done"]),
+    "retry": PyTask("tests.tasks:fail_until", ["calls", 1], retry=1),
+    "bury": PyTask("tests.tasks:always_fail", ["calls"]),
+}
+
+
+class KillingRedis(redis.Redis):
+    """A client that counts round trips and kills this process at round trip kill_at."""
+
+    def __init__(self, url: str, kill_at: int, mode: str) -> None:
+        pool = redis.ConnectionPool.from_url(url)
+        super().__init__(connection_pool=pool)
+        self.kill_at, self.mode, self.count = kill_at, mode, 0
+        self._lock = threading.Lock()
+
+    def execute_command(self, *args: Any, **options: Any) -> Any:
+        return self._round_trip(str(args[0]), lambda: super(KillingRedis, self).execute_command(*args, **options))
+
+    def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> Any:
+        pipe = super().pipeline(transaction, shard_hint)
+        execute = pipe.execute
+        pipe.execute = lambda raise_on_error=True: self._round_trip("PIPELINE", lambda: execute(raise_on_error))
+        return pipe
+
+    def _round_trip(self, name: str, send: Callable[[], Any]) -> Any:
+        with self._lock:
+            self.count += 1
+            number = self.count
+        if number == self.kill_at and self.mode == "before":
+            self._die(name)
+        result = send()
+        if number == self.kill_at and self.mode == "after":
+            self._die(name)
+        return result
+
+    def _die(self, name: str) -> None:
+        print(f"KILLED {self.kill_at} {self.mode} {name}", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def done(plain: redis.Redis, role: str) -> bool:
+    """The role's task is finished and settled."""
+    finished = plain.llen("q_dead") if role == "bury" else plain.llen("results")
+    return bool(finished) and plain.llen(QUEUE) == 0 and plain.hlen("q_processing") == 0
+
+
+def run_worker(client: KillingRedis, plain: redis.Redis, role: str) -> None:
+    queue = Queue(QUEUE, client, dequeue_timeout=0.05, keep_alive_timeout=30)
+    worker = Worker(queue, ["tests.tasks"], keep_alive_interval=1000)  # no refresh during the scenario
+
+    def stop_when_done() -> None:
+        while not done(plain, role):
+            time.sleep(0.002)
+        worker.stop()
+
+    threading.Thread(target=stop_when_done, daemon=True).start()
+    worker.run(handle_signals=False)
+
+
+def main(role: str, url: str, kill_at: int, mode: str) -> None:
+    client = KillingRedis(url, kill_at, mode)
+    plain = redis.Redis.from_url(url)
+    if role == "sweeper":
+        Sweeper([Queue(QUEUE, client)]).sweep()
+    elif role == "producer":
+        Queue(QUEUE, client).enqueue(TASKS["worker"])
+    elif role == "producer_many":
+        Queue(QUEUE, client).enqueue_many([TASKS["worker"]])
+    else:
+        run_worker(client, plain, role)
+    print(f"ROUND_TRIPS {client.count}", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4])

@@ -1,0 +1,85 @@
+"""Kill a worker, sweeper or producer between every pair of its Redis round trips.
+
+For each role and each round trip k, a child process is killed with SIGKILL just before
+round trip k, and again just after it; then the dead worker's keep-alive is let go, a
+sweeper and a clean worker recover, and the task must have completed, exactly once unless
+the kill fell between a completed run and its release (then at most twice).
+"""
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from delayed import Queue, Worker
+from delayed.keys import new_worker_id
+
+from .conftest import ROOT, results, wait_for
+from .killpoints import QUEUE, TASKS, done
+
+MAX_ROUND_TRIPS = 40
+
+
+def run_child(role, url, kill_at, mode):
+    """Run the child; returns (killed, what it printed)."""
+    process = subprocess.run([sys.executable, "-m", "tests.killpoints", role, url, str(kill_at), mode],
+                             cwd=ROOT, capture_output=True, text=True, timeout=30,
+                             env={"PYTHONPATH": str(ROOT), "DELAYED_TEST_REDIS_URL": url, "PATH": ""})
+    killed = process.returncode == -9
+    assert killed or process.returncode == 0, process.stdout + process.stderr
+    return killed, process.stdout.strip()
+
+
+def completions(conn, role):
+    return conn.llen("q_dead") if role == "bury" else len(results(conn))
+
+
+def recover(conn, role):
+    """What the world does after a crash: keep-alive keys expire, a sweeper sweeps, a worker drains."""
+    conn.delete(*conn.keys("delayed-py-*") or ["none"])
+    queue = Queue(QUEUE, conn, dequeue_timeout=0.05)
+    queue.requeue_lost()
+    if role in ("producer", "producer_many") and not conn.llen(QUEUE):
+        return
+    worker = Worker(queue, ["tests.tasks"], keep_alive_interval=1)
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        wait_for(lambda: done(conn, role), what=f"recovery of the {role} scenario")
+    finally:
+        worker.stop()
+        thread.join(10)
+
+
+def set_up(conn, role):
+    conn.flushall()
+    if role == "sweeper":  # a task held by a worker that died
+        conn.hset("q_processing", new_worker_id(), TASKS["worker"].serialize())
+    elif role in TASKS:
+        Queue(QUEUE, conn).enqueue(TASKS[role])
+
+
+@pytest.mark.parametrize("role", ["worker", "retry", "bury", "sweeper", "producer", "producer_many"])
+def test_no_kill_point_loses_a_task_or_runs_it_more_than_it_may(conn, redis_server, role):
+    checked = []
+    for kill_at in range(1, MAX_ROUND_TRIPS):
+        for mode in ("before", "after"):
+            set_up(conn, role)
+            killed, said = run_child(role, redis_server.url, kill_at, mode)
+            if not killed:
+                assert said.startswith("ROUND_TRIPS")
+                assert len(checked) >= 2, "the scenario made too few round trips to test anything"
+                return
+            completed_at_kill = completions(conn, role)
+            held_at_kill = conn.hlen("q_processing")
+            recover(conn, role)
+            completed = completions(conn, role)
+            if role in ("producer", "producer_many") and mode == "before":
+                allowed = {0}  # the command never left: the producer's call did not return success
+            elif completed_at_kill and held_at_kill:
+                allowed = {1, 2}  # it ran, and died before releasing: one duplicate is the price
+            else:
+                allowed = {1}
+            assert completed in allowed, f"{said}: completed {completed} times, allowed {allowed}"
+            checked.append(said)
+    pytest.fail(f"the {role} scenario did not finish within {MAX_ROUND_TRIPS} round trips")
