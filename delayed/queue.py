@@ -96,20 +96,25 @@ class Queue:
     # keep-alive key; methods taking worker_id(s) default to self.worker_id.
 
     def claim(self) -> Optional[bytes]:
-        """Wait up to dequeue_timeout for a task and hold it as worker_id's; the raw blob or None."""
+        """Wait up to dequeue_timeout for a task and hold it as worker_id's; the raw blob or None.
+
+        If worker_id already holds a task (the reply to the last claim was lost), that task.
+        """
         if not self.conn.blpop([self.keys.noti], self.dequeue_timeout):
             return None
         return self._scripts["dequeue"](keys=(self.keys.name, self.keys.processing), args=(self.worker_id,))
 
-    def claim_batch(self, release_ids: Sequence[str], claim_ids: Sequence[str]) -> List[bytes]:
+    def claim_batch(self, release_ids: Sequence[str], claim_ids: Sequence[str]) -> List[Tuple[str, bytes]]:
         """Release the tasks of release_ids and claim up to one task per claim id, without blocking.
 
-        One round trip; blob i of the result is held by claim_ids[i].
+        One round trip; returns (worker id, blob) pairs. A claim id that still holds a
+        task (the reply to the previous claim was lost) returns that task again.
         """
-        return self._scripts["claim_batch"](
+        reply = self._scripts["claim_batch"](
             keys=(self.keys.name, self.keys.noti, self.keys.processing),
             args=(len(release_ids), *release_ids, *claim_ids),
         )
+        return [(reply[i].decode(), reply[i + 1]) for i in range(0, len(reply), 2)]
 
     def give_back(self, held: Sequence[Tuple[str, bytes]]) -> int:
         """Return (worker id, blob) pairs not yet started to the head of the queue, in order."""

@@ -119,21 +119,20 @@ class Worker:
     def work_once(self) -> int:
         """Claim a batch (or wait dequeue_timeout for one task) and run it; returns how many ran."""
         try:
-            blobs = self.queue.claim_batch(self._finished, self.ids[: self._batch])
+            claimed = self.queue.claim_batch(self._finished, self.ids[: self._batch])
             self._finished = []
-            if not blobs:
+            if not claimed:
                 blob = self.queue.claim()  # the queue is empty: block for a notification as go-delayed does
-                blobs = [] if blob is None else [blob]
+                claimed = [] if blob is None else [(self.ids[0], blob)]
         except redis.RedisError as exc:
             self._backoff.failed(exc)
             return 0
         self._backoff.succeeded()
         started = time.monotonic()
-        for index, blob in enumerate(blobs):
+        for index, (worker_id, blob) in enumerate(claimed):
             if self._stopping.is_set():
-                self._persist(self.queue.give_back, list(zip(self.ids[index:], blobs[index:])))
+                self._persist(self.queue.give_back, claimed[index:])
                 return index
-            worker_id = self.ids[index]
             action, data = self.execute(blob)
             if action == "release":
                 self._finished.append(worker_id)
@@ -141,8 +140,8 @@ class Worker:
                                blob, data, worker_id) is False:
                 logger.warning("a sweeper requeued the task %s held while it ran (keep-alive lapsed): "
                                "left that copy to run instead of settling this one (%s)", worker_id, action)
-        self._adapt_batch(len(blobs), time.monotonic() - started)
-        return len(blobs)
+        self._adapt_batch(len(claimed), time.monotonic() - started)
+        return len(claimed)
 
     def _adapt_batch(self, claimed: int, elapsed: float) -> None:
         if elapsed > BATCH_TIME:
@@ -221,11 +220,16 @@ class Worker:
                 return result
 
     def _go_online(self) -> None:
+        """Claim fresh ids; after a Redis error, fresh ones again (a lost reply may have set the last)."""
         while True:
             self.ids = new_worker_ids(self._max_batch)
             self.queue.worker_id = self.ids[0]
-            if self.queue.try_online(self.ids):
-                return
+            try:
+                if self.queue.try_online(self.ids):
+                    self._backoff.succeeded()
+                    return
+            except redis.RedisError as exc:
+                self._backoff.failed(exc)
 
     def _go_offline(self) -> None:
         """Delete the keep-alive keys, unless tasks may still be held: then let them expire for a sweeper."""

@@ -3,7 +3,9 @@
     python -m tests.killpoints ROLE URL KILL_AT MODE
 
 KILL_AT counts round trips from 1 (a command, or a whole pipeline); MODE is "before" (the
-command is never sent) or "after" (it ran, the reply arrived, the caller never saw it).
+command is never sent), "after" (it ran, the reply arrived, the caller never saw it), or
+"lose-reply": the process lives on, but that round trip's reply is lost (it ran, and the
+caller gets a ConnectionError, as when a connection drops mid-reply).
 Prints "KILLED <n> <mode> <command>" just before dying, or "ROUND_TRIPS <n>" if it got
 through without reaching KILL_AT. The task functions record into DELAYED_TEST_REDIS_URL
 through their own connection, which is never killed.
@@ -56,6 +58,9 @@ class KillingRedis(redis.Redis):
         result = send()
         if number == self.kill_at and self.mode == "after":
             self._die(name)
+        if number == self.kill_at and self.mode == "lose-reply":
+            print(f"LOST {self.kill_at} {name}", flush=True)
+            raise redis.ConnectionError("reply lost (test)")
         return result
 
     def _die(self, name: str) -> None:
@@ -85,14 +90,17 @@ def run_worker(client: KillingRedis, plain: redis.Redis, role: str) -> None:
 def main(role: str, url: str, kill_at: int, mode: str) -> None:
     client = KillingRedis(url, kill_at, mode)
     plain = redis.Redis.from_url(url)
-    if role == "sweeper":
-        Sweeper([Queue(QUEUE, client)]).sweep()
-    elif role == "producer":
-        Queue(QUEUE, client).enqueue(TASKS["worker"])
-    elif role == "producer_many":
-        Queue(QUEUE, client).enqueue_many([TASKS["worker"]])
-    else:
-        run_worker(client, plain, role)
+    try:
+        if role == "sweeper":
+            Sweeper([Queue(QUEUE, client)]).sweep()
+        elif role == "producer":
+            Queue(QUEUE, client).enqueue(TASKS["worker"])
+        elif role == "producer_many":
+            Queue(QUEUE, client).enqueue_many([TASKS["worker"]])
+        else:
+            run_worker(client, plain, role)
+    except redis.ConnectionError as exc:  # a one-shot sweeper or producer whose reply was lost
+        print(f"FAILED {exc}", flush=True)
     print(f"ROUND_TRIPS {client.count}", flush=True)
 
 

@@ -4,6 +4,8 @@ For each role and each round trip k, a child process is killed with SIGKILL just
 round trip k, and again just after it; then the dead worker's keep-alive is let go, a
 sweeper and a clean worker recover, and the task must have completed, exactly once unless
 the kill fell between a completed run and its release (then at most twice).
+Then each round trip's reply is lost instead (the command ran, the caller saw a dropped
+connection) while the process lives on: the task must complete exactly once.
 """
 import subprocess
 import sys
@@ -82,4 +84,18 @@ def test_no_kill_point_loses_a_task_or_runs_it_more_than_it_may(conn, redis_serv
                 allowed = {1}
             assert completed in allowed, f"{said}: completed {completed} times, allowed {allowed}"
             checked.append(said)
+    pytest.fail(f"the {role} scenario did not finish within {MAX_ROUND_TRIPS} round trips")
+
+
+@pytest.mark.parametrize("role", ["worker", "retry", "bury", "sweeper", "producer", "producer_many"])
+def test_a_lost_reply_at_any_round_trip_neither_loses_nor_repeats_a_task(conn, redis_server, role):
+    for lost_at in range(1, MAX_ROUND_TRIPS):
+        set_up(conn, role)
+        killed, said = run_child(role, redis_server.url, lost_at, "lose-reply")
+        assert not killed
+        if "LOST" not in said:
+            assert lost_at > 1, "no round trip to lose a reply of"
+            return
+        recover(conn, role)
+        assert completions(conn, role) == 1, f"{said}: completed {completions(conn, role)} times"
     pytest.fail(f"the {role} scenario did not finish within {MAX_ROUND_TRIPS} round trips")

@@ -187,14 +187,26 @@ def test_claim_batch_releases_and_claims_under_distinct_ids_in_one_script(conn, 
     blobs = [PyTask("m:f", [i]).serialize() for i in range(5)]
     conn.rpush("q", *blobs)
     conn.rpush("q_noti", *[1] * 5)
-    assert queue.claim_batch([], ["a", "b", "c"]) == blobs[:3]
+    assert queue.claim_batch([], ["a", "b", "c"]) == [("a", blobs[0]), ("b", blobs[1]), ("c", blobs[2])]
     assert conn.hgetall("q_processing") == {b"a": blobs[0], b"b": blobs[1], b"c": blobs[2]}
     assert conn.llen("q_noti") == 2  # one notification consumed per task claimed
-    assert queue.claim_batch(["a", "b"], ["a", "b", "d"]) == blobs[3:]
+    assert queue.claim_batch(["a", "b"], ["a", "b", "d"]) == [("a", blobs[3]), ("b", blobs[4])]
     assert conn.hgetall("q_processing") == {b"c": blobs[2], b"a": blobs[3], b"b": blobs[4]}
     assert conn.llen("q_noti") == 0
     assert queue.claim_batch(["a", "b", "c"], ["a"]) == []
     assert conn.hlen("q_processing") == 0
+
+
+def test_a_claim_whose_reply_was_lost_is_delivered_again_not_overwritten(conn, queue):
+    blobs = [PyTask("m:f", [i]).serialize() for i in range(3)]
+    conn.rpush("q", *blobs)
+    conn.rpush("q_noti", *[1] * 3)
+    queue.claim_batch([], ["a", "b"])   # say the reply never arrived
+    assert queue.claim_batch([], ["a", "b", "c"]) == [("a", blobs[0]), ("b", blobs[1]), ("c", blobs[2])]
+    assert conn.llen("q_noti") == 0
+    queue.worker_id = "a"
+    conn.rpush("q_noti", 1)
+    assert queue.claim() == blobs[0]     # the single claim, too, re-delivers what "a" holds
 
 
 def test_give_back_returns_unstarted_tasks_to_the_head_in_order(conn, queue):

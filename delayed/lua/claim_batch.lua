@@ -1,28 +1,37 @@
 -- A busy worker's one round trip per batch: release the tasks it finished and
 -- claim up to one task per free worker id, each held under its own id (so any
 -- sweeper, Python or Go, requeues it if that id's keep-alive key expires), and
--- consume one notification per task claimed.
+-- consume one notification per task popped.
+-- An id that still holds a task (the reply to the last claim was lost) gets that
+-- task again, so a retried claim never overwrites, and so never loses, a task.
 -- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] processing hash
 -- ARGV[1] r, the number of ids to release; ARGV[2 .. r+1] those ids;
--- ARGV[r+2 ..] the ids to claim tasks for, in order
--- Returns the claimed blobs: blob i is held by claim id i.
+-- ARGV[r+2 ..] the ids to claim tasks for
+-- Returns id1, blob1, id2, blob2, ...: the tasks now held, in queue order.
 local released = tonumber(ARGV[1])
 if released > 0 then
     redis.call('hdel', KEYS[3], unpack(ARGV, 2, released + 1))
 end
-local tasks = {}
-local held = {}
+local claimed = {}
+local popped = 0
+local empty = false
 for i = released + 2, #ARGV do
-    local task = redis.call('lpop', KEYS[1])
-    if not task then
-        break
+    local task = redis.call('hget', KEYS[3], ARGV[i])
+    if not task and not empty then
+        task = redis.call('lpop', KEYS[1])
+        if task then
+            redis.call('hset', KEYS[3], ARGV[i], task)
+            popped = popped + 1
+        else
+            empty = true
+        end
     end
-    tasks[#tasks + 1] = task
-    held[#held + 1] = ARGV[i]
-    held[#held + 1] = task
+    if task then
+        claimed[#claimed + 1] = ARGV[i]
+        claimed[#claimed + 1] = task
+    end
 end
-if #tasks > 0 then
-    redis.call('hset', KEYS[3], unpack(held))
-    redis.call('ltrim', KEYS[2], #tasks, -1)
+if popped > 0 then
+    redis.call('ltrim', KEYS[2], popped, -1)
 end
-return tasks
+return claimed

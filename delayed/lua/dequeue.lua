@@ -3,6 +3,13 @@
 -- ARGV[1] worker id
 -- Returns the blob, or false when the queue is empty (go-delayed tests
 -- `task == nil`, which never holds in Redis Lua, and then HSETs false).
+-- A worker that lost the reply to its last claim asks again with the same id:
+-- it gets the task it holds back instead of overwriting it (go-delayed's HSET
+-- would drop that task).
+local held = redis.call('hget', KEYS[2], ARGV[1])
+if held then
+    return held
+end
 local task = redis.call('lpop', KEYS[1])
 if not task then
     return false
