@@ -6,13 +6,17 @@ PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: test demo bench redis-server clean
+.PHONY: test demo bench chaos redis-server clean
 
 test: $(INSTALLED) redis-server
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 demo: $(INSTALLED) redis-server
 	$(PY) examples/demo.py
+
+# The long chaos runs: 100,000 tasks through killed workers, Redis restarts and dropped connections.
+chaos: $(INSTALLED) redis-server
+	$(PY) -m tests.chaos $(CHAOS_ARGS)
 
 # Us and our peers side by side on one throwaway Redis; writes BENCHMARKS.md (about 6 minutes).
 bench: $(INSTALLED) redis-server
