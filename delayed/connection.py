@@ -5,6 +5,8 @@ from typing import Any, Callable, Optional
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 DEFAULT_REDIS_URL = "redis://localhost:6379/0"
 SOCKET_TIMEOUT = 10.0
@@ -12,8 +14,14 @@ SOCKET_TIMEOUT = 10.0
 
 
 def connect(url: str, **options: Any) -> redis.Redis:
-    """A client for url with timeouts and keep-alive set, so lost connections surface as errors."""
-    settings: dict = dict(socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=5, health_check_interval=30)
+    """A client for url with timeouts and keep-alive set, so lost connections surface as errors.
+
+    redis-py's own retries are off: they would resend a command whose reply was lost
+    (applying an enqueue twice, unseen) and hold a worker inside redis-py through an
+    outage where a stop cannot reach it. The worker's Backoff is the one retry layer.
+    """
+    settings: dict = dict(socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=5, health_check_interval=30,
+                          retry=Retry(NoBackoff(), 0))
     if not url.startswith("unix:"):
         settings["socket_keepalive"] = True  # TCP only: redis-py's unix socket connection refuses it
     settings.update(options)
