@@ -95,14 +95,16 @@ class Queue:
     # Workers. A worker may hold several ids, each its own processing field and
     # keep-alive key; methods taking worker_id(s) default to self.worker_id.
 
-    def claim(self) -> Optional[bytes]:
+    def claim(self, worker_id: Optional[str] = None) -> Optional[bytes]:
         """Wait up to dequeue_timeout for a task and hold it as worker_id's; the raw blob or None.
 
         If worker_id already holds a task (the reply to the last claim was lost), that task.
         """
         if not self.conn.blpop([self.keys.noti], self.dequeue_timeout):
             return None
-        return self._scripts["dequeue"](keys=(self.keys.name, self.keys.processing), args=(self.worker_id,))
+        return self._scripts["dequeue"](
+            keys=(self.keys.name, self.keys.processing), args=(worker_id or self.worker_id,)
+        )
 
     def claim_batch(self, release_ids: Sequence[str], claim_ids: Sequence[str]) -> List[Tuple[str, bytes]]:
         """Release the tasks of release_ids and claim up to one task per claim id, without blocking.

@@ -72,6 +72,7 @@ class Worker:
         self.ids: List[str] = []
         self._max_batch = batch
         self._batch = 1
+        self._turn = 0  # which half of self.ids the next claim fills
         self._finished: List[str] = []  # ids whose task is done, released with the next claim
         self._abandoned = False  # a settlement gave up at stop: tasks may still be held
         self._stopping = threading.Event()
@@ -117,17 +118,26 @@ class Worker:
         self._stopping.set()
 
     def work_once(self) -> int:
-        """Claim a batch (or wait dequeue_timeout for one task) and run it; returns how many ran."""
+        """Claim a batch (or wait dequeue_timeout for one task) and run it; returns how many ran.
+
+        The worker's ids come in two halves, and claims alternate between them: the call
+        that releases one half's finished tasks claims into the other. So a call resent
+        after its reply was lost releases nothing it has just claimed; what it claimed
+        comes back, since a claim re-delivers what an id holds.
+        """
+        claim_ids = self.ids[self._turn * self._max_batch:][: self._batch]
         try:
-            claimed = self.queue.claim_batch(self._finished, self.ids[: self._batch])
+            claimed = self.queue.claim_batch(self._finished, claim_ids)
             self._finished = []
-            if not claimed:
-                blob = self.queue.claim()  # the queue is empty: block for a notification as go-delayed does
-                claimed = [] if blob is None else [(self.ids[0], blob)]
+            if not claimed:  # the queue is empty: block for a notification as go-delayed does
+                blob = self.queue.claim(claim_ids[0])
+                claimed = [] if blob is None else [(claim_ids[0], blob)]
         except redis.RedisError as exc:
             self._backoff.failed(exc)
             return 0
         self._backoff.succeeded()
+        if claimed:
+            self._turn ^= 1
         started = time.monotonic()
         for index, (worker_id, blob) in enumerate(claimed):
             if self._stopping.is_set():
@@ -222,7 +232,7 @@ class Worker:
     def _go_online(self) -> None:
         """Claim fresh ids; after a Redis error, fresh ones again (a lost reply may have set the last)."""
         while True:
-            self.ids = new_worker_ids(self._max_batch)
+            self.ids = new_worker_ids(2 * self._max_batch)
             self.queue.worker_id = self.ids[0]
             try:
                 if self.queue.try_online(self.ids):

@@ -23,12 +23,13 @@ from delayed import PyTask, Queue, Sweeper, Worker
 
 QUEUE = "q"
 
-# role -> the task it handles, and the state that means "done" for that role
+# role -> the tasks it handles; three for a plain worker, so that a release also claims
 TASKS = {
-    "worker": PyTask("tests.tasks:record", ["done"]),
-    "retry": PyTask("tests.tasks:fail_until", ["calls", 1], retry=1),
-    "bury": PyTask("tests.tasks:always_fail", ["calls"]),
+    "worker": [PyTask("tests.tasks:record", [tag]) for tag in ("t0", "t1", "t2")],
+    "retry": [PyTask("tests.tasks:fail_until", ["calls", 1], retry=1)],
+    "bury": [PyTask("tests.tasks:always_fail", ["calls"])],
 }
+TASKS["sweeper"] = TASKS["producer"] = TASKS["producer_many"] = TASKS["worker"][:1]
 
 
 class KillingRedis(redis.Redis):
@@ -55,12 +56,17 @@ class KillingRedis(redis.Redis):
             number = self.count
         if number == self.kill_at and self.mode == "before":
             self._die(name)
-        result = send()
+        try:
+            result, error = send(), None
+        except redis.RedisError as exc:  # an error reply (NOSCRIPT, say) is a reply too
+            result, error = None, exc
         if number == self.kill_at and self.mode == "after":
             self._die(name)
         if number == self.kill_at and self.mode == "lose-reply":
             print(f"LOST {self.kill_at} {name}", flush=True)
             raise redis.ConnectionError("reply lost (test)")
+        if error is not None:
+            raise error
         return result
 
     def _die(self, name: str) -> None:
@@ -68,10 +74,18 @@ class KillingRedis(redis.Redis):
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def completions(plain: redis.Redis, role: str) -> tuple:
+    """(distinct tasks completed, extra completions): dead letters for "bury", else results."""
+    finished = plain.lrange("q_dead" if role == "bury" else "results", 0, -1)
+    if role == "bury":
+        return len(finished), 0
+    return len(set(finished)), len(finished) - len(set(finished))
+
+
 def done(plain: redis.Redis, role: str) -> bool:
-    """The role's task is finished and settled."""
-    finished = plain.llen("q_dead") if role == "bury" else plain.llen("results")
-    return bool(finished) and plain.llen(QUEUE) == 0 and plain.hlen("q_processing") == 0
+    """Every task of the role is finished and settled."""
+    return (completions(plain, role)[0] == len(TASKS[role])
+            and plain.llen(QUEUE) == 0 and plain.hlen("q_processing") == 0)
 
 
 def run_worker(client: KillingRedis, plain: redis.Redis, role: str) -> None:
@@ -94,9 +108,9 @@ def main(role: str, url: str, kill_at: int, mode: str) -> None:
         if role == "sweeper":
             Sweeper([Queue(QUEUE, client)]).sweep()
         elif role == "producer":
-            Queue(QUEUE, client).enqueue(TASKS["worker"])
+            Queue(QUEUE, client).enqueue(TASKS[role][0])
         elif role == "producer_many":
-            Queue(QUEUE, client).enqueue_many([TASKS["worker"]])
+            Queue(QUEUE, client).enqueue_many(TASKS[role])
         else:
             run_worker(client, plain, role)
     except redis.ConnectionError as exc:  # a one-shot sweeper or producer whose reply was lost
