@@ -12,6 +12,7 @@ from delayed import PyTask, Queue  # noqa: E402
 
 class Delayed(common.System):
     version = version("delayed")
+    worker_options: list = []  # the defaults: batches of up to 32 tasks per round trip
 
     def __init__(self, url: str) -> None:
         super().__init__(url)
@@ -35,7 +36,7 @@ class Delayed(common.System):
 
     def worker_commands(self, processes):
         return [[sys.executable, "-m", "delayed.worker", "--redis-url", self.url, "--queue", common.QUEUE,
-                 "--concurrency", str(processes), "bench_tasks"]]
+                 "--concurrency", str(processes), *self.worker_options, "bench_tasks"]]
 
     def failed(self):
         return self.conn.llen(common.QUEUE + "_dead")
