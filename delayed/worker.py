@@ -148,8 +148,9 @@ class Worker:
                 self._finished.append(worker_id)
             elif self._persist(self.queue.requeue if action == "requeue" else self.queue.bury,
                                blob, data, worker_id) is False:
-                logger.warning("a sweeper requeued the task %s held while it ran (keep-alive lapsed): "
-                               "left that copy to run instead of settling this one (%s)", worker_id, action)
+                logger.warning("did not %s the task of %s: it no longer holds it (a sweeper requeued it after "
+                               "its keep-alive lapsed, or an earlier try whose reply was lost did it)",
+                               action, worker_id)
         self._adapt_batch(len(claimed), time.monotonic() - started)
         return len(claimed)
 

@@ -220,6 +220,6 @@ def test_a_worker_presumed_dead_does_not_retry_a_task_a_sweeper_requeued(conn, q
     conn.delete(*worker.ids)          # its keep-alive lapses (a long pause, a partition)...
     assert queue.requeue_lost() == 1  # ...and a sweeper requeues its task
     worker.stop()
-    wait_for(lambda: "left that copy to run" in caplog.text, what="the fenced retry")
+    wait_for(lambda: "it no longer holds it" in caplog.text, what="the fenced retry")
     assert conn.lrange("q", 0, -1) == [task.serialize()]  # one copy, the sweeper's; no retry added
     assert conn.hlen("q_processing") == 0 and not conn.exists("q_dead")
