@@ -20,13 +20,14 @@ _EXPORTS = {
     "MalformedTaskError": "errors",
     "TaskTooLargeError": "errors",
     "FunctionNotAllowedError": "errors",
+    "SkipRetry": "errors",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from .delay import delayed
-    from .errors import DelayedError, FunctionNotAllowedError, MalformedTaskError, TaskTooLargeError
+    from .errors import DelayedError, FunctionNotAllowedError, MalformedTaskError, SkipRetry, TaskTooLargeError
     from .queue import AsyncQueue, Queue
     from .sweeper import Sweeper
     from .task import GoTask, PyTask

@@ -21,3 +21,7 @@ class TaskTooLargeError(DelayedError, ValueError):
 
 class FunctionNotAllowedError(DelayedError, LookupError):
     """A task names a function the worker was not told to allow."""
+
+
+class SkipRetry(DelayedError):
+    """Raise it in a task to fail it for good: it goes to the dead-letter list, whatever retries it has left."""

@@ -13,6 +13,7 @@ NOTI_SUFFIX = "_noti"
 PROCESSING_SUFFIX = "_processing"
 DEAD_SUFFIX = "_dead"
 CRASHES_SUFFIX = "_crashes"
+SCHEDULED_SUFFIX = "_scheduled"
 
 WORKER_ID_PREFIX = "delayed-py-"
 
@@ -26,6 +27,8 @@ class QueueKeys:
     processing: hash, worker id -> the blob that worker holds.
     dead: list of dead-letter records (JSON), ours only; Go peers ignore it.
     crashes: hash, blob sha1 -> "count:unix time" of the crashes it caused; ours only.
+    scheduled: sorted set of delayed tasks and retries waiting to be due (score: unix time);
+    each member is 8 random bytes then the blob; ours only, moved into `name` when due.
     """
 
     name: str
@@ -33,10 +36,12 @@ class QueueKeys:
     processing: str
     dead: str
     crashes: str
+    scheduled: str
 
     @classmethod
     def of(cls, name: str) -> "QueueKeys":
-        return cls(name, name + NOTI_SUFFIX, name + PROCESSING_SUFFIX, name + DEAD_SUFFIX, name + CRASHES_SUFFIX)
+        return cls(name, name + NOTI_SUFFIX, name + PROCESSING_SUFFIX, name + DEAD_SUFFIX, name + CRASHES_SUFFIX,
+                   name + SCHEDULED_SUFFIX)
 
 
 def new_worker_id() -> str:

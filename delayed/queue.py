@@ -1,6 +1,8 @@
 """Queue operations on Redis: every command a producer, worker or sweeper sends lives here."""
 import datetime
-from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
+import os
+import time
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import redis
 import redis.asyncio
@@ -34,6 +36,24 @@ def _blobs(tasks: Iterable[Task], max_task_size: int) -> List[bytes]:
             )
         blobs.append(blob)
     return blobs
+
+
+def _due(delay: Optional[float], at: Optional[datetime.datetime]) -> Optional[float]:
+    """The unix time a task becomes due, or None to enqueue it now (no delay, or one already past)."""
+    if delay is not None and at is not None:
+        raise ValueError("give delay or at, not both")
+    if at is not None:
+        due = at.timestamp()  # a naive datetime is taken as local time
+    elif delay is not None:
+        due = time.time() + delay
+    else:
+        return None
+    return due if due > time.time() else None
+
+
+def _scheduled(blobs: Sequence[bytes], due: float) -> Dict[bytes, float]:
+    """Scheduled-set members for blobs: a random prefix keeps identical tasks apart."""
+    return {os.urandom(8) + blob: due for blob in blobs}
 
 
 def _stage_push(pipe: Any, keys: QueueKeys, blobs: Sequence[bytes]) -> None:
@@ -75,18 +95,36 @@ class Queue:
 
     # Producers
 
-    def enqueue(self, task: Task) -> None:
-        """Append a task: its blob and its notification in one atomic command."""
-        self._scripts["enqueue"](keys=(self.keys.name, self.keys.noti), args=_blobs((task,), self.max_task_size))
+    def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None) -> None:
+        """Append a task: its blob and its notification in one atomic command.
 
-    def enqueue_many(self, tasks: Iterable[Task]) -> int:
-        """Append many tasks in one atomic round trip; returns how many."""
+        delay (seconds) or at (a datetime): hold it in the scheduled set until then; workers
+        and sweepers move it into the queue when it is due.
+        """
+        blobs = _blobs((task,), self.max_task_size)
+        due = _due(delay, at)
+        if due is None:
+            self._scripts["enqueue"](keys=(self.keys.name, self.keys.noti), args=blobs)
+        else:
+            self.conn.zadd(self.keys.scheduled, _scheduled(blobs, due))
+
+    def enqueue_many(self, tasks: Iterable[Task], delay: Optional[float] = None,
+                     at: Optional[datetime.datetime] = None) -> int:
+        """Append many tasks in one atomic round trip (or schedule them, as enqueue); returns how many."""
         blobs = _blobs(tasks, self.max_task_size)
-        if blobs:
+        due = _due(delay, at)
+        if blobs and due is not None:
+            self.conn.zadd(self.keys.scheduled, _scheduled(blobs, due))
+        elif blobs:
             with self.conn.pipeline(transaction=True) as pipe:
                 _stage_push(pipe, self.keys, blobs)
                 pipe.execute()
         return len(blobs)
+
+    def move_due(self, limit: int = 1000) -> int:
+        """Move up to limit scheduled tasks that are due into the queue; returns how many moved."""
+        return self._scripts["move_due"](keys=(self.keys.scheduled, self.keys.name, self.keys.noti),
+                                         args=(time.time(), limit))
 
     def len(self) -> int:
         """Tasks waiting in the queue (not counting those being processed)."""
@@ -144,6 +182,15 @@ class Queue:
         return bool(self._scripts["requeue"](
             keys=(self.keys.name, self.keys.noti, self.keys.processing),
             args=(worker_id or self.worker_id, claimed, blob),
+        ))
+
+    def reschedule(self, claimed: bytes, blob: bytes, due: float, worker_id: Optional[str] = None) -> bool:
+        """Hold blob (the next attempt of the held task) until due and release the held task,
+        atomically; fenced as requeue."""
+        [member] = _scheduled((blob,), due)
+        return bool(self._scripts["reschedule"](
+            keys=(self.keys.processing, self.keys.scheduled),
+            args=(worker_id or self.worker_id, claimed, due, member),
         ))
 
     def bury(self, claimed: bytes, record: bytes, worker_id: Optional[str] = None) -> bool:
@@ -212,15 +259,24 @@ class AsyncQueue:
     def name(self) -> str:
         return self.keys.name
 
-    async def enqueue(self, task: Task) -> None:
-        """Append a task: its blob and its notification in one atomic command."""
+    async def enqueue(self, task: Task, delay: Optional[float] = None,
+                      at: Optional[datetime.datetime] = None) -> None:
+        """Append a task (or schedule it), as Queue.enqueue."""
         blobs = _blobs((task,), self.max_task_size)
-        await self._scripts["enqueue"](keys=(self.keys.name, self.keys.noti), args=blobs)
+        due = _due(delay, at)
+        if due is None:
+            await self._scripts["enqueue"](keys=(self.keys.name, self.keys.noti), args=blobs)
+        else:
+            await self.conn.zadd(self.keys.scheduled, _scheduled(blobs, due))
 
-    async def enqueue_many(self, tasks: Iterable[Task]) -> int:
-        """Append many tasks in one atomic round trip; returns how many."""
+    async def enqueue_many(self, tasks: Iterable[Task], delay: Optional[float] = None,
+                           at: Optional[datetime.datetime] = None) -> int:
+        """Append many tasks in one atomic round trip (or schedule them), as Queue.enqueue_many."""
         blobs = _blobs(tasks, self.max_task_size)
-        if blobs:
+        due = _due(delay, at)
+        if blobs and due is not None:
+            await self.conn.zadd(self.keys.scheduled, _scheduled(blobs, due))
+        elif blobs:
             async with self.conn.pipeline(transaction=True) as pipe:
                 _stage_push(pipe, self.keys, blobs)
                 await pipe.execute()

@@ -1,11 +1,14 @@
-"""The sweeper: periodically requeues tasks held by dead workers (go-delayed's requeue-lost)."""
+"""The sweeper: periodically requeues tasks held by dead workers (go-delayed's requeue-lost),
+and moves due scheduled tasks into their queues between sweeps."""
 import logging
 import threading
+import time
 from typing import Sequence
 
 import redis
 
 from .connection import Backoff
+from .forwarder import FORWARD_INTERVAL, forward
 from .queue import DEFAULT_MAX_CRASHES, Queue
 from .signals import restore, stop_gracefully_then_at_once
 
@@ -46,14 +49,18 @@ class Sweeper:
 
     def _run(self) -> None:
         logger.info("sweeping %s every %s s", ", ".join(repr(q.name) for q in self.queues), self.interval)
+        next_sweep = 0.0
         while not self._stopping.is_set():
             try:
-                self.sweep()
+                forward(self.queues)  # due delayed tasks and retries, for Go workers too
+                if time.monotonic() >= next_sweep:
+                    self.sweep()
+                    next_sweep = time.monotonic() + self.interval
             except redis.RedisError as exc:
                 self._backoff.failed(exc)
                 continue
             self._backoff.succeeded()
-            self._stopping.wait(self.interval)
+            self._stopping.wait(max(0.0, min(FORWARD_INTERVAL, next_sweep - time.monotonic())))
         logger.info("sweeper stopped")
 
     def stop(self) -> None:

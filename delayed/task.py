@@ -3,7 +3,7 @@
 PyTask: msgpack array [func_path, args, kwargs, retry], trailing defaults dropped
 the way keakon/delayed drops them (retry 0, then empty kwargs, then empty args);
 go-delayed's NewPyTask writes [func_path, args|nil, kwargs|nil], which decodes too.
-Our options (time_limit) ride in a fifth element, a map, written only when set:
+Our options (time_limit, max_retries, backoff, attempt) ride in a fifth element, a map, written only when set:
 keakon/delayed 1.x cannot read such a blob, so a task without options stays byte-identical.
 GoTask: msgpack array [func_path, payload] where payload is a bin holding the
 msgpack of the argument, exactly what go-delayed's NewGoTask(func_path, arg...)
@@ -41,7 +41,11 @@ def _unpack(blob: bytes) -> Any:
 class PyTask:
     """A call of a Python function by path, with positional and keyword arguments.
 
-    retry: how many more times to run the task after it raises; -1 means forever.
+    retry: how many more times to run the task after it raises, at once; -1 means forever
+    (keakon/delayed's retry).
+    max_retries: retry with backoff instead: up to this many more runs after it raises, each
+    held in the scheduled set for backoff seconds first (a number, or "module:func" of an
+    allowed function taking the attempt number; default: exponential with jitter).
     time_limit: seconds the call may take before the worker fails it (overrides the worker's).
     """
 
@@ -54,6 +58,8 @@ class PyTask:
         kwargs: Optional[Dict[str, Any]] = None,
         retry: int = 0,
         *,
+        max_retries: Optional[int] = None,
+        backoff: Union[None, float, str] = None,
         time_limit: Optional[float] = None,
         options: Optional[Dict[str, Any]] = None,
     ) -> None:
@@ -66,8 +72,9 @@ class PyTask:
         self.kwargs = {} if kwargs is None else kwargs
         self.retry = retry
         self.options: Dict[str, Any] = dict(options or {})
-        if time_limit is not None:
-            self.options["time_limit"] = time_limit
+        for name, value in (("max_retries", max_retries), ("backoff", backoff), ("time_limit", time_limit)):
+            if value is not None:
+                self.options[name] = value
         _check_options(self.options, TypeError)
         self._data: Optional[bytes] = None
 
@@ -104,6 +111,10 @@ class PyTask:
     def with_retry(self, retry: int) -> "PyTask":
         """The same call with another retry count (what a retry enqueues)."""
         return PyTask(self.func_path, self.args, self.kwargs, retry, options=self.options)
+
+    def with_options(self, **options: Any) -> "PyTask":
+        """The same call with some options replaced (what a retry with backoff schedules)."""
+        return PyTask(self.func_path, self.args, self.kwargs, self.retry, options={**self.options, **options})
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, PyTask) and self.serialize() == other.serialize()
@@ -178,6 +189,14 @@ def _check_options(options: Dict[str, Any], error: Callable[[str], Exception]) -
     limit = options.get("time_limit")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0):
         raise error(f"time_limit must be a positive number of seconds, got {_brief(limit)}")
+    for name in ("max_retries", "attempt"):
+        count = options.get(name)
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+            raise error(f"{name} must be a whole number, 0 or more, got {_brief(count)}")
+    backoff = options.get("backoff")
+    if backoff is not None and (isinstance(backoff, bool) or not isinstance(backoff, (int, float, str))
+                                or (not isinstance(backoff, str) and backoff < 0)):
+        raise error(f"backoff must be seconds or a 'module:func' path, got {_brief(backoff)}")
 
 
 def _brief(value: Any) -> str:

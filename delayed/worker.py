@@ -16,19 +16,22 @@ import redis
 
 from . import dead_letter
 from .connection import Backoff
-from .errors import FunctionNotAllowedError, MalformedTaskError
+from .errors import FunctionNotAllowedError, MalformedTaskError, SkipRetry
 from .functions import Allowed, FunctionRegistry
+from .forwarder import Forwarder
 from .keep_alive import KeepAlive
 from .keys import new_worker_ids
 from .queue import Queue
+from .retry import backoff_seconds
 from .signals import restore, stop_gracefully_then_at_once
 from .task import PyTask
 from .time_limit import TimeLimitExceeded, can_enforce, time_limit
 
 logger = logging.getLogger(__name__)
 
-Settlement = Tuple[str, Optional[bytes]]
-"""What to do with a held task: ("release", None), ("requeue", blob) or ("bury", record)."""
+Settlement = Tuple[str, Tuple[Any, ...]]
+"""What to do with a held task: ("release", ()), ("requeue", (blob,)), ("reschedule", (blob, due))
+or ("bury", (record,)); the name of a Queue method and its arguments after the claimed blob."""
 
 DEFAULT_BATCH = 32
 BATCH_TIME = 0.01
@@ -100,6 +103,8 @@ class Worker:
         self._go_online()
         keep_alive = KeepAlive(self.queue, self.ids, self.keep_alive_interval)
         keep_alive.start()
+        forwarder = Forwarder([self.queue])
+        forwarder.start()
         logger.info("worker %s online on queue %r, %d allowed functions",
                     self.id, self.queue.name, len(self.functions))
         try:
@@ -108,6 +113,7 @@ class Worker:
             if self._finished and self._persist(self.queue.claim_batch, self._finished, ()) is not None:
                 self._finished = []
         finally:
+            forwarder.stop()
             keep_alive.stop()
             if self._loop is not None:
                 self._loop.close()
@@ -146,8 +152,7 @@ class Worker:
             action, data = self.execute(blob)
             if action == "release":
                 self._finished.append(worker_id)
-            elif self._persist(self.queue.requeue if action == "requeue" else self.queue.bury,
-                               blob, data, worker_id) is False:
+            elif self._persist(getattr(self.queue, action), blob, *data, worker_id) is False:
                 logger.warning("did not %s the task of %s: it no longer holds it (a sweeper requeued it after "
                                "its keep-alive lapsed, or an earlier try whose reply was lost did it)",
                                action, worker_id)
@@ -180,7 +185,7 @@ class Worker:
                     self._event_loop().run_until_complete(result)
         except (Exception, TimeLimitExceeded) as exc:
             return self._failed(task, exc)
-        return ("release", None)
+        return ("release", ())
 
     def _limit(self, task: PyTask) -> Optional[float]:
         limit = task.time_limit or self.time_limit
@@ -196,11 +201,20 @@ class Worker:
         if isinstance(exc, TypeError) and exc.__traceback__ is not None and exc.__traceback__.tb_next is None:
             # The call itself raised, before the function's first line: its arguments do not fit.
             return self._bury(task.serialize(), "bad_arguments", error, task.func_path)
-        if task.retry:
+        if isinstance(exc, SkipRetry):
+            pass
+        elif "max_retries" in task.options:
+            attempt = task.options.get("attempt", 0) + 1
+            if attempt <= task.options["max_retries"]:
+                delay = backoff_seconds(task.options.get("backoff"), attempt, self.functions.resolve)
+                logger.exception("task %s failed (attempt %d of %d); next attempt in %.1f s", task.func_path,
+                                 attempt, task.options["max_retries"] + 1, delay)
+                return ("reschedule", (task.with_options(attempt=attempt).serialize(), time.time() + delay))
+        elif task.retry:
             left = task.retry - 1 if task.retry > 0 else task.retry
             logger.exception("task %s failed; retrying (%s left)", task.func_path,
                              "forever" if left < 0 else left)
-            return ("requeue", task.with_retry(left).serialize())
+            return ("requeue", (task.with_retry(left).serialize(),))
         logger.exception("task %s failed; dead-lettered in %s", task.func_path, self.queue.keys.dead)
         reason = "timed_out" if isinstance(exc, TimeLimitExceeded) else "failed"
         return self._bury(task.serialize(), reason, error, task.func_path, traceback.format_exc())
@@ -211,7 +225,7 @@ class Worker:
             logger.error("dead-lettered a task in %s (%s): %s", self.queue.keys.dead, reason, error)
         record = dead_letter.record(reason=reason, error=error, blob=blob, queue=self.queue.name,
                                     worker=self.id, func=func, traceback=trace)
-        return ("bury", record)
+        return ("bury", (record,))
 
     def _persist(self, apply: Callable[..., Any], *args: Any) -> Any:
         """Run a settling call and return its result, retrying through Redis outages; once

@@ -93,3 +93,15 @@ def count(task_id):
         except redis.ConnectionError:
             time.sleep(0.05)
     raise RuntimeError("Redis did not come back within 30 s")
+
+
+def give_up(tag):
+    from delayed import SkipRetry
+
+    conn().incr(tag)
+    raise SkipRetry(f"{tag}: not worth retrying")
+
+
+def tenth_of_attempt(attempt):
+    """A custom backoff: attempt / 10 seconds."""
+    return attempt / 10

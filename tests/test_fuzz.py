@@ -45,7 +45,7 @@ def test_the_worker_settles_anything_without_raising(conn, blob):
     worker = Worker(Queue("fuzz", conn), ["tests.tasks"])
     action, data = worker.execute(blob)
     if action == "bury":
-        entry = parse(data)
+        entry = parse(data[0])
         assert entry["reason"] in REASONS and entry["task"] == blob and "\n" not in entry["error"]
     else:
         assert action == "release"  # a random blob that names record() with fitting arguments ran

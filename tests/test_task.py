@@ -139,3 +139,19 @@ def test_options_must_be_a_map_with_string_keys():
     for options in ([1], {1: 2}):
         with pytest.raises(MalformedTaskError, match="options"):
             decode_task(msgpack.packb(["m:f", [], {}, 0, options]))
+
+
+@pytest.mark.parametrize("options", [{"max_retries": -1}, {"max_retries": 1.5}, {"attempt": True},
+                                     {"backoff": -2}, {"backoff": [1]}])
+def test_retry_options_are_checked(options):
+    with pytest.raises(TypeError):
+        PyTask("m:f", options=options)
+    with pytest.raises(MalformedTaskError):
+        decode_task(msgpack.packb(["m:f", [], {}, 0, options]))
+
+
+def test_retry_options_round_trip_and_are_kept_by_with_options():
+    task = PyTask("m:f", max_retries=3, backoff="m:curve")
+    assert task.serialize() == msgpack.packb(["m:f", [], {}, 0, {"max_retries": 3, "backoff": "m:curve"}])
+    assert PyTask.deserialize(task.with_options(attempt=1).serialize()).options == \
+        {"max_retries": 3, "backoff": "m:curve", "attempt": 1}

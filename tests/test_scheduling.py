@@ -1,0 +1,161 @@
+"""Delayed tasks: held in <queue>_scheduled, moved into the queue when due by workers and sweepers."""
+import asyncio
+import datetime
+import signal
+import threading
+import time
+
+import pytest
+import redis.asyncio
+
+from delayed import AsyncQueue, GoTask, PyTask, Queue, Worker
+from delayed.dead_letter import parse
+from delayed.retry import exponential_with_jitter
+
+from .conftest import results, spawn, wait_for
+
+
+@pytest.fixture
+def queue(conn):
+    return Queue("q", conn, dequeue_timeout=0.05)
+
+
+def test_a_delayed_task_waits_in_the_scheduled_set_until_due(conn, queue):
+    task = PyTask("m:f", [1])
+    queue.enqueue(task, delay=0.3)
+    assert not conn.exists("q", "q_noti")
+    [(member, due)] = conn.zrange("q_scheduled", 0, -1, withscores=True)
+    assert member[8:] == task.serialize() and due == pytest.approx(time.time() + 0.3, abs=0.1)
+    assert queue.move_due() == 0
+    time.sleep(0.35)
+    assert queue.move_due() == 1
+    assert conn.lrange("q", 0, -1) == [task.serialize()] and conn.llen("q_noti") == 1
+    assert not conn.exists("q_scheduled")
+
+
+def test_identical_tasks_scheduled_alike_stay_two(conn, queue):
+    at = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=60)
+    queue.enqueue(PyTask("m:f"), at=at)
+    queue.enqueue_many([PyTask("m:f"), GoTask("main.F", 1)], at=at)
+    assert conn.zcard("q_scheduled") == 3
+    assert {score for _, score in conn.zrange("q_scheduled", 0, -1, withscores=True)} == {at.timestamp()}
+
+
+def test_no_delay_or_one_already_past_enqueues_at_once(conn, queue):
+    queue.enqueue(PyTask("m:f"), delay=0)
+    queue.enqueue(PyTask("m:f"), at=datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=1))
+    assert conn.llen("q") == 2 and not conn.exists("q_scheduled")
+    with pytest.raises(ValueError, match="not both"):
+        queue.enqueue(PyTask("m:f"), delay=1, at=datetime.datetime.now())
+
+
+def test_moving_is_bounded_per_call(conn, queue):
+    queue.enqueue_many([PyTask("m:f", [i]) for i in range(25)], delay=0.05)
+    time.sleep(0.1)
+    assert [queue.move_due(limit=10) for _ in range(4)] == [10, 10, 5, 0]
+    # tasks due at the same moment come out in member order, and members start with random bytes
+    assert sorted(conn.lrange("q", 0, -1)) == sorted(PyTask("m:f", [i]).serialize() for i in range(25))
+    assert conn.llen("q_noti") == 25
+
+
+def test_async_queue_schedules_too(conn, redis_server):
+    async def produce():
+        client = redis.asyncio.Redis.from_url(redis_server.url)
+        queue = AsyncQueue("q", client)
+        await queue.enqueue(PyTask("m:f"), delay=60)
+        await queue.enqueue_many([PyTask("m:f")] * 2, delay=60)
+        await client.aclose()
+
+    asyncio.run(produce())
+    assert conn.zcard("q_scheduled") == 3 and not conn.exists("q")
+
+
+def test_a_worker_runs_a_delayed_task_when_it_is_due(conn, queue):
+    queue.enqueue(PyTask("tests.tasks:record", ["later"]), delay=1.0)
+    queue.enqueue(PyTask("tests.tasks:record", ["now"]))
+    worker = Worker(queue, ["tests.tasks"])
+    thread = threading.Thread(target=worker.run)
+    started = time.monotonic()
+    thread.start()
+    try:
+        wait_for(lambda: len(results(conn)) == 2, what="both tasks")
+        assert time.monotonic() - started >= 0.9
+        assert results(conn) == [repr(("now", (), {})), repr(("later", (), {}))]
+    finally:
+        worker.stop()
+        thread.join(10)
+
+
+def test_a_sweeper_moves_due_tasks_for_queues_no_python_worker_drains(conn, redis_server):
+    # A Go-only queue: no Python worker, only our sweeper; go-delayed workers BLPOP <name>_noti.
+    queue = Queue("go", conn)
+    queue.enqueue(GoTask("main.Add", [1, 2]), delay=0.5)
+    sweeper = spawn("delayed.sweeper", "--queue", "go", "--interval", "60", redis_url=redis_server.url)
+    try:
+        wait_for(lambda: conn.llen("go"), what="the task in the queue")
+        assert conn.lrange("go", 0, -1) == [GoTask("main.Add", [1, 2]).serialize()]
+        assert conn.llen("go_noti") == 1
+    finally:
+        sweeper.send_signal(signal.SIGTERM)
+        assert sweeper.wait(10) == 0
+
+
+@pytest.fixture
+def run_worker(queue):
+    workers = []
+
+    def start():
+        worker = Worker(queue, ["tests.tasks"], keep_alive_interval=1)
+        thread = threading.Thread(target=worker.run)
+        thread.start()
+        workers.append((worker, thread))
+
+    yield start
+    for worker, thread in workers:
+        worker.stop()
+        thread.join(10)
+
+
+def scheduled_attempts(conn):
+    return [PyTask.deserialize(member[8:]).options.get("attempt") for member in conn.zrange("q_scheduled", 0, -1)]
+
+
+def test_a_failed_attempt_waits_its_backoff_in_the_scheduled_set(conn, queue, run_worker):
+    queue.enqueue(PyTask("tests.tasks:fail_until", ["calls", 2], max_retries=3, backoff=0.3))
+    run_worker()
+    wait_for(lambda: scheduled_attempts(conn) == [1], what="the first retry to be scheduled")
+    assert conn.llen("q") == 0 and conn.hlen("q_processing") == 0
+    wait_for(lambda: results(conn), what="the third attempt to succeed")
+    assert conn.get("calls") == b"3" and not conn.exists("q_dead", "q_scheduled")
+
+
+def test_retries_with_backoff_end_in_the_dead_letter_list(conn, queue, run_worker):
+    queue.enqueue(PyTask("tests.tasks:always_fail", ["boom"], max_retries=2, backoff="tests.tasks:tenth_of_attempt"))
+    run_worker()
+    wait_for(lambda: conn.llen("q_dead"), what="a dead letter")
+    assert conn.get("boom") == b"3"  # the first run and two retries
+    [entry] = [parse(item) for item in conn.lrange("q_dead", 0, -1)]
+    assert entry["reason"] == "failed" and PyTask.deserialize(entry["task"]).options["attempt"] == 2
+
+
+def test_skip_retry_dead_letters_at_once(conn, queue, run_worker):
+    queue.enqueue(PyTask("tests.tasks:give_up", ["skip"], max_retries=5, retry=5))
+    run_worker()
+    wait_for(lambda: conn.llen("q_dead"), what="a dead letter")
+    assert conn.get("skip") == b"1" and not conn.exists("q_scheduled")
+    assert parse(conn.lindex("q_dead", 0))["error"] == "SkipRetry: skip: not worth retrying"
+
+
+def test_the_default_backoff_is_exponential_with_jitter():
+    waits = [[exponential_with_jitter(attempt) for _ in range(200)] for attempt in (1, 2, 3)]
+    assert 16 <= min(waits[0]) and max(waits[0]) <= 36 and len(set(waits[0])) > 100
+    assert min(waits[2]) >= 96 > max(waits[0])
+
+
+def test_reschedule_is_fenced(conn, queue):
+    queue.enqueue(PyTask("m:f", max_retries=1))
+    queue.worker_id = "w"
+    held = queue.claim_batch([], ["w"])[0][1]
+    assert not queue.reschedule(b"another blob", held, time.time())
+    assert queue.reschedule(held, held, time.time() + 60)
+    assert conn.zcard("q_scheduled") == 1 and conn.hlen("q_processing") == 0
