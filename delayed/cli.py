@@ -1,7 +1,9 @@
-"""Command lines of `python -m delayed.worker` and `python -m delayed.sweeper`: parse, connect, run."""
+"""Command lines of `python -m delayed.worker`, `.sweeper` and `.scheduler`: parse, connect, run."""
 import argparse
+import importlib
 import logging
 import os
+import runpy
 import sys
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -10,6 +12,7 @@ import redis
 from .connection import DEFAULT_REDIS_URL, connect, redacted
 from .functions import FunctionRegistry
 from .queue import DEFAULT_MAX_CRASHES, DEFAULT_MAX_TASK_SIZE, Queue
+from .scheduler import Periodic, Scheduler
 from .supervisor import Supervisor
 from .sweeper import Sweeper
 from .worker import DEFAULT_BATCH, Worker
@@ -152,3 +155,39 @@ def _sweeper(args: argparse.Namespace) -> int:
 
 def sweeper_main(argv: Optional[Sequence[str]] = None) -> int:
     return _run("delayed.sweeper", _sweeper, sweeper_parser(), argv)
+
+
+def scheduler_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m delayed.scheduler",
+        description="Enqueue periodic tasks; run several replicas: each tick is enqueued once.")
+    _common(parser)
+    parser.add_argument("schedule", metavar="MODULE_OR_FILE",
+                        help="a module name or .py file defining SCHEDULE, a list of delayed.scheduler.Periodic")
+    return parser
+
+
+def _load_schedule(source: str) -> List[Periodic]:
+    try:
+        if source.endswith(".py"):
+            namespace = runpy.run_path(source)
+        else:
+            if os.getcwd() not in sys.path:
+                sys.path.insert(0, os.getcwd())
+            namespace = vars(importlib.import_module(source))
+    except Exception as exc:  # the schedule file is the operator's code: say what went wrong in one line
+        raise CommandError(f"cannot load {source}: {type(exc).__name__}: {exc}", status=2) from None
+    entries = namespace.get("SCHEDULE")
+    if not isinstance(entries, (list, tuple)) or not all(isinstance(e, Periodic) for e in entries):
+        raise CommandError(f"{source} must define SCHEDULE, a list of delayed.scheduler.Periodic", status=2)
+    return list(entries)
+
+
+def _scheduler(args: argparse.Namespace) -> int:
+    entries = _load_schedule(args.schedule)
+    Scheduler(_connect(args), entries).run()
+    return 0
+
+
+def scheduler_main(argv: Optional[Sequence[str]] = None) -> int:
+    return _run("delayed.scheduler", _scheduler, scheduler_parser(), argv)

@@ -17,6 +17,9 @@ SCHEDULED_SUFFIX = "_scheduled"
 
 WORKER_ID_PREFIX = "delayed-py-"
 
+PERIODIC_KEY = "delayed_periodic"
+"""Hash, periodic entry name -> the last tick a scheduler replica claimed (ours only)."""
+
 
 @dataclass(frozen=True)
 class QueueKeys:

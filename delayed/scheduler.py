@@ -1,0 +1,118 @@
+"""Periodic tasks: every replica of the scheduler computes the same ticks, and one Lua script per
+tick lets exactly one replica enqueue it, so running several for availability adds no duplicates.
+
+    python -m delayed.scheduler [--redis-url URL] MODULE_OR_FILE
+
+MODULE_OR_FILE defines SCHEDULE, a list of Periodic entries.
+"""
+import datetime
+import logging
+import math
+import threading
+import time
+from dataclasses import dataclass
+from typing import Dict, Optional, Sequence, Union
+
+import croniter
+import redis
+
+from . import scripts
+from .connection import Backoff
+from .keys import PERIODIC_KEY, QueueKeys
+from .signals import restore, stop_gracefully_then_at_once
+from .task import GoTask, PyTask
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Periodic:
+    """Enqueue `task` into `queue` at each tick: of a cron expression (in UTC), or every `every` seconds
+    (ticks at whole multiples of `every` since the epoch, the same on every replica).
+
+    missed: what to do with a tick due more than `grace` seconds ago, found when the schedulers
+    come back after all of them were down: "skip" it, or run it "once" (one run, however many
+    ticks were missed). name: the entry's identity in Redis (default: queue, task and timing).
+    """
+
+    task: Union[PyTask, GoTask, str]
+    queue: str = "default"
+    cron: Optional[str] = None
+    every: Optional[float] = None
+    missed: str = "skip"
+    grace: float = 60.0
+    name: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.task, str):
+            self.task = PyTask(self.task)
+        if (self.cron is None) == (self.every is None):
+            raise ValueError(f"{self.task.func_path}: give cron or every, not both or neither")
+        if self.cron is not None and not croniter.croniter.is_valid(self.cron):
+            raise ValueError(f"{self.task.func_path}: not a cron expression: {self.cron!r}")
+        if self.every is not None and self.every <= 0:
+            raise ValueError(f"{self.task.func_path}: every must be positive, got {self.every}")
+        if self.missed not in ("skip", "once"):
+            raise ValueError(f"{self.task.func_path}: missed must be 'skip' or 'once', got {self.missed!r}")
+        self.name = self.name or f"{self.queue}:{self.task.func_path}:{self.cron or self.every}"
+
+    def last_tick(self, now: float) -> float:
+        """The latest tick at or before now (unix seconds)."""
+        if self.every is not None:
+            return math.floor(now / self.every) * self.every
+        after = datetime.datetime.fromtimestamp(math.floor(now) + 1, datetime.timezone.utc)
+        return croniter.croniter(self.cron, after).get_prev(float)  # strictly before `after`
+
+
+class Scheduler:
+    """Enqueues the ticks of `entries` until stopped; run as many replicas as you like."""
+
+    def __init__(self, conn: redis.Redis, entries: Sequence[Periodic], poll: float = 0.5) -> None:
+        self.conn = conn
+        self.entries = list(entries)
+        self.poll = min([poll] + [entry.every / 4 for entry in self.entries if entry.every])
+        self._script = scripts.register(conn)["tick"]
+        self._seen: Dict[str, float] = {}
+        self._stopping = threading.Event()
+        self._backoff = Backoff(logger, "scheduler", wait=self._stopping.wait)
+
+    def tick(self, now: Optional[float] = None) -> int:
+        """Claim every entry's latest tick not yet seen here; returns how many this replica enqueued."""
+        now = time.time() if now is None else now
+        enqueued = 0
+        for entry in self.entries:
+            tick = entry.last_tick(now)
+            if tick <= self._seen.get(entry.name, -math.inf):
+                continue
+            run = entry.missed == "once" or now - tick <= entry.grace
+            keys = QueueKeys.of(entry.queue)
+            if self._script(keys=(PERIODIC_KEY, keys.name, keys.noti),
+                            args=(entry.name, repr(tick), entry.task.serialize(), int(run))):
+                logger.info("%s: tick %s %s", entry.name, repr(tick), "enqueued" if run else "missed, skipped")
+                enqueued += run
+            self._seen[entry.name] = tick
+        return enqueued
+
+    def run(self, handle_signals: bool = True) -> None:
+        handlers = stop_gracefully_then_at_once(self.stop, "scheduler") if handle_signals else {}
+        logger.info("scheduling %d entries", len(self.entries))
+        try:
+            while not self._stopping.is_set():
+                try:
+                    self.tick()
+                except redis.RedisError as exc:
+                    self._backoff.failed(exc)
+                    continue
+                self._backoff.succeeded()
+                self._stopping.wait(self.poll)
+        finally:
+            restore(handlers)
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+
+if __name__ == "__main__":
+    from .cli import scheduler_main
+
+    raise SystemExit(scheduler_main())
