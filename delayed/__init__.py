@@ -21,13 +21,14 @@ _EXPORTS = {
     "TaskTooLargeError": "errors",
     "FunctionNotAllowedError": "errors",
     "SkipRetry": "errors",
+    "DuplicateTaskError": "errors",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from .delay import delayed
-    from .errors import DelayedError, FunctionNotAllowedError, MalformedTaskError, SkipRetry, TaskTooLargeError
+    from .errors import DelayedError, DuplicateTaskError, FunctionNotAllowedError, MalformedTaskError, SkipRetry, TaskTooLargeError
     from .queue import AsyncQueue, Queue
     from .sweeper import Sweeper
     from .task import GoTask, PyTask

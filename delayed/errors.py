@@ -23,5 +23,9 @@ class FunctionNotAllowedError(DelayedError, LookupError):
     """A task names a function the worker was not told to allow."""
 
 
+class DuplicateTaskError(DelayedError):
+    """enqueue(unique_for=...) found the lock of an identical task (or one with the same key) held."""
+
+
 class SkipRetry(DelayedError):
     """Raise it in a task to fail it for good: it goes to the dead-letter list, whatever retries it has left."""

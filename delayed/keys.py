@@ -14,6 +14,7 @@ PROCESSING_SUFFIX = "_processing"
 DEAD_SUFFIX = "_dead"
 CRASHES_SUFFIX = "_crashes"
 SCHEDULED_SUFFIX = "_scheduled"
+UNIQUE_INFIX = "_unique:"
 
 WORKER_ID_PREFIX = "delayed-py-"
 
@@ -40,6 +41,10 @@ class QueueKeys:
     dead: str
     crashes: str
     scheduled: str
+
+    def unique(self, key: str) -> str:
+        """The lock of unique tasks with this key: a string key, holding a token, with an expiry."""
+        return self.name + UNIQUE_INFIX + key
 
     @classmethod
     def of(cls, name: str) -> "QueueKeys":

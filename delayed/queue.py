@@ -1,5 +1,6 @@
 """Queue operations on Redis: every command a producer, worker or sweeper sends lives here."""
 import datetime
+import hashlib
 import os
 import time
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
@@ -8,7 +9,7 @@ import redis
 import redis.asyncio
 
 from . import scripts
-from .errors import TaskTooLargeError
+from .errors import DuplicateTaskError, TaskTooLargeError
 from .keys import QueueKeys
 from .task import GoTask, PyTask
 
@@ -56,6 +57,27 @@ def _scheduled(blobs: Sequence[bytes], due: float) -> Dict[bytes, float]:
     return {os.urandom(8) + blob: due for blob in blobs}
 
 
+def _unique_call(keys: QueueKeys, task: Task, delay: Optional[float], at: Optional[datetime.datetime],
+                 unique_for: float, unique_key: Optional[str], max_task_size: int) -> Dict[str, Any]:
+    """The enqueue_unique script's keys and args: the lock is keyed by unique_key, or by the
+    task's own digest; the task carries the lock's key and token so its worker can release it."""
+    if not isinstance(task, PyTask):
+        raise TypeError("unique_for is for PyTasks: a go-delayed worker would never release the lock")
+    key = unique_key or hashlib.sha1(task.serialize()).hexdigest()
+    token = os.urandom(8).hex()
+    [blob] = _blobs((task.with_options(unique_key=key, unique_token=token),), max_task_size)
+    due = _due(delay, at)
+    [member] = _scheduled((blob,), due or 0)
+    return dict(keys=(keys.unique(key), keys.name, keys.noti, keys.scheduled),
+                args=(max(1, int(unique_for * 1000)), token, blob, "" if due is None else due, member))
+
+
+def _check_unique(reply: int, call: Dict[str, Any]) -> None:
+    if reply != 1:
+        raise DuplicateTaskError(f"{call['keys'][0]} is held by a task queued or running; "
+                                 f"it expires in {-reply / 1000:.1f} s")
+
+
 def _stage_push(pipe: Any, keys: QueueKeys, blobs: Sequence[bytes]) -> None:
     """Queue the two pushes of a batch on a MULTI pipeline: the blobs, then one notification each.
 
@@ -95,12 +117,20 @@ class Queue:
 
     # Producers
 
-    def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None) -> None:
+    def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None,
+                unique_for: Optional[float] = None, unique_key: Optional[str] = None) -> None:
         """Append a task: its blob and its notification in one atomic command.
 
         delay (seconds) or at (a datetime): hold it in the scheduled set until then; workers
         and sweepers move it into the queue when it is due.
+        unique_for (seconds): refuse, with DuplicateTaskError, an identical task (or one with the
+        same unique_key) while this one is queued or running; the lock goes when it finishes
+        or after unique_for seconds, whichever comes first.
         """
+        if unique_for is not None:
+            call = _unique_call(self.keys, task, delay, at, unique_for, unique_key, self.max_task_size)
+            _check_unique(self._scripts["enqueue_unique"](**call), call)
+            return
         blobs = _blobs((task,), self.max_task_size)
         due = _due(delay, at)
         if due is None:
@@ -120,6 +150,11 @@ class Queue:
                 _stage_push(pipe, self.keys, blobs)
                 pipe.execute()
         return len(blobs)
+
+    def unlock(self, locks: Sequence[Tuple[str, str]]) -> int:
+        """Release unique tasks' locks, given as (unique key, token) pairs; each only if still its own."""
+        return self._scripts["unlock"](keys=[self.keys.unique(key) for key, _ in locks],
+                                       args=[token for _, token in locks])
 
     def move_due(self, limit: int = 1000) -> int:
         """Move up to limit scheduled tasks that are due into the queue; returns how many moved."""
@@ -259,9 +294,13 @@ class AsyncQueue:
     def name(self) -> str:
         return self.keys.name
 
-    async def enqueue(self, task: Task, delay: Optional[float] = None,
-                      at: Optional[datetime.datetime] = None) -> None:
-        """Append a task (or schedule it), as Queue.enqueue."""
+    async def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None,
+                      unique_for: Optional[float] = None, unique_key: Optional[str] = None) -> None:
+        """Append a task (or schedule it, or refuse a duplicate), as Queue.enqueue."""
+        if unique_for is not None:
+            call = _unique_call(self.keys, task, delay, at, unique_for, unique_key, self.max_task_size)
+            _check_unique(await self._scripts["enqueue_unique"](**call), call)
+            return
         blobs = _blobs((task,), self.max_task_size)
         due = _due(delay, at)
         if due is None:

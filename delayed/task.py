@@ -3,7 +3,8 @@
 PyTask: msgpack array [func_path, args, kwargs, retry], trailing defaults dropped
 the way keakon/delayed drops them (retry 0, then empty kwargs, then empty args);
 go-delayed's NewPyTask writes [func_path, args|nil, kwargs|nil], which decodes too.
-Our options (time_limit, max_retries, backoff, attempt) ride in a fifth element, a map, written only when set:
+Our options (time_limit, max_retries, backoff, attempt, unique_key, unique_token) ride in a fifth
+element, a map, written only when set:
 keakon/delayed 1.x cannot read such a blob, so a task without options stays byte-identical.
 GoTask: msgpack array [func_path, payload] where payload is a bin holding the
 msgpack of the argument, exactly what go-delayed's NewGoTask(func_path, arg...)
@@ -193,6 +194,9 @@ def _check_options(options: Dict[str, Any], error: Callable[[str], Exception]) -
         count = options.get(name)
         if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
             raise error(f"{name} must be a whole number, 0 or more, got {_brief(count)}")
+    for name in ("unique_key", "unique_token"):
+        if name in options and not isinstance(options[name], str):
+            raise error(f"{name} must be a string, got {_brief(options[name])}")
     backoff = options.get("backoff")
     if backoff is not None and (isinstance(backoff, bool) or not isinstance(backoff, (int, float, str))
                                 or (not isinstance(backoff, str) and backoff < 0)):

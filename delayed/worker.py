@@ -77,6 +77,7 @@ class Worker:
         self._batch = 1
         self._turn = 0  # which half of self.ids the next claim fills
         self._finished: List[str] = []  # ids whose task is done, released with the next claim
+        self._unlocks: List[Tuple[str, str]] = []  # unique tasks that ended: (key, token) of their locks
         self._abandoned = False  # a settlement gave up at stop: tasks may still be held
         self._stopping = threading.Event()
         self._loop: Optional[asyncio.AbstractEventLoop] = None
@@ -112,6 +113,7 @@ class Worker:
                 self.work_once()
             if self._finished and self._persist(self.queue.claim_batch, self._finished, ()) is not None:
                 self._finished = []
+            self._release_locks()
         finally:
             forwarder.stop()
             keep_alive.stop()
@@ -156,8 +158,14 @@ class Worker:
                 logger.warning("did not %s the task of %s: it no longer holds it (a sweeper requeued it after "
                                "its keep-alive lapsed, or an earlier try whose reply was lost did it)",
                                action, worker_id)
+        self._release_locks()
         self._adapt_batch(len(claimed), time.monotonic() - started)
         return len(claimed)
+
+    def _release_locks(self) -> None:
+        """Release the locks of the unique tasks that ended (done, or dead-lettered)."""
+        if self._unlocks and self._persist(self.queue.unlock, self._unlocks) is not None:
+            self._unlocks = []
 
     def _adapt_batch(self, claimed: int, elapsed: float) -> None:
         if elapsed > BATCH_TIME:
@@ -184,8 +192,12 @@ class Worker:
                 if inspect.isawaitable(result):
                     self._event_loop().run_until_complete(result)
         except (Exception, TimeLimitExceeded) as exc:
-            return self._failed(task, exc)
-        return ("release", ())
+            settlement = self._failed(task, exc)
+        else:
+            settlement = ("release", ())
+        if "unique_key" in task.options and settlement[0] in ("release", "bury"):
+            self._unlocks.append((task.options["unique_key"], task.options.get("unique_token", "")))
+        return settlement
 
     def _limit(self, task: PyTask) -> Optional[float]:
         limit = task.time_limit or self.time_limit

@@ -1,0 +1,15 @@
+-- Take a unique task's lock and enqueue (or schedule) it, atomically; nothing if the lock is held.
+-- KEYS[1] the lock, KEYS[2] queue list, KEYS[3] notification list, KEYS[4] scheduled sorted set
+-- ARGV[1] lock lifetime (ms), ARGV[2] lock token, ARGV[3] blob, ARGV[4] due time or "" for now,
+-- ARGV[5] scheduled-set member (when due is given)
+-- Returns 1, or the lock's remaining lifetime in ms, negated, when it is held.
+if not redis.call('set', KEYS[1], ARGV[2], 'NX', 'PX', ARGV[1]) then
+    return -redis.call('pttl', KEYS[1])
+end
+if ARGV[4] == '' then
+    redis.call('rpush', KEYS[2], ARGV[3])
+    redis.call('rpush', KEYS[3], '1')
+else
+    redis.call('zadd', KEYS[4], ARGV[4], ARGV[5])
+end
+return 1

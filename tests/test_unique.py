@@ -1,0 +1,94 @@
+"""Unique tasks: while one is queued or running, an identical one (or one with its key) is refused."""
+import threading
+import time
+
+import pytest
+
+from delayed import DuplicateTaskError, GoTask, PyTask, Queue, Worker
+
+from .conftest import results, wait_for
+
+
+@pytest.fixture
+def queue(conn):
+    return Queue("q", conn, dequeue_timeout=0.05)
+
+
+@pytest.fixture
+def run_worker(queue):
+    workers = []
+
+    def start():
+        worker = Worker(queue, ["tests.tasks"], keep_alive_interval=1)
+        thread = threading.Thread(target=worker.run)
+        thread.start()
+        workers.append((worker, thread))
+
+    yield start
+    for worker, thread in workers:
+        worker.stop()
+        thread.join(10)
+
+
+def test_an_identical_task_is_refused_while_the_first_is_queued(conn, queue):
+    queue.enqueue(PyTask("m:f", [1]), unique_for=60)
+    with pytest.raises(DuplicateTaskError, match=r"q_unique:\w+ is held .* expires in (59|60)\.\d s"):
+        queue.enqueue(PyTask("m:f", [1]), unique_for=60)
+    queue.enqueue(PyTask("m:f", [2]), unique_for=60)  # other arguments: another task
+    assert conn.llen("q") == conn.llen("q_noti") == 2
+
+
+def test_a_shared_key_makes_different_tasks_duplicates(conn, queue):
+    queue.enqueue(PyTask("m:f", [1]), unique_for=60, unique_key="report:2026-11")
+    with pytest.raises(DuplicateTaskError):
+        queue.enqueue(PyTask("m:g"), unique_for=60, unique_key="report:2026-11", delay=10)
+    assert conn.llen("q") == 1 and not conn.exists("q_scheduled")
+    assert conn.exists("q_unique:report:2026-11")
+
+
+def test_the_lock_expires(conn, queue):
+    queue.enqueue(PyTask("m:f"), unique_for=0.2)
+    time.sleep(0.25)
+    queue.enqueue(PyTask("m:f"), unique_for=0.2)
+    assert conn.llen("q") == 2
+
+
+def test_a_unique_delayed_task(conn, queue):
+    queue.enqueue(PyTask("m:f"), unique_for=60, delay=30)
+    with pytest.raises(DuplicateTaskError):
+        queue.enqueue(PyTask("m:f"), unique_for=60)
+    assert conn.zcard("q_scheduled") == 1 and not conn.exists("q")
+
+
+def test_unique_is_for_pytasks(queue):
+    with pytest.raises(TypeError, match="PyTasks"):
+        queue.enqueue(GoTask("main.F"), unique_for=1)
+
+
+def test_the_lock_is_released_when_the_task_finishes(conn, queue, run_worker):
+    queue.enqueue(PyTask("tests.tasks:record", ["once"]), unique_for=60)
+    run_worker()
+    wait_for(lambda: results(conn), what="the task")
+    wait_for(lambda: not conn.keys("q_unique:*"), what="the lock released")
+    queue.enqueue(PyTask("tests.tasks:record", ["once"]), unique_for=60)
+    wait_for(lambda: len(results(conn)) == 2, what="the second run")
+
+
+def test_the_lock_holds_through_retries_and_goes_with_the_dead_letter(conn, queue, run_worker):
+    queue.enqueue(PyTask("tests.tasks:always_fail", ["u"], max_retries=2, backoff=0.3), unique_for=60)
+    run_worker()
+    wait_for(lambda: conn.get("u") == b"1", what="the first failure")
+    with pytest.raises(DuplicateTaskError):  # waiting for its retry: still held
+        queue.enqueue(PyTask("tests.tasks:always_fail", ["u"], max_retries=2, backoff=0.3), unique_for=60)
+    wait_for(lambda: conn.llen("q_dead"), what="the dead letter")
+    wait_for(lambda: not conn.keys("q_unique:*"), what="the lock released")
+
+
+def test_a_stale_worker_does_not_release_a_newer_lock(conn, queue):
+    queue.enqueue(PyTask("m:f"), unique_for=0.1)
+    [(key, token)] = [(k.decode().split(":", 1)[1], v.decode()) for k in conn.keys("q_unique:*")
+                      for v in [conn.get(k)]]
+    time.sleep(0.15)
+    queue.enqueue(PyTask("m:f"), unique_for=60)  # the old lock expired; a new task holds a new one
+    assert queue.unlock([(key, token)]) == 0
+    assert conn.exists(f"q_unique:{key}")
