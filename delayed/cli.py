@@ -38,7 +38,7 @@ def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
     return parse
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def add_connection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--redis-url", default=os.environ.get("DELAYED_REDIS_URL", DEFAULT_REDIS_URL),
                         help="redis://[user:password@]host:port/db, rediss://... for TLS, or "
                              "unix:///path/redis.sock (default: $DELAYED_REDIS_URL, else %(default)s)")
@@ -61,7 +61,7 @@ def _client(args: argparse.Namespace) -> redis.Redis:
     return connect(args.redis_url, **_connection_options(args))
 
 
-def _connect(args: argparse.Namespace) -> redis.Redis:
+def connect_checked(args: argparse.Namespace) -> redis.Redis:
     """A client for args.redis_url that has answered a PING, or a CommandError that says why not."""
     url = args.redis_url
     try:
@@ -72,7 +72,7 @@ def _connect(args: argparse.Namespace) -> redis.Redis:
     return conn
 
 
-def _run(prog: str, main: Callable[[argparse.Namespace], int], parser: argparse.ArgumentParser,
+def run_command(prog: str, main: Callable[[argparse.Namespace], int], parser: argparse.ArgumentParser,
          argv: Optional[Sequence[str]]) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
@@ -87,7 +87,7 @@ def worker_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m delayed.worker",
         description="Run PyTasks from a go-delayed queue, calling only functions defined in MODULE...")
-    _common(parser)
+    add_connection_options(parser)
     parser.add_argument("--queue", default="default", help="queue name (default: %(default)s)")
     parser.add_argument("--concurrency", type=_positive(int), default=1,
                         help="worker processes, each with its own id (default: %(default)s)")
@@ -113,7 +113,7 @@ def _worker(args: argparse.Namespace) -> int:
         functions = FunctionRegistry(args.modules)
     except ImportError as exc:
         raise CommandError(f"cannot import task module: {exc}", status=2) from None
-    _connect(args).close()
+    connect_checked(args).close()
 
     def make_worker() -> Worker:
         queue = Queue(args.queue, _client(args), keep_alive_timeout=args.keep_alive_timeout,
@@ -128,14 +128,14 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def worker_main(argv: Optional[Sequence[str]] = None) -> int:
-    return _run("delayed.worker", _worker, worker_parser(), argv)
+    return run_command("delayed.worker", _worker, worker_parser(), argv)
 
 
 def sweeper_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m delayed.sweeper",
         description="Requeue the tasks of dead workers, Python or Go, every INTERVAL seconds.")
-    _common(parser)
+    add_connection_options(parser)
     parser.add_argument("--queue", action="append", dest="queues", metavar="NAME",
                         help="queue to sweep; repeat for several (default: default)")
     parser.add_argument("--interval", type=_positive(float), default=60,
@@ -147,21 +147,21 @@ def sweeper_parser() -> argparse.ArgumentParser:
 
 
 def _sweeper(args: argparse.Namespace) -> int:
-    conn = _connect(args)
+    conn = connect_checked(args)
     names: List[str] = args.queues or ["default"]
     Sweeper([Queue(name, conn) for name in names], interval=args.interval, max_crashes=args.max_crashes).run()
     return 0
 
 
 def sweeper_main(argv: Optional[Sequence[str]] = None) -> int:
-    return _run("delayed.sweeper", _sweeper, sweeper_parser(), argv)
+    return run_command("delayed.sweeper", _sweeper, sweeper_parser(), argv)
 
 
 def scheduler_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m delayed.scheduler",
         description="Enqueue periodic tasks; run several replicas: each tick is enqueued once.")
-    _common(parser)
+    add_connection_options(parser)
     parser.add_argument("schedule", metavar="MODULE_OR_FILE",
                         help="a module name or .py file defining SCHEDULE, a list of delayed.scheduler.Periodic")
     return parser
@@ -185,9 +185,9 @@ def _load_schedule(source: str) -> List[Periodic]:
 
 def _scheduler(args: argparse.Namespace) -> int:
     entries = _load_schedule(args.schedule)
-    Scheduler(_connect(args), entries).run()
+    Scheduler(connect_checked(args), entries).run()
     return 0
 
 
 def scheduler_main(argv: Optional[Sequence[str]] = None) -> int:
-    return _run("delayed.scheduler", _scheduler, scheduler_parser(), argv)
+    return run_command("delayed.scheduler", _scheduler, scheduler_parser(), argv)

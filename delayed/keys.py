@@ -15,6 +15,7 @@ DEAD_SUFFIX = "_dead"
 CRASHES_SUFFIX = "_crashes"
 SCHEDULED_SUFFIX = "_scheduled"
 UNIQUE_INFIX = "_unique:"
+WORKERS_SUFFIX = "_workers"
 
 WORKER_ID_PREFIX = "delayed-py-"
 
@@ -33,6 +34,8 @@ class QueueKeys:
     crashes: hash, blob sha1 -> "count:unix time" of the crashes it caused; ours only.
     scheduled: sorted set of delayed tasks and retries waiting to be due (score: unix time);
     each member is 8 random bytes then the blob; ours only, moved into `name` when due.
+    workers: sorted set, our workers' main ids -> when their keep-alive expires (unix time);
+    for `python -m delayed stats` and `workers` (go-delayed's workers are not listed).
     """
 
     name: str
@@ -41,6 +44,7 @@ class QueueKeys:
     dead: str
     crashes: str
     scheduled: str
+    workers: str
 
     def unique(self, key: str) -> str:
         """The lock of unique tasks with this key: a string key, holding a token, with an expiry."""
@@ -49,7 +53,7 @@ class QueueKeys:
     @classmethod
     def of(cls, name: str) -> "QueueKeys":
         return cls(name, name + NOTI_SUFFIX, name + PROCESSING_SUFFIX, name + DEAD_SUFFIX, name + CRASHES_SUFFIX,
-                   name + SCHEDULED_SUFFIX)
+                   name + SCHEDULED_SUFFIX, name + WORKERS_SUFFIX)
 
 
 def new_worker_id() -> str:

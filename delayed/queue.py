@@ -235,22 +235,31 @@ class Queue:
         ))
 
     def try_online(self, worker_ids: Optional[Sequence[str]] = None) -> bool:
-        """Claim the ids' keep-alive keys with SET NX; False if a live worker already had one."""
+        """Claim the ids' keep-alive keys with SET NX, and list the worker in <name>_workers;
+        False if a live worker already had one of the ids."""
+        ids = worker_ids or (self.worker_id,)
         with self.conn.pipeline(transaction=False) as pipe:
-            for worker_id in worker_ids or (self.worker_id,):
+            for worker_id in ids:
                 pipe.set(worker_id, 1, px=self._keep_alive_ms, nx=True)
-            return all(pipe.execute())
+            pipe.zadd(self.keys.workers, {ids[0]: time.time() + self.keep_alive_timeout})
+            return all(pipe.execute()[:-1])
 
     def keep_alive(self, worker_ids: Optional[Sequence[str]] = None) -> None:
-        """Refresh the ids' keep-alive keys."""
+        """Refresh the ids' keep-alive keys and the worker's entry in <name>_workers."""
+        ids = worker_ids or (self.worker_id,)
         with self.conn.pipeline(transaction=False) as pipe:
-            for worker_id in worker_ids or (self.worker_id,):
+            for worker_id in ids:
                 pipe.set(worker_id, 1, px=self._keep_alive_ms)
+            pipe.zadd(self.keys.workers, {ids[0]: time.time() + self.keep_alive_timeout})
             pipe.execute()
 
     def go_offline(self, worker_ids: Optional[Sequence[str]] = None) -> None:
-        """Delete the ids' keep-alive keys: they hold nothing and are leaving."""
-        self.conn.delete(*(worker_ids or (self.worker_id,)))
+        """Delete the ids' keep-alive keys (they hold nothing and are leaving) and the worker's entry."""
+        ids = worker_ids or (self.worker_id,)
+        with self.conn.pipeline(transaction=False) as pipe:
+            pipe.delete(*ids)
+            pipe.zrem(self.keys.workers, ids[0])
+            pipe.execute()
 
     @property
     def _keep_alive_ms(self) -> int:
@@ -267,7 +276,8 @@ class Queue:
         """
         now = datetime.datetime.now(datetime.timezone.utc)
         return self._scripts["requeue_lost"](
-            keys=(self.keys.name, self.keys.noti, self.keys.processing, self.keys.dead, self.keys.crashes),
+            keys=(self.keys.name, self.keys.noti, self.keys.processing, self.keys.dead, self.keys.crashes,
+                  self.keys.workers),
             args=(max_crashes, int(now.timestamp()), now.isoformat(timespec="milliseconds"), self.keys.name,
                   CRASH_MEMORY),
         )

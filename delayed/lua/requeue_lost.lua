@@ -4,7 +4,8 @@
 -- Ours also quarantines crash loops: it counts, per blob digest, how often a
 -- task's worker died holding it, and past the limit dead-letters the task.
 -- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] processing hash,
--- KEYS[4] dead-letter list, KEYS[5] crash counts hash (digest -> "count:last seen")
+-- KEYS[4] dead-letter list, KEYS[5] crash counts hash (digest -> "count:last seen"),
+-- KEYS[6] our workers sorted set (entries whose keep-alive lapsed are dropped here)
 -- ARGV[1] most crashes a task may cause (0: count nothing, quarantine nothing),
 -- ARGV[2] now (unix seconds), ARGV[3] now (ISO 8601, for records), ARGV[4] queue name,
 -- ARGV[5] seconds a crash count is kept after its last crash
@@ -66,6 +67,8 @@ for i = 1, #processing, 2 do
         end
     end
 end
+
+redis.call('zremrangebyscore', KEYS[6], '-inf', now)
 
 if max_crashes > 0 then
     local counts = redis.call('hgetall', KEYS[5])

@@ -1,0 +1,91 @@
+"""What `python -m delayed` shows and does: queue counts, dead letters, scheduled tasks, workers."""
+import datetime
+import time
+from typing import Any, Dict, List, Optional, Sequence
+
+import redis
+
+from . import dead_letter, scripts
+from .keys import DEAD_SUFFIX, NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_SUFFIX, WORKERS_SUFFIX, QueueKeys
+from .task import decode_task
+from .errors import MalformedTaskError
+
+Row = Dict[str, Any]
+
+
+def queue_names(conn: redis.Redis) -> List[str]:
+    """The queues that have any of our keys now (found with SCAN, so cheap on a busy Redis)."""
+    names = set()
+    for suffix in (NOTI_SUFFIX, PROCESSING_SUFFIX, DEAD_SUFFIX, SCHEDULED_SUFFIX, WORKERS_SUFFIX):
+        for key in conn.scan_iter(match="*" + suffix, count=1000):
+            names.add(key.decode()[: -len(suffix)])
+    return sorted(names)
+
+
+def stats(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
+    """Per queue: tasks pending, held by workers, scheduled, dead; our live workers."""
+    with conn.pipeline(transaction=False) as pipe:
+        for keys in map(QueueKeys.of, names):
+            pipe.llen(keys.name).hlen(keys.processing).zcard(keys.scheduled).llen(keys.dead)
+            pipe.zcount(keys.workers, time.time(), "+inf")
+        counts = pipe.execute()
+    fields = ("pending", "processing", "scheduled", "dead", "workers")
+    return [{"queue": name, **dict(zip(fields, counts[i * 5:i * 5 + 5]))} for i, name in enumerate(names)]
+
+
+def workers(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
+    """Our live workers per queue: id, seconds until their keep-alive lapses, tasks they hold now."""
+    now = time.time()
+    rows = []
+    for keys in map(QueueKeys.of, names):
+        held = [field.decode() for field in conn.hkeys(keys.processing)]
+        for worker_id, expires in conn.zrangebyscore(keys.workers, now, "+inf", withscores=True):
+            worker_id = worker_id.decode()
+            rows.append({"queue": keys.name, "worker": worker_id, "expires_in": round(expires - now, 1),
+                         "holding": sum(field.startswith(worker_id) for field in held)})
+    return rows
+
+
+def _describe(blob: bytes) -> str:
+    try:
+        task = decode_task(blob)
+    except MalformedTaskError:
+        return f"<{len(blob)} undecodable bytes>"
+    return repr(task)
+
+
+def dead_letters(conn: redis.Redis, name: str, start: int = 0, count: int = 20) -> List[Row]:
+    """Dead-letter records from index start (oldest first), parsed, with their index."""
+    records = conn.lrange(QueueKeys.of(name).dead, start, start + count - 1)
+    return [{"index": start + i, **dead_letter.parse(record)} for i, record in enumerate(records)]
+
+
+def requeue_dead(conn: redis.Redis, name: str, indexes: Optional[Sequence[int]] = None) -> int:
+    """Move dead letters (those at indexes, or all) back into the queue; returns how many moved."""
+    keys = QueueKeys.of(name)
+    records = conn.lrange(keys.dead, 0, -1)
+    chosen = records if indexes is None else [records[i] for i in indexes if 0 <= i < len(records)]
+    args = [item for record in chosen for item in (record, dead_letter.parse(record)["task"])]
+    if not args:
+        return 0
+    return scripts.register(conn)["requeue_dead"](keys=(keys.dead, keys.name, keys.noti), args=args)
+
+
+def purge_dead(conn: redis.Redis, name: str) -> int:
+    """Delete every dead letter of the queue; returns how many there were."""
+    dead = QueueKeys.of(name).dead
+    with conn.pipeline(transaction=True) as pipe:
+        count, _ = pipe.llen(dead).delete(dead).execute()
+    return count
+
+
+def scheduled(conn: redis.Redis, name: str, count: int = 20) -> List[Row]:
+    """The next tasks to become due: when, and what."""
+    members = conn.zrange(QueueKeys.of(name).scheduled, 0, count - 1, withscores=True)
+    return [{"due": datetime.datetime.fromtimestamp(due, datetime.timezone.utc).isoformat(timespec="seconds"),
+             "task": _describe(member[8:])} for member, due in members]
+
+
+def describe_dead(entry: Row) -> Row:
+    """A dead letter for display: its task decoded when it can be."""
+    return {**entry, "task": _describe(entry["task"])}

@@ -1,0 +1,94 @@
+"""`python -m delayed`: stats, workers, dead letters, scheduled tasks, enqueue by hand."""
+import json
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from delayed import GoTask, PyTask, Queue, Worker
+from delayed.dead_letter import parse, record
+
+from .conftest import ROOT, results, wait_for
+
+
+def delayed(url, *args, check=True):
+    """Run `python -m delayed ARGS --redis-url URL`; its stdout (and the exit status if not check)."""
+    process = subprocess.run([sys.executable, "-m", "delayed", *args, "--redis-url", url], cwd=ROOT,
+                             capture_output=True, text=True, timeout=30)
+    if check:
+        assert process.returncode == 0, process.stderr
+        return process.stdout
+    return process.returncode, process.stdout + process.stderr
+
+
+@pytest.fixture
+def busy(conn):
+    """Queue "q": 2 pending, 1 scheduled, 2 dead letters (one undecodable); queue "other": 1 pending."""
+    queue = Queue("q", conn)
+    queue.enqueue_many([PyTask("tests.tasks:record", ["a"]), PyTask("tests.tasks:record", ["b"])])
+    queue.enqueue(PyTask("tests.tasks:record", ["later"]), delay=3600)
+    Queue("other", conn).enqueue(GoTask("main.F", 1))
+    conn.rpush("q_dead", record(reason="not_allowed", error="e", blob=PyTask("os:system", ["x"]).serialize(),
+                                queue="q", worker=None, func="os:system"),
+               record(reason="malformed", error="e", blob=b"\xc1junk", queue="q", worker=None))
+    return queue
+
+
+def test_stats_as_a_table_and_as_json(conn, redis_server, busy):
+    text = delayed(redis_server.url, "stats")
+    assert text.splitlines()[0].split() == ["QUEUE", "PENDING", "PROCESSING", "SCHEDULED", "DEAD", "WORKERS"]
+    assert [line.split() for line in text.splitlines()[1:]] == [["other", "1", "0", "0", "0", "0"],
+                                                                ["q", "2", "0", "1", "2", "0"]]
+    rows = json.loads(delayed(redis_server.url, "stats", "--queue", "q", "--json"))
+    assert rows == [{"queue": "q", "pending": 2, "processing": 0, "scheduled": 1, "dead": 2, "workers": 0}]
+
+
+def test_workers_lists_our_live_workers(conn, redis_server, busy):
+    worker = Worker(Queue("q", conn, dequeue_timeout=0.05), ["tests.tasks"])
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        wait_for(lambda: len(results(conn)) == 2, what="the pending tasks")
+        [row] = json.loads(delayed(redis_server.url, "workers", "--queue", "q", "--json"))
+        assert row["worker"] == worker.id and row["queue"] == "q" and 50 < row["expires_in"] <= 60
+        assert json.loads(delayed(redis_server.url, "stats", "--queue", "q", "--json"))[0]["workers"] == 1
+    finally:
+        worker.stop()
+        thread.join(10)
+    assert json.loads(delayed(redis_server.url, "workers", "--json")) == []
+
+
+def test_dead_list_show_requeue_purge(conn, redis_server, busy):
+    rows = json.loads(delayed(redis_server.url, "dead", "list", "--queue", "q", "--json"))
+    assert [(row["index"], row["reason"], row["func"]) for row in rows] == [(0, "not_allowed", "os:system"),
+                                                                          (1, "malformed", None)]
+    assert "PyTask('os:system'" in rows[0]["task"] and rows[1]["task"] == "<5 undecodable bytes>"
+    shown = delayed(redis_server.url, "dead", "show", "1", "--queue", "q")
+    assert "reason: malformed" in shown
+    assert delayed(redis_server.url, "dead", "show", "7", "--queue", "q", check=False)[0] == 1
+
+    assert delayed(redis_server.url, "dead", "requeue", "0", "--queue", "q").strip() == "requeued 1 tasks into q"
+    assert conn.lrange("q", -1, -1) == [PyTask("os:system", ["x"]).serialize()] and conn.llen("q_noti") == 3
+    assert [parse(record)["reason"] for record in conn.lrange("q_dead", 0, -1)] == ["malformed"]
+
+    status, output = delayed(redis_server.url, "dead", "purge", "--queue", "q", check=False)
+    assert status == 2 and "--yes" in output and conn.llen("q_dead") == 1
+    assert json.loads(delayed(redis_server.url, "dead", "purge", "--queue", "q", "--yes", "--json")) == {"purged": 1}
+    assert not conn.exists("q_dead")
+
+
+def test_scheduled_list(conn, redis_server, busy):
+    [row] = json.loads(delayed(redis_server.url, "scheduled", "list", "--queue", "q", "--json"))
+    assert row["task"] == repr(PyTask("tests.tasks:record", ["later"])) and row["due"].endswith("+00:00")
+
+
+def test_enqueue_by_hand(conn, redis_server):
+    delayed(redis_server.url, "enqueue", "tests.tasks:record", "x", "2", "[3]", "--kwargs", '{"k": null}')
+    delayed(redis_server.url, "enqueue", "main.Add", "1", "2", "--go", "--queue", "go")
+    delayed(redis_server.url, "enqueue", "tests.tasks:record", "soon", "--delay", "60")
+    assert conn.lrange("default", 0, -1) == [PyTask("tests.tasks:record", ["x", 2, [3]], {"k": None}).serialize()]
+    assert conn.lrange("go", 0, -1) == [GoTask("main.Add", [1, 2]).serialize()]
+    assert conn.zcard("default_scheduled") == 1
+    status, output = delayed(redis_server.url, "enqueue", "m:f", "--kwargs", "{oops", check=False)
+    assert status == 2 and output.count("\n") == 1 and "--kwargs is not JSON" in output
