@@ -18,8 +18,8 @@ from . import dead_letter
 from .connection import Backoff
 from .errors import FunctionNotAllowedError, MalformedTaskError, SkipRetry
 from .functions import Allowed, FunctionRegistry
-from .forwarder import Forwarder
-from .keep_alive import KeepAlive
+from .background import Every
+from .forwarder import FORWARD_INTERVAL, forward
 from .keys import new_worker_ids
 from .queue import Queue
 from .retry import backoff_seconds
@@ -102,9 +102,10 @@ class Worker:
 
     def _run(self) -> None:
         self._go_online()
-        keep_alive = KeepAlive(self.queue, self.ids, self.keep_alive_interval)
+        keep_alive = Every(self.keep_alive_interval, lambda: self.queue.keep_alive(self.ids),
+                           f"keep-alive of {self.id}")
+        forwarder = Every(FORWARD_INTERVAL, lambda: forward([self.queue]), "forwarder")
         keep_alive.start()
-        forwarder = Forwarder([self.queue])
         forwarder.start()
         logger.info("worker %s online on queue %r, %d allowed functions",
                     self.id, self.queue.name, len(self.functions))

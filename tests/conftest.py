@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Callable, List
@@ -8,6 +9,7 @@ from typing import Callable, List
 import pytest
 import redis
 
+from delayed import Worker
 from delayed.testing import RedisServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,6 +29,25 @@ def conn(redis_server):
     client.flushall()
     yield client
     client.close()
+
+
+@pytest.fixture
+def run_worker(queue):
+    """Start a Worker on the test module's `queue` fixture in a thread; stopped and joined after the test."""
+    started = []
+
+    def start(allow=("tests.tasks",)):
+        worker = Worker(queue, allow, keep_alive_interval=1)
+        thread = threading.Thread(target=worker.run)
+        thread.start()
+        started.append((worker, thread))
+        return worker
+
+    yield start
+    for worker, thread in started:
+        worker.stop()
+        thread.join(10)
+        assert not thread.is_alive()
 
 
 def wait_for(condition: Callable[[], object], timeout: float = 10, what: str = "condition"):

@@ -100,22 +100,6 @@ def test_a_sweeper_moves_due_tasks_for_queues_no_python_worker_drains(conn, redi
         assert sweeper.wait(10) == 0
 
 
-@pytest.fixture
-def run_worker(queue):
-    workers = []
-
-    def start():
-        worker = Worker(queue, ["tests.tasks"], keep_alive_interval=1)
-        thread = threading.Thread(target=worker.run)
-        thread.start()
-        workers.append((worker, thread))
-
-    yield start
-    for worker, thread in workers:
-        worker.stop()
-        thread.join(10)
-
-
 def scheduled_attempts(conn):
     return [PyTask.deserialize(member[8:]).options.get("attempt") for member in conn.zrange("q_scheduled", 0, -1)]
 

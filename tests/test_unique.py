@@ -1,10 +1,9 @@
 """Unique tasks: while one is queued or running, an identical one (or one with its key) is refused."""
-import threading
 import time
 
 import pytest
 
-from delayed import DuplicateTaskError, GoTask, PyTask, Queue, Worker
+from delayed import DuplicateTaskError, GoTask, PyTask, Queue
 
 from .conftest import results, wait_for
 
@@ -12,22 +11,6 @@ from .conftest import results, wait_for
 @pytest.fixture
 def queue(conn):
     return Queue("q", conn, dequeue_timeout=0.05)
-
-
-@pytest.fixture
-def run_worker(queue):
-    workers = []
-
-    def start():
-        worker = Worker(queue, ["tests.tasks"], keep_alive_interval=1)
-        thread = threading.Thread(target=worker.run)
-        thread.start()
-        workers.append((worker, thread))
-
-    yield start
-    for worker, thread in workers:
-        worker.stop()
-        thread.join(10)
 
 
 def test_an_identical_task_is_refused_while_the_first_is_queued(conn, queue):

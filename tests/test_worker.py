@@ -1,6 +1,5 @@
 """The worker loop in-process, against a real Redis: running, retrying, dead-lettering, the allowlist."""
 import logging
-import threading
 
 import msgpack
 import pytest
@@ -16,25 +15,6 @@ from .conftest import results, wait_for
 @pytest.fixture
 def queue(conn):
     return Queue("q", conn, dequeue_timeout=0.05, keep_alive_timeout=5, max_task_size=4096)
-
-
-@pytest.fixture
-def run_worker(queue):
-    """Start a Worker on queue in a thread; it is stopped and joined at the end of the test."""
-    started = []
-
-    def start(allow=("tests.tasks",)):
-        worker = Worker(queue, allow, keep_alive_interval=1)
-        thread = threading.Thread(target=worker.run)
-        thread.start()
-        started.append((worker, thread))
-        return worker
-
-    yield start
-    for worker, thread in started:
-        worker.stop()
-        thread.join(10)
-        assert not thread.is_alive()
 
 
 def dead(conn):
