@@ -1,4 +1,5 @@
-"""Queue operations on Redis: every command a producer, worker or sweeper sends lives here."""
+"""Queue operations on Redis: every command a producer, worker or sweeper sends lives here
+(the scheduler's tick is in scheduler.py, the operators' reads in admin.py)."""
 import datetime
 import hashlib
 import os
@@ -151,16 +152,6 @@ class Queue:
                 pipe.execute()
         return len(blobs)
 
-    def unlock(self, locks: Sequence[Tuple[str, str]]) -> int:
-        """Release unique tasks' locks, given as (unique key, token) pairs; each only if still its own."""
-        return self._scripts["unlock"](keys=[self.keys.unique(key) for key, _ in locks],
-                                       args=[token for _, token in locks])
-
-    def move_due(self, limit: int = 1000) -> int:
-        """Move up to limit scheduled tasks that are due into the queue; returns how many moved."""
-        return self._scripts["move_due"](keys=(self.keys.scheduled, self.keys.name, self.keys.noti),
-                                         args=(time.time(), limit))
-
     def len(self) -> int:
         """Tasks waiting in the queue (not counting those being processed)."""
         return self.conn.llen(self.keys.name)
@@ -195,6 +186,16 @@ class Queue:
         """Return (worker id, blob) pairs not yet started to the head of the queue, in order."""
         args = [item for pair in held for item in pair]
         return self._scripts["give_back"](keys=(self.keys.name, self.keys.noti, self.keys.processing), args=args)
+
+    def unlock(self, locks: Sequence[Tuple[str, str]]) -> int:
+        """Release unique tasks' locks, given as (unique key, token) pairs; each only if still its own."""
+        return self._scripts["unlock"](keys=[self.keys.unique(key) for key, _ in locks],
+                                       args=[token for _, token in locks])
+
+    def move_due(self, limit: int = 1000) -> int:
+        """Move up to limit scheduled tasks that are due into the queue; returns how many moved."""
+        return self._scripts["move_due"](keys=(self.keys.scheduled, self.keys.name, self.keys.noti),
+                                         args=(time.time(), limit))
 
     def dequeue(self) -> Optional[PyTask]:
         """claim() decoded as a PyTask (keakon/delayed's API); raises MalformedTaskError for bad blobs."""
