@@ -6,9 +6,9 @@ from typing import Any, Dict, List, Optional, Sequence
 import redis
 
 from . import dead_letter, scripts
+from .errors import MalformedTaskError
 from .keys import DEAD_SUFFIX, NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_SUFFIX, WORKERS_SUFFIX, QueueKeys
 from .task import decode_task
-from .errors import MalformedTaskError
 
 Row = Dict[str, Any]
 

@@ -68,7 +68,7 @@ def _unique_call(keys: QueueKeys, task: Task, delay: Optional[float], at: Option
     token = os.urandom(8).hex()
     [blob] = _blobs((task.with_options(unique_key=key, unique_token=token),), max_task_size)
     due = _due(delay, at)
-    [member] = _scheduled((blob,), due or 0)
+    member = b"" if due is None else next(iter(_scheduled((blob,), due)))
     return dict(keys=(keys.unique(key), keys.name, keys.noti, keys.scheduled),
                 args=(max(1, int(unique_for * 1000)), token, blob, "" if due is None else due, member))
 

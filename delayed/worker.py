@@ -15,11 +15,11 @@ from typing import Any, Callable, Iterable, List, Optional, Tuple
 import redis
 
 from . import dead_letter
+from .background import Every
 from .connection import Backoff
 from .errors import FunctionNotAllowedError, MalformedTaskError, SkipRetry
-from .functions import Allowed, FunctionRegistry
-from .background import Every
 from .forwarder import FORWARD_INTERVAL, forward
+from .functions import Allowed, FunctionRegistry
 from .keys import new_worker_ids
 from .queue import Queue
 from .retry import backoff_seconds
