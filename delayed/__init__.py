@@ -13,6 +13,7 @@ _EXPORTS = {
     "AsyncQueue": "queue",
     "PyTask": "task",
     "GoTask": "task",
+    "Float32": "task",
     "delayed": "delay",
     "Worker": "worker",
     "Sweeper": "sweeper",
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from .errors import DelayedError, DuplicateTaskError, FunctionNotAllowedError, MalformedTaskError, SkipRetry, TaskTooLargeError
     from .queue import AsyncQueue, Queue
     from .sweeper import Sweeper
-    from .task import GoTask, PyTask
+    from .task import Float32, GoTask, PyTask
     from .worker import Worker
 
 

@@ -9,8 +9,9 @@ keakon/delayed 1.x cannot read such a blob, so a task without options stays byte
 GoTask: msgpack array [func_path, payload] where payload is a bin holding the
 msgpack of the argument, exactly what go-delayed's NewGoTask(func_path, arg...)
 writes: one argument as itself, several as an array, none as msgpack nil.
+go-delayed's NewGoTask(func_path, nil) writes [func_path, nil]: that decodes as a GoTask too.
 """
-from typing import Any, Callable, Dict, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Union
 
 import msgpack
 
@@ -18,6 +19,56 @@ from .errors import MalformedTaskError
 
 FUNC_PATH_SEP = ":"
 _GO_NO_ARGUMENT = msgpack.packb(None)  # go-delayed marshals its empty variadic slice as nil
+
+
+class Float32:
+    """A number GoTask writes as a msgpack float32, for a Go float32 parameter or field.
+
+    Python floats are float64 (msgpack `cb`), and go-delayed's msgpack refuses `cb` for a
+    float32 target: it logs and drops the task. Wrap such values: GoTask("main.F", Float32(1.5)).
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: float) -> None:
+        self.value = float(value)
+
+    def __float__(self) -> float:
+        return self.value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Float32) and self.value == other.value
+
+    def __hash__(self) -> int:
+        return hash((Float32, self.value))
+
+    def __repr__(self) -> str:
+        return f"Float32({self.value!r})"
+
+
+def _pack_go_value(value: Any) -> bytes:
+    """msgpack of a GoTask argument; values holding a Float32 take the slower walk below."""
+    try:
+        return msgpack.packb(value)
+    except TypeError:
+        return b"".join(_go_parts(value, msgpack.Packer(), msgpack.Packer(use_single_float=True)))
+
+
+def _go_parts(value: Any, packer: msgpack.Packer, single: msgpack.Packer) -> Iterator[bytes]:
+    """Pack value piece by piece with msgpack's own packers, Float32 leaves as float32."""
+    if isinstance(value, Float32):
+        yield single.pack(value.value)
+    elif isinstance(value, (list, tuple)):
+        yield packer.pack_array_header(len(value))
+        for item in value:
+            yield from _go_parts(item, packer, single)
+    elif isinstance(value, dict):
+        yield packer.pack_map_header(len(value))
+        for key, item in value.items():
+            yield from _go_parts(key, packer, single)
+            yield from _go_parts(item, packer, single)
+    else:
+        yield packer.pack(value)
 
 
 def func_path_of(func: Callable[..., Any]) -> str:
@@ -130,6 +181,7 @@ class GoTask:
 
     args is go-delayed's `arg`: the value itself for a one-argument function, a
     list for several (a Go struct is a list of its fields in order), None for none.
+    Wrap a value for a Go float32 in Float32.
     """
 
     __slots__ = ("func_path", "args", "_data")
@@ -141,7 +193,7 @@ class GoTask:
 
     def serialize(self) -> bytes:
         if self._data is None:
-            payload = _GO_NO_ARGUMENT if self.args is None else msgpack.packb(self.args)
+            payload = _GO_NO_ARGUMENT if self.args is None else _pack_go_value(self.args)
             self._data = msgpack.packb((self.func_path, payload))
         return self._data
 
@@ -167,12 +219,17 @@ def decode_task(data: bytes) -> Union[PyTask, GoTask]:
     if not isinstance(fields, list) or not 1 <= len(fields) <= 5 or not isinstance(fields[0], str):
         raise MalformedTaskError(f"not a task: expected [func_path, ...], got {_brief(fields)}")
     task: Union[PyTask, GoTask]
-    if len(fields) == 2 and isinstance(fields[1], bytes):
-        task = GoTask(fields[0], _unpack(fields[1]))
+    if len(fields) == 2 and (isinstance(fields[1], bytes) or fields[1] is None):
+        task = GoTask(fields[0], None if fields[1] is None else _unpack(fields[1]))
     else:
         func_path, args, kwargs, retry, options = fields + [None, None, 0, None][len(fields) - 1 :]
         if args is not None and not isinstance(args, list):
             raise MalformedTaskError(f"task args must be an array or nil, got {_brief(args)}")
+        if isinstance(kwargs, list):
+            raise MalformedTaskError(
+                "task kwargs is an array, not a map: go-delayed's NewPyTask writes a Go struct's fields "
+                "without their names; pass kwargs as a map[string]interface{}"
+            )
         if kwargs is not None and not (isinstance(kwargs, dict) and all(isinstance(k, str) for k in kwargs)):
             raise MalformedTaskError(f"task kwargs must be a map with string keys or nil, got {_brief(kwargs)}")
         if not isinstance(retry, int) or isinstance(retry, bool):

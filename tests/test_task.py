@@ -3,7 +3,7 @@ import msgpack
 import pytest
 
 from delayed.errors import MalformedTaskError
-from delayed.task import GoTask, PyTask, decode_task, func_path_of
+from delayed.task import Float32, GoTask, PyTask, decode_task, func_path_of
 
 from . import tasks
 
@@ -155,3 +155,33 @@ def test_retry_options_round_trip_and_are_kept_by_with_options():
     assert task.serialize() == msgpack.packb(["m:f", [], {}, 0, {"max_retries": 3, "backoff": "m:curve"}])
     assert PyTask.deserialize(task.with_options(attempt=1).serialize()).options == \
         {"max_retries": 3, "backoff": "m:curve", "attempt": 1}
+
+
+def test_float32_is_written_as_msgpack_float32_wherever_it_sits():
+    # go-delayed's msgpack refuses a float64 (cb) for a float32 target, so Float32 writes ca.
+    assert GoTask("f", Float32(1.5)).serialize().hex() == "92a166c405" "ca3fc00000"
+    nested = GoTask("f", [1, [Float32(-2.0), 2.5], {"x": Float32(0.5)}])
+    assert nested.serialize() == msgpack.packb(["f", bytes.fromhex("9301" "92cac0000000cb4004000000000000"
+                                                                     "81a178ca3f000000")])
+    assert GoTask("f", 1.5).serialize().hex() == "92a166c409" "cb3ff8000000000000"
+
+
+def test_float32_still_refuses_what_msgpack_cannot_write():
+    with pytest.raises(TypeError):
+        GoTask("f", [Float32(1), object()]).serialize()
+
+
+def test_go_delayed_nil_argument_decodes_as_a_gotask():
+    # NewGoTask("f", nil) leaves the payload nil: [f, nil], not a PyTask with no args.
+    task = decode_task(bytes.fromhex("92a166c0"))
+    assert isinstance(task, GoTask) and (task.func_path, task.args) == ("f", None)
+    with pytest.raises(MalformedTaskError) as info:
+        PyTask.deserialize(bytes.fromhex("92a166c0"))
+    assert info.value.reason == "go_task"
+
+
+def test_struct_kwargs_from_go_delayed_are_refused_with_the_cause():
+    # NewPyTask("m:f", nil, struct{A int}{1}) writes the struct as an array: its names are lost.
+    with pytest.raises(MalformedTaskError, match="NewPyTask writes a Go struct's fields without their names") as info:
+        decode_task(bytes.fromhex("93a36d3a66c09101"))
+    assert info.value.reason == "malformed"
