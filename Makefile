@@ -6,10 +6,15 @@ PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: test demo bench chaos redis-server clean
+.PHONY: test interop demo bench chaos redis-server clean
 
 test: $(INSTALLED) redis-server
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Live interop: real go-delayed workers, producers and sweepers (interop/cmd) beside ours.
+# Without Go, or if go-delayed's module does not resolve, it says so in one line and passes.
+interop: $(INSTALLED) redis-server
+	PY=$(PY) interop/run
 
 demo: $(INSTALLED) redis-server
 	$(PY) examples/demo.py

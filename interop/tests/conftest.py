@@ -1,0 +1,219 @@
+"""Live interop fixtures: a throwaway redis-server, and real processes beside it, go-delayed's
+(interop/bin/goworker, goproducer, gosweeper) and ours (python -m delayed.worker / .sweeper).
+
+Every process a test starts is SIGKILLed at teardown if still running; stdout and stderr go to
+files in the test's tmp_path, so tests read go-delayed's log without pipes that could fill up.
+The Go commands are built here with `go build` (cached), unless DELAYED_INTEROP_BIN names a
+directory where `make interop` already built them.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+import pytest
+import redis
+
+from delayed.testing import RedisServer
+
+ROOT = Path(__file__).resolve().parents[2]
+INTEROP = ROOT / "interop"
+COMMANDS = ("goworker", "goproducer", "gosweeper")
+
+
+def wait_for(condition: Callable[[], object], timeout: float = 10, what: str = "condition", interval: float = 0.02):
+    """Poll condition until it is truthy and return its value; fail the test after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+@pytest.fixture(scope="session")
+def go_bin(tmp_path_factory) -> Path:
+    """The directory holding the three Go commands, built now unless make built them."""
+    prebuilt = os.environ.get("DELAYED_INTEROP_BIN")
+    if prebuilt:
+        directory = Path(prebuilt)
+        if not directory.is_absolute():
+            directory = ROOT / directory
+    else:
+        directory = tmp_path_factory.mktemp("bin")
+        build = subprocess.run(["go", "build", "-o", str(directory) + "/", *(f"./cmd/{c}" for c in COMMANDS)],
+                               cwd=INTEROP, capture_output=True, text=True)
+        if build.returncode != 0:
+            pytest.exit(f"cannot build the Go commands (make interop explains a missing Go):\n{build.stderr}", 2)
+    missing = [c for c in COMMANDS if not (directory / c).exists()]
+    if missing:
+        pytest.exit(f"{directory} lacks {missing}", 2)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory):
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def conn(redis_server) -> redis.Redis:
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    yield client
+    client.close()
+
+
+class Proc:
+    """A started process with its output in files."""
+
+    def __init__(self, name: str, popen: subprocess.Popen, out: Path, err: Path) -> None:
+        self.name, self.popen, self.out_path, self.err_path = name, popen, out, err
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def out(self) -> str:
+        return self.out_path.read_text(errors="replace")
+
+    def err(self) -> str:
+        return self.err_path.read_text(errors="replace")
+
+    def events(self) -> List[dict]:
+        """The JSON lines the process printed on stdout."""
+        return [json.loads(line) for line in self.out().splitlines() if line.startswith("{")]
+
+    def signal(self, signum: int) -> None:
+        self.popen.send_signal(signum)
+
+    def kill(self) -> None:
+        """SIGKILL, and reap."""
+        if self.popen.poll() is None:
+            self.popen.kill()
+        self.popen.wait(10)
+
+    def wait(self, timeout: float = 10) -> int:
+        return self.popen.wait(timeout)
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+
+class GoWorker(Proc):
+    id: str
+
+
+class Procs:
+    """Starts the processes of one test; kills whatever still runs at teardown."""
+
+    def __init__(self, go_bin: Path, redis_url: str, directory: Path) -> None:
+        self.go_bin, self.redis_url, self.directory = go_bin, redis_url, directory
+        self.address = redis_url.split("//")[1].split("/")[0]
+        self.started: List[Proc] = []
+        self._count = 0
+
+    def start(self, name: str, argv: List[str], env: Optional[Dict[str, str]] = None, cls=Proc) -> Proc:
+        self._count += 1
+        stem = self.directory / f"{self._count:03d}-{name}"
+        out, err = Path(f"{stem}.out"), Path(f"{stem}.err")
+        with open(out, "w") as out_file, open(err, "w") as err_file:
+            popen = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=out_file, stderr=err_file)
+        proc = cls(name, popen, out, err)
+        self.started.append(proc)
+        return proc
+
+    # go-delayed's side
+
+    def go_worker(self, queue: str = "q", *flags: str, keep_alive_timeout: str = "1s",
+                  keep_alive_duration: str = "200ms", dequeue_timeout: str = "200ms") -> GoWorker:
+        """A goworker on queue, returned once it is online (its keep-alive key exists)."""
+        worker = self.start("goworker", [
+            str(self.go_bin / "goworker"), "-redis", self.address, "-queue", queue,
+            "-keep-alive-timeout", keep_alive_timeout, "-keep-alive-duration", keep_alive_duration,
+            "-dequeue-timeout", dequeue_timeout, *flags], cls=GoWorker)
+        online = wait_for(lambda: [e for e in worker.events() if e.get("event") == "online"] or not worker.alive(),
+                          what="goworker online")
+        assert worker.alive(), f"goworker exited: {worker.err()}"
+        worker.id = online[0]["id"]
+        return worker
+
+    def go_producer(self, *flags: str, queue: str = "q") -> dict:
+        """Run goproducer to completion; its JSON summary."""
+        done = subprocess.run([str(self.go_bin / "goproducer"), "-redis", self.address, "-queue", queue, *flags],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.splitlines()[-1])
+
+    def go_sweeper(self, *queues: str, interval: str = "200ms") -> Proc:
+        return self.start("gosweeper", [str(self.go_bin / "gosweeper"), "-redis", self.address,
+                                        "-queues", ",".join(queues or ("q",)), "-interval", interval])
+
+    def go_sweep_once(self, *queues: str) -> List[dict]:
+        done = subprocess.run([str(self.go_bin / "gosweeper"), "-redis", self.address,
+                               "-queues", ",".join(queues or ("q",)), "-once"],
+                              capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        return [json.loads(line) for line in done.stdout.splitlines()]
+
+    # our side
+
+    def _python(self, name: str, module: str, *args: str) -> Proc:
+        env = dict(os.environ, PYTHONPATH=str(ROOT), DELAYED_TEST_REDIS_URL=self.redis_url)
+        return self.start(name, [sys.executable, "-m", module, "--redis-url", self.redis_url, *args], env=env)
+
+    def py_worker(self, queue: str = "q", *flags: str) -> Proc:
+        """python -m delayed.worker tests.tasks; returned once it logged that it is online."""
+        worker = self._python("pyworker", "delayed.worker", "--queue", queue, "--keep-alive-timeout", "1",
+                              *flags, "tests.tasks")
+        wait_for(lambda: " online " in worker.err() or not worker.alive(), what="python worker online")
+        assert worker.alive(), worker.err()
+        return worker
+
+    def py_sweeper(self, *queues: str, interval: str = "0.2", max_crashes: Optional[int] = None) -> Proc:
+        args = [a for q in (queues or ("q",)) for a in ("--queue", q)] + ["--interval", interval]
+        if max_crashes is not None:
+            args += ["--max-crashes", str(max_crashes)]
+        return self._python("pysweeper", "delayed.sweeper", *args)
+
+    def kill_all(self) -> None:
+        for proc in self.started:
+            proc.kill()
+
+
+@pytest.fixture
+def procs(go_bin, redis_server, conn, tmp_path) -> Procs:
+    manager = Procs(go_bin, redis_server.url, tmp_path)
+    yield manager
+    manager.kill_all()
+
+
+def go_results(conn: redis.Redis, key: str = "go_results") -> List[dict]:
+    """What the goworker handlers recorded, oldest first."""
+    return [json.loads(item) for item in conn.lrange(key, 0, -1)]
+
+
+def py_results(conn: redis.Redis) -> List[str]:
+    """What tests.tasks.record recorded: repr((tag, args, kwargs)) strings, oldest first."""
+    return [item.decode() for item in conn.lrange("results", 0, -1)]
+
+
+def executions(conn: redis.Redis) -> Dict[str, int]:
+    """id -> how many times Count / Slow (Go) or tests.tasks.count (Python) ran it."""
+    return {k.decode(): int(v) for k, v in conn.hgetall("executions").items()}
+
+
+def dequeue_errors(worker: Proc) -> List[str]:
+    """go-delayed's "Failed to dequeue task" lines in a goworker's stderr."""
+    return [line for line in worker.err().splitlines() if "Failed to dequeue task" in line]
+
+
+SIGHUP, SIGKILL = signal.SIGHUP, signal.SIGKILL
