@@ -1,0 +1,45 @@
+"""Go -> Python: PyTasks written by go-delayed's own NewPyTask + Queue.Enqueue (interop/bin/goproducer),
+run by our `python -m delayed.worker` with tests.tasks allowed."""
+import json
+
+import pytest
+
+from conftest import py_results, wait_for
+
+# (goproducer flags, what tests.tasks.record received: repr((tag, args, kwargs)))
+CALLS = [
+    (["-args", '["mixed", 1, -2, 2.5, true, "é", [1, 2], {"m": 1}, null]', "-kwargs", '{"k": "v", "n": 3}'],
+     "('mixed', (1, -2, 2.5, True, 'é', [1, 2], {'m': 1}, None), {'k': 'v', 'n': 3})"),
+    (["-args", '["big", 9223372036854775807, -9223372036854775808]'],
+     "('big', (9223372036854775807, -9223372036854775808), {})"),
+    (["-args", "null", "-kwargs", '{"tag": "nil-args"}'], "('nil-args', (), {})"),
+    (["-args", "[]", "-kwargs", '{"tag": "empty-args"}'], "('empty-args', (), {})"),
+    (["-args", '["nil-kwargs"]', "-kwargs", "null"], "('nil-kwargs', (), {})"),
+    (["-args", '["no-kwargs"]'], "('no-kwargs', (), {})"),
+    (["-args", '["empty-kwargs"]', "-kwargs", "{}"], "('empty-kwargs', (), {})"),
+]
+
+
+@pytest.mark.parametrize("flags, expected", CALLS, ids=[" ".join(f)[:40] for f, _ in CALLS])
+def test_go_pytask_runs_in_our_worker_with_its_arguments(procs, conn, flags, expected):
+    """NewPyTask(func, args, kwargs) with args a list, nil or empty and kwargs a map, nil or empty
+    runs once in our worker with exactly those arguments."""
+    procs.py_worker("q")
+    assert procs.go_producer("-kind", "py", "-func", "tests.tasks:record", *flags) == {"enqueued": 1}
+    wait_for(lambda: py_results(conn), what="the task to run")
+    assert py_results(conn) == [expected]
+    assert conn.llen("q_dead") == 0
+
+
+def test_go_pytask_with_struct_kwargs_is_dead_lettered_and_the_worker_goes_on(procs, conn):
+    """go-delayed writes a struct kwargs as an array (the field names are lost): our worker
+    dead-letters that task as malformed, saying why, and runs the next task."""
+    worker = procs.py_worker("q")
+    procs.go_producer("-kind", "py", "-func", "tests.tasks:record", "-args", '["struct"]', "-kwargs-struct")
+    procs.go_producer("-kind", "py", "-func", "tests.tasks:record", "-args", '["after"]')
+    wait_for(lambda: py_results(conn), what="the task after the struct one to run")
+    assert py_results(conn) == ["('after', (), {})"]
+    [record] = [json.loads(r) for r in conn.lrange("q_dead", 0, -1)]
+    assert record["reason"] == "malformed"
+    assert "array" in record["error"] and "struct" in record["error"], record["error"]
+    assert worker.alive()
