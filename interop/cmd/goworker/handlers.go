@@ -35,7 +35,7 @@ var handlers = []interface{}{
 	Float32, Float64, String, Bytes, Bool,
 	Ints, Strings, Nested, MapInt, MapAny,
 	Struct, StructPtr, Float32Struct, Several, Variadic, VariadicOnly, NoArg, Any,
-	Count, Slow, Noop,
+	Count, Slow, Noop, Elapsed,
 }
 
 func Int(v int)                           { record("Int", v) }
@@ -67,6 +67,11 @@ func VariadicOnly(rest ...int)            { record("VariadicOnly", rest) }
 func NoArg()                              { record("NoArg") }
 func Any(v interface{})                   { record("Any", v) }
 func Noop()                               {}
+
+// Elapsed RPUSHes to key the seconds from the Unix time since to its start (the bench's start latency).
+func Elapsed(key string, since float64) {
+	do("RPUSH", key, float64(time.Now().UnixNano())/1e9-since)
+}
 
 // Count counts one execution of id in the hash "executions" (for soaks).
 func Count(id string) { do("HINCRBY", "executions", id, 1) }
