@@ -1,4 +1,5 @@
-"""Benchmark delayed against keakon/delayed 1.2.0b2, rq and dramatiq; see bench/README.md.
+"""Benchmark delayed against keakon/delayed 1.2.0b2, rq, dramatiq and go-delayed's Go worker and
+producer; see bench/README.md.
 
 Run from the repository root with the project's virtualenv:
     .venv/bin/python bench/run.py [--quick] [--output PATH]
@@ -17,25 +18,29 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 import redis
 
 from delayed.testing import RedisServer
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root, for interop/
+from interop import gocommands  # noqa: E402
+
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 KEAKON_VENV = BENCH / ".venv-keakon"
 PEERS_VENV = BENCH / ".venv-peers"
-GO_DELAYED = "not measured — module proxy refuses github.com/yizhisec/go-delayed (403)"
 
 
 class SystemSpec:
     def __init__(self, name: str, label: str, python: Path, drain_guess: int,
-                 venv: Optional[Path] = None, requirements: List[str] = ()) -> None:
+                 venv: Optional[Path] = None, requirements: List[str] = (),
+                 prepare: Optional[Callable[[], Optional[str]]] = None) -> None:
         self.name, self.label, self.python = name, label, python
         self.drain_guess = drain_guess  # first N of the 1-process drain; adapted after each run
         self.venv, self.requirements = venv, list(requirements)
+        self.prepare = prepare  # makes what the driver needs (not a venv); returns why it could not
         self.driver = BENCH / "drivers" / f"{name}_driver.py"
         self.version = "?"
         self.skipped: Optional[str] = None
@@ -48,6 +53,8 @@ SYSTEMS = [
                KEAKON_VENV, ["delayed==1.2.0b2", "redis", "hiredis", "msgpack"]),
     SystemSpec("rq", "rq", PEERS_VENV / "bin/python", 600, PEERS_VENV, ["rq==3.0.0", "redis", "hiredis"]),
     SystemSpec("dramatiq", "dramatiq", PEERS_VENV / "bin/python", 700, PEERS_VENV, ["dramatiq[redis]==2.2.1"]),
+    # go-delayed's worker draining GoTasks our producer enqueued, and its producer's enqueue rate
+    SystemSpec("godelayed", "go-delayed (Go)", Path(sys.executable), 60_000, prepare=gocommands.build),
 ]
 
 # (key, label, unit, higher is better)
@@ -228,14 +235,18 @@ def report(cfg: Dict, systems: List[SystemSpec], results: Dict, limits: Dict, fa
         "means faster than delayed, for latencies above 1 means slower). Redis was FLUSHALLed "
         "before every run.",
         "",
-        "| metric | " + " | ".join(f"{s.label} {s.version}" for s in measured) + " | target (delayed) |",
-        "|---|" + "---:|" * len(measured) + "---|",
+        "| metric | " + " | ".join(f"{s.label} {s.version}" if not s.skipped else s.label for s in systems)
+        + " | target (delayed) |",
+        "|---|" + "---:|" * len(systems) + "---|",
     ]
     ours_runs = results["delayed"]
     for key, label, unit, _ in METRICS:
         ours = metric_value(ours_runs, key)
         cells = []
-        for spec in measured:
+        for spec in systems:
+            if spec.skipped:  # the first row says why, once
+                cells.append(f"not measured: {spec.skipped}" if key == METRICS[0][0] else "—")
+                continue
             value = metric_value(results[spec.name], key)
             if value is None:
                 cells.append(metric_note(results[spec.name], key))
@@ -245,17 +256,14 @@ def report(cfg: Dict, systems: List[SystemSpec], results: Dict, limits: Dict, fa
                 cells.append(f"{fmt(value, unit)} ({ratio(value / ours)})")
         keakon = metric_value(results["keakon"], key) if "keakon" in results else None
         lines.append(f"| {label} ({unit}) | " + " | ".join(cells) + f" | {target(key, ours, keakon)} |")
-    blanks = " |" * len(measured)
-    lines.append(f"| go-delayed Go worker | {GO_DELAYED} |" + blanks[2:] + " |")
-    for spec in systems:
-        if spec.skipped:
-            lines.append(f"| {spec.label} | skipped: {spec.skipped} |" + blanks[2:] + " |")
 
     lines += ["", "What each of our modes guarantees: both run every task at least once and lose none "
               "when a worker is SIGKILLed at any Redis round trip (tests/test_kill_points.py). `delayed` "
               "(the default, `--batch 32`) claims up to 32 tasks per round trip, so a killed worker may "
               "leave up to 32 finished-but-unreleased tasks to run again; `delayed --batch 1` claims one "
-              "at a time, as go-delayed and keakon/delayed do, and leaves at most one."]
+              "at a time, as go-delayed and keakon/delayed do, and leaves at most one. go-delayed's worker "
+              "claims one at a time too but never releases its last task, which runs again whenever that "
+              "worker goes away, gracefully or not."]
     lines += ["", "Physical limit: `redis-benchmark -c 1 -n 50000 -q -t ping,rpush,lpop` on the same "
               "redis-server, one client (requests/s):", "",
               "| command | one at a time | pipelined, `-P 100` |", "|---|---:|---:|"]
@@ -278,7 +286,12 @@ def report(cfg: Dict, systems: List[SystemSpec], results: Dict, limits: Dict, fa
               "RPUSHes time.time() − that at entry. Workers: delayed `python -m delayed.worker "
               "[--concurrency 2] [--batch 1]`; keakon `Worker(queue).run()` per process; rq `rq worker "
               "--worker-class rq.worker.SimpleWorker --quiet` per process; dramatiq `dramatiq "
-              "--processes 1|2 --threads 1`. See bench/README.md.", ""]
+              "--processes 1|2 --threads 1`; go-delayed `interop/bin/goworker` per process (its "
+              "`NewWorker(...).Run()`), stopped with SIGHUP, draining `GoTask(\"main.Noop\")` that our "
+              "`enqueue_many` queued and timed on the queue's length alone (it never releases its last "
+              "task); its latency tasks are `GoTask(\"main.Elapsed\", ...)` from our `enqueue`, and its "
+              "enqueue row is go-delayed's own producer in Go, `Queue.Enqueue(NewGoTask(\"main.Noop\"))` "
+              "in a loop (interop/bin/goproducer -rate). See bench/README.md.", ""]
     return "\n".join(lines)
 
 
@@ -348,6 +361,10 @@ def main() -> int:
     for spec in systems:
         if spec.venv:
             spec.skipped = ensure_venv(spec)
+        elif spec.prepare:
+            spec.skipped = spec.prepare()
+        if spec.skipped:
+            log(f"{spec.label} not measured: {spec.skipped}")
 
     run_id = uuid.uuid4().hex
     results: Dict[str, Dict] = {}
