@@ -197,6 +197,17 @@ def test_claim_batch_releases_and_claims_under_distinct_ids_in_one_script(conn, 
     assert conn.hlen("q_processing") == 0
 
 
+def test_claim_batch_takes_no_more_tasks_than_notifications_left(conn, queue):
+    """A go-delayed worker that BLPOPed a notification pops the queue a round trip later: a
+    batch claim leaves it its task, or go-delayed's dequeue would error on an empty list."""
+    blobs = [PyTask("m:f", [i]).serialize() for i in range(3)]
+    conn.rpush("q", *blobs)
+    conn.rpush("q_noti", *[1] * 3)
+    conn.lpop("q_noti")                   # a Go worker took one notification, not yet its task
+    assert queue.claim_batch([], ["a", "b", "c"]) == [("a", blobs[0]), ("b", blobs[1])]
+    assert conn.lrange("q", 0, -1) == [blobs[2]] and conn.llen("q_noti") == 0
+
+
 def test_a_claim_whose_reply_was_lost_is_delivered_again_not_overwritten(conn, queue):
     blobs = [PyTask("m:f", [i]).serialize() for i in range(3)]
     conn.rpush("q", *blobs)
@@ -212,6 +223,7 @@ def test_a_claim_whose_reply_was_lost_is_delivered_again_not_overwritten(conn, q
 def test_give_back_returns_unstarted_tasks_to_the_head_in_order(conn, queue):
     blobs = [PyTask("m:f", [i]).serialize() for i in range(4)]
     conn.rpush("q", *blobs)
+    conn.rpush("q_noti", *[1] * 4)
     queue.claim_batch([], ["a", "b", "c"])
     conn.hset("q_processing", "c", b"someone else's")  # only exact holdings are given back
     assert queue.give_back([("b", blobs[1]), ("c", blobs[2])]) == 1
@@ -249,3 +261,4 @@ def test_crash_counting_can_be_turned_off_and_forgets_old_crashes(conn, queue):
     die_holding(conn, blob)
     queue.requeue_lost()
     assert conn.hkeys("q_crashes") == [hashlib.sha1(blob).hexdigest().encode()]
+

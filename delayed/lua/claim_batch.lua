@@ -4,6 +4,10 @@
 -- consume one notification per task popped.
 -- An id that still holds a task (the reply to the last claim was lost) gets that
 -- task again, so a retried claim never overwrites, and so never loses, a task.
+-- It pops no more tasks than there are notifications left: a go-delayed worker
+-- that BLPOPed a notification pops the queue in a second round trip, and if we
+-- took its task its dequeue script errors on the empty list and it backs off
+-- (1 s, 2 s, 4 s ... up to a minute).
 -- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] processing hash
 -- ARGV[1] r, the number of ids to release; ARGV[2 .. r+1] those ids;
 -- ARGV[r+2 ..] the ids to claim tasks for
@@ -14,10 +18,11 @@ if released > 0 then
 end
 local claimed = {}
 local popped = 0
+local notified = redis.call('llen', KEYS[2])
 local empty = false
 for i = released + 2, #ARGV do
     local task = redis.call('hget', KEYS[3], ARGV[i])
-    if not task and not empty then
+    if not task and not empty and popped < notified then
         task = redis.call('lpop', KEYS[1])
         if task then
             redis.call('hset', KEYS[3], ARGV[i], task)
