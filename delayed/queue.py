@@ -11,7 +11,7 @@ import redis.asyncio
 
 from . import scripts
 from .errors import DuplicateTaskError, TaskTooLargeError
-from .keys import QueueKeys
+from .keys import WORKER_ID_PREFIX, QueueKeys
 from .task import GoTask, PyTask
 
 Task = Union[PyTask, GoTask]
@@ -273,14 +273,16 @@ class Queue:
 
         A task whose workers died holding it more than max_crashes times (within
         CRASH_MEMORY seconds of each other) goes to the dead-letter list instead;
-        0 turns that off. Returns the number of notifications pushed, as go-delayed does.
+        0 turns that off. Only our workers' deaths count: a go-delayed worker never
+        releases its last task, so one that stopped cleanly leaves a task behind too.
+        Returns the number of notifications pushed, as go-delayed does.
         """
         now = datetime.datetime.now(datetime.timezone.utc)
         return self._scripts["requeue_lost"](
             keys=(self.keys.name, self.keys.noti, self.keys.processing, self.keys.dead, self.keys.crashes,
                   self.keys.workers),
             args=(max_crashes, int(now.timestamp()), now.isoformat(timespec="milliseconds"), self.keys.name,
-                  CRASH_MEMORY),
+                  CRASH_MEMORY, WORKER_ID_PREFIX),
         )
 
     # Dead letters

@@ -1,6 +1,7 @@
 """Queue operations against a real Redis: the exact keys go-delayed uses, and the sweep."""
 import asyncio
 import hashlib
+import secrets
 
 import pytest
 import redis.asyncio
@@ -262,3 +263,13 @@ def test_crash_counting_can_be_turned_off_and_forgets_old_crashes(conn, queue):
     queue.requeue_lost()
     assert conn.hkeys("q_crashes") == [hashlib.sha1(blob).hexdigest().encode()]
 
+
+def test_deaths_of_go_delayed_workers_are_not_counted_as_crashes(conn, queue):
+    """go-delayed's workers (ids of 32 hex digits) never release their last task, so one that
+    stopped cleanly leaves it under a dead id: requeue it every time, count nothing."""
+    blob = GoTask("main.F", 1).serialize()
+    for _ in range(5):
+        conn.hset("q_processing", secrets.token_hex(16), blob)
+        assert queue.requeue_lost(max_crashes=3) == 1
+    assert conn.llen("q") == 5
+    assert not conn.exists("q_dead", "q_crashes")

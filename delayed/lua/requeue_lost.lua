@@ -3,15 +3,19 @@
 -- keep-alive key is gone back to the tail of the queue with a notification.
 -- Ours also quarantines crash loops: it counts, per blob digest, how often a
 -- task's worker died holding it, and past the limit dead-letters the task.
+-- Only our workers' deaths count (ids starting with ARGV[6]): a go-delayed worker
+-- never releases its last task, so every clean stop of one leaves a task behind
+-- under a dead id, and that is not a crash.
 -- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] processing hash,
 -- KEYS[4] dead-letter list, KEYS[5] crash counts hash (digest -> "count:last seen"),
 -- KEYS[6] our workers sorted set (entries whose keep-alive lapsed are dropped here)
 -- ARGV[1] most crashes a task may cause (0: count nothing, quarantine nothing),
 -- ARGV[2] now (unix seconds), ARGV[3] now (ISO 8601, for records), ARGV[4] queue name,
--- ARGV[5] seconds a crash count is kept after its last crash
+-- ARGV[5] seconds a crash count is kept after its last crash, ARGV[6] our worker ids' prefix
 -- Returns the number of notifications pushed (go-delayed's return value).
 local max_crashes = tonumber(ARGV[1])
 local now = tonumber(ARGV[2])
+local our_prefix = ARGV[6]
 
 local alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
 local function base64(data)
@@ -58,7 +62,8 @@ for i = 1, #processing, 2 do
     local worker_id, task = processing[i], processing[i + 1]
     if not redis.call('get', worker_id) then
         redis.call('hdel', KEYS[3], worker_id)
-        local crashed = max_crashes > 0 and crashes(task) or 0
+        local ours = string.sub(worker_id, 1, #our_prefix) == our_prefix
+        local crashed = (max_crashes > 0 and ours) and crashes(task) or 0
         if crashed > max_crashes then
             bury(task, worker_id, crashed)
         else

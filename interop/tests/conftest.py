@@ -170,12 +170,13 @@ class Procs:
         env = dict(os.environ, PYTHONPATH=str(ROOT), DELAYED_TEST_REDIS_URL=self.redis_url)
         return self.start(name, [sys.executable, "-m", module, "--redis-url", self.redis_url, *args], env=env)
 
-    def py_worker(self, queue: str = "q", *flags: str) -> Proc:
-        """python -m delayed.worker tests.tasks; returned once it logged that it is online."""
+    def py_worker(self, queue: str = "q", *flags: str, alive: bool = True) -> Proc:
+        """python -m delayed.worker tests.tasks; returned once it logged that it is online
+        (and, unless alive=False, checked to be still running)."""
         worker = self._python("pyworker", "delayed.worker", "--queue", queue, "--keep-alive-timeout", "1",
                               *flags, "tests.tasks")
         wait_for(lambda: " online " in worker.err() or not worker.alive(), what="python worker online")
-        assert worker.alive(), worker.err()
+        assert worker.alive() or not alive, worker.err()
         return worker
 
     def py_sweeper(self, *queues: str, interval: str = "0.2", max_crashes: Optional[int] = None) -> Proc:
