@@ -134,16 +134,18 @@ class Procs:
     # go-delayed's side
 
     def go_worker(self, queue: str = "q", *flags: str, keep_alive_timeout: str = "1s",
-                  keep_alive_duration: str = "200ms", dequeue_timeout: str = "200ms") -> GoWorker:
-        """A goworker on queue, returned once it is online (its keep-alive key exists)."""
+                  keep_alive_duration: str = "200ms", dequeue_timeout: str = "200ms",
+                  wait_for_event: str = "online") -> GoWorker:
+        """A goworker on queue, returned once it is online (its keep-alive key exists), or
+        once it printed wait_for_event ("starting": before Run)."""
         worker = self.start("goworker", [
             str(self.go_bin / "goworker"), "-redis", self.address, "-queue", queue,
             "-keep-alive-timeout", keep_alive_timeout, "-keep-alive-duration", keep_alive_duration,
             "-dequeue-timeout", dequeue_timeout, *flags], cls=GoWorker)
-        online = wait_for(lambda: [e for e in worker.events() if e.get("event") == "online"] or not worker.alive(),
-                          what="goworker online")
+        seen = wait_for(lambda: [e for e in worker.events() if e.get("event") == wait_for_event]
+                        or not worker.alive(), what=f"goworker {wait_for_event}")
         assert worker.alive(), f"goworker exited: {worker.err()}"
-        worker.id = online[0]["id"]
+        worker.id = seen[0]["id"]
         return worker
 
     def go_producer(self, *flags: str, queue: str = "q") -> dict:

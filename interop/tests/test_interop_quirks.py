@@ -27,7 +27,7 @@ def test_go_worker_never_releases_its_last_task_and_a_sweeper_reruns_it(procs, c
     wait_for(lambda: go_results(conn), what="the task to run")
     worker.signal(SIGHUP)
     assert worker.wait() == 0
-    assert [e["event"] for e in worker.events()] == ["online", "stopped"]
+    assert [e["event"] for e in worker.events()] == ["starting", "online", "stopped"]
     wait_for(lambda: not conn.exists(worker.id), timeout=3, what="the keep-alive key (1 s) to go")
     assert conn.hgetall("q_processing") == {worker.id.encode(): task.serialize()}
 
@@ -44,7 +44,7 @@ def test_go_worker_stops_cleanly_only_on_sighup(procs, conn, signum):
     worker = procs.go_worker("q", keep_alive_timeout="5s")
     worker.signal(signum)
     assert worker.wait() == -signum
-    assert [e["event"] for e in worker.events()] == ["online"]
+    assert [e["event"] for e in worker.events()] == ["starting", "online"]
     assert conn.ttl(worker.id) > 0
 
 
@@ -124,3 +124,16 @@ def test_go_worker_silently_drops_a_pytask_it_dequeues(procs, conn):
     blobs = conn.lrange("q", 0, -1) + conn.hvals("q_processing") + conn.lrange("q_dead", 0, -1)
     assert PyTask("tests.tasks:record", ["lost"]).serialize() not in blobs
     assert "Failed to deserialize task" in dequeue_errors(worker)[0] or "Failed to deserialize task" in worker.err()
+
+
+def test_a_keep_alive_timeout_float32_cannot_print_whole_breaks_the_keep_alive(procs, conn):
+    """delayed.KeepAliveTimeout(60 * time.Second) becomes the float32 60.000004, which redigo
+    sends as "60.000004": every SETEX fails, the worker has no keep-alive key, and a sweeper
+    requeues the task it is running, which then runs twice."""
+    worker = procs.go_worker("q", keep_alive_timeout="60s", wait_for_event="starting")
+    Queue("q", conn).enqueue(GoTask("main.Slow", ["busy", 1000]))
+    wait_for(lambda: conn.get("started:busy"), what="the task to start")
+    assert not conn.exists(worker.id)
+    assert "ERR value is not an integer or out of range" in worker.err()
+    assert procs.go_sweep_once("q") == [{"queue": "q", "requeued": 1}]   # while it still runs
+    wait_for(lambda: conn.hget("executions", "busy") == b"2", timeout=5, what="the task to run twice")

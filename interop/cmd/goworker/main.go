@@ -16,7 +16,7 @@ func main() {
 	address := flag.String("redis", "127.0.0.1:6379", "Redis address, host:port")
 	queueName := flag.String("queue", "default", "queue name")
 	dequeueTimeout := flag.Duration("dequeue-timeout", time.Second, "how long one BLPOP waits for a notification")
-	keepAliveTimeout := flag.Duration("keep-alive-timeout", time.Minute, "lifetime of the worker's keep-alive key (whole seconds: go-delayed uses SETEX)")
+	keepAliveTimeout := flag.Duration("keep-alive-timeout", 0, "lifetime of the worker's keep-alive key; 0: go-delayed's default, 60 s (see interop/README.md: most values break SETEX)")
 	keepAliveDuration := flag.Duration("keep-alive-duration", 15*time.Second, "how often the keep-alive key is refreshed")
 	flag.StringVar(&resultsKey, "results", "go_results", "Redis list the handlers append their records to")
 	logLevel := flag.String("log-level", "info", "go-delayed's log level on stderr: debug, info, warn or error")
@@ -31,6 +31,7 @@ func main() {
 
 	// go-delayed keeps the worker id unexported; reflect reads a string field without exporting it.
 	id := reflect.ValueOf(queue).Elem().FieldByName("workerID").String()
+	common.PrintJSON(map[string]interface{}{"event": "starting", "id": id, "queue": *queueName, "pid": os.Getpid()})
 	go announce(id, *queueName)
 	worker.Run() // returns after SIGHUP, go-delayed's only stop signal
 	common.PrintJSON(map[string]interface{}{"event": "stopped", "id": id})
