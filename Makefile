@@ -19,7 +19,8 @@ interop: $(INSTALLED) redis-server
 demo: $(INSTALLED) redis-server
 	$(PY) examples/demo.py
 
-# The long chaos runs: 100,000 tasks through killed workers, Redis restarts and dropped connections.
+# The long chaos runs: 100,000 tasks through killed workers, Redis restarts and dropped connections,
+# then killed go-delayed workers, and our killed workers under go-delayed's sweeper (where Go is).
 chaos: $(INSTALLED) redis-server
 	$(PY) -m tests.chaos $(CHAOS_ARGS)
 

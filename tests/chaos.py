@@ -1,11 +1,19 @@
 """Chaos: producers, workers killed with SIGKILL and restarted, a sweeper, and Redis itself
 killed and restarted (or every client connection dropped); then count.
 
-    python -m tests.chaos [--tasks N] [--workers N] [--scenario restart|client-kill]
+    python -m tests.chaos [--tasks N] [--workers N] [--scenario SCENARIO]
+
+Scenarios: `restart` (Redis SIGKILLed and restarted too), `client-kill` (every client
+connection dropped too), `go-workers` (go-delayed's own workers, interop/bin/goworker, are the
+ones killed, running GoTasks "main.Count" that our producer enqueues, with our sweeper) and
+`go-sweeper` (our workers killed, go-delayed's sweeper instead of ours); `both` is the first
+two, `all` (the default) all four. The Go scenarios need Go and go-delayed's module
+(interop/gocommands.py builds the commands); under `all`, without them, one line says so.
 
 Prints enqueued, executed, lost (must be 0) and duplicated (must not exceed the tasks held
 by killed workers plus enqueues whose reply was lost), and exits non-zero if either fails.
-Go workers are not included: go-delayed's module cannot be fetched here.
+A go-delayed worker never releases its last task, so one it held when killed runs again:
+at most one duplicate per kill.
 """
 import argparse
 import random
@@ -18,17 +26,19 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Set
 
 import redis
 
-from delayed import PyTask, Queue
+from delayed import GoTask, PyTask, Queue
 from delayed.connection import connect
 from delayed.testing import RedisServer
+from interop import gocommands
 
 ROOT = Path(__file__).resolve().parent.parent
 KEEP_ALIVE = "3"  # seconds; Redis restarts are shorter, so live workers are never taken for dead
-ONLINE = re.compile(r"worker (delayed-py-[0-9a-f]{32}) online")
+SCENARIOS = ["restart", "client-kill", "go-workers", "go-sweeper"]
+GO_SCENARIOS = ["go-workers", "go-sweeper"]
 
 
 @dataclass
@@ -43,7 +53,11 @@ class Tally:
 
 
 class Workers:
-    """Worker processes that can be killed and replaced; each logs to its own file."""
+    """Our worker processes, which can be killed and replaced; each logs to its own file."""
+
+    online = re.compile(r"worker (delayed-py-[0-9a-f]{32}) online")
+    stop_signal = signal.SIGTERM
+    keeps_last_task = False  # whether a worker still holds its last task once it finished it
 
     def __init__(self, url: str, count: int, directory: Path) -> None:
         self.url, self.directory = url, directory
@@ -56,15 +70,20 @@ class Workers:
         log = self.directory / f"worker-{slot}-{time.monotonic_ns()}.log"
         self.logs[slot] = log
         self.processes[slot] = subprocess.Popen(
-            [sys.executable, "-m", "delayed.worker", "--redis-url", self.url, "--queue", "chaos",
-             "--keep-alive-timeout", KEEP_ALIVE, "tests.tasks"],
-            cwd=ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT,
+            self.argv(), cwd=ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT,
             env={"PYTHONPATH": str(ROOT), "DELAYED_TEST_REDIS_URL": self.url, "PATH": "/usr/bin:/bin"})
+
+    def argv(self) -> List[str]:
+        return [sys.executable, "-m", "delayed.worker", "--redis-url", self.url, "--queue", "chaos",
+                "--keep-alive-timeout", KEEP_ALIVE, "tests.tasks"]
 
     def worker_id(self, slot: int) -> Optional[str]:
         """The id the worker in slot logged when it went online (None if it has not yet)."""
-        match = ONLINE.search(self.logs[slot].read_text())
+        match = self.online.search(self.logs[slot].read_text())
         return match.group(1) if match else None
+
+    def live_ids(self) -> Set[bytes]:
+        return {worker_id.encode() for worker_id in map(self.worker_id, range(len(self.processes))) if worker_id}
 
     def kill_one(self, conn: redis.Redis, tally: Tally) -> None:
         """SIGKILL a random worker, count the tasks it held, start a replacement."""
@@ -80,16 +99,52 @@ class Workers:
 
     def stop(self) -> None:
         for process in self.processes:
-            process.send_signal(signal.SIGTERM)
+            process.send_signal(self.stop_signal)
         for process in self.processes:
             process.wait(30)
 
 
-def produce(url: str, tasks: int, tally: Tally, stop: threading.Event) -> None:
+class GoWorkers(Workers):
+    """go-delayed's workers (interop/bin/goworker) running GoTask("main.Count", id).
+
+    They stop only on SIGHUP and keep their last task in chaos_processing after running it,
+    so a killed one's last task runs again once its keep-alive key expires.
+    """
+
+    online = re.compile(r'"event":"online","id":"([0-9a-f]{32})"')
+    stop_signal = signal.SIGHUP
+    keeps_last_task = True
+
+    def argv(self) -> List[str]:
+        # 4 s, not KEEP_ALIVE: go-delayed's float32 arithmetic makes 3 s an invalid SETEX (gocommands)
+        return gocommands.worker_argv(self.url, "chaos", "-keep-alive-timeout", "4s",
+                                      "-keep-alive-duration", "1s", "-log-level", "warn")
+
+
+def start_sweeper(url: str, go: bool) -> subprocess.Popen:
+    """Our sweeper, or go-delayed's (which handles no signal: SIGTERM ends it at once)."""
+    if go:
+        argv = gocommands.sweeper_argv(url, ["chaos"], "-interval", "500ms", "-log-level", "warn")
+    else:
+        argv = [sys.executable, "-m", "delayed.sweeper", "--redis-url", url, "--queue", "chaos",
+                "--interval", "0.5", "--log-level", "WARNING"]
+    return subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL)
+
+
+def py_count(i: int) -> PyTask:
+    return PyTask("tests.tasks:count", [i])
+
+
+def go_count(i: int) -> GoTask:
+    return GoTask("main.Count", str(i))  # HINCRBY executions i 1, as tests.tasks:count does
+
+
+def produce(url: str, tasks: int, tally: Tally, stop: threading.Event,
+            make_task: Callable[[int], object] = py_count) -> None:
     """Enqueue tasks with unique ids in batches, retrying a batch whose reply was lost."""
     queue = Queue("chaos", connect(url))  # no hidden resends: every lost reply is counted
     for start in range(0, tasks, 50):
-        batch = [PyTask("tests.tasks:count", [i]) for i in range(start, min(start + 50, tasks))]
+        batch = [make_task(i) for i in range(start, min(start + 50, tasks))]
         while not stop.is_set():
             try:
                 queue.enqueue_many(batch)
@@ -102,15 +157,20 @@ def produce(url: str, tasks: int, tally: Tally, stop: threading.Event) -> None:
 
 
 def run(tasks: int = 5000, workers: int = 3, scenario: str = "restart", timeout: float = 600) -> Tally:
+    if scenario in GO_SCENARIOS:
+        reason = gocommands.build()
+        if reason:
+            raise RuntimeError(f"scenario {scenario} needs go-delayed's commands: {reason}")
+    go_workers = scenario == "go-workers"
     tally = Tally()
     with tempfile.TemporaryDirectory() as directory:
         server = RedisServer(Path(directory), ["--appendonly", "yes", "--appendfsync", "always"]).start()
         conn = redis.Redis.from_url(server.url, socket_timeout=5)
-        pool = Workers(server.url, workers, Path(directory))
-        sweeper = subprocess.Popen([sys.executable, "-m", "delayed.sweeper", "--redis-url", server.url,
-                                    "--queue", "chaos", "--interval", "0.5", "--log-level", "WARNING"], cwd=ROOT)
+        pool = (GoWorkers if go_workers else Workers)(server.url, workers, Path(directory))
+        sweeper = start_sweeper(server.url, go=scenario == "go-sweeper")
         stop = threading.Event()
-        producer = threading.Thread(target=produce, args=(server.url, tasks, tally, stop))
+        producer = threading.Thread(target=produce, args=(server.url, tasks, tally, stop,
+                                                          go_count if go_workers else py_count))
         producer.start()
         deadline = time.monotonic() + timeout
         rounds = 0
@@ -119,7 +179,7 @@ def run(tasks: int = 5000, workers: int = 3, scenario: str = "restart", timeout:
                 rounds += 1
                 time.sleep(random.uniform(0.1, 0.6))
                 try:
-                    if finished(conn, tasks, producer):
+                    if finished(conn, tasks, producer, pool):
                         break
                     pool.kill_one(conn, tally)
                     if scenario == "restart" and rounds % 6 == 3:
@@ -138,17 +198,22 @@ def run(tasks: int = 5000, workers: int = 3, scenario: str = "restart", timeout:
         finally:
             stop.set()
             producer.join()
-            pool.stop()
+            # the sweeper first: a go-delayed worker stopping cleanly leaves its last task behind,
+            # which a live sweeper would hand to a worker not yet stopped, a duplicate of no kill
             sweeper.send_signal(signal.SIGTERM)
             sweeper.wait(30)
+            pool.stop()
             report(conn, tasks, tally)
             server.stop()
     return tally
 
 
-def finished(conn: redis.Redis, tasks: int, producer: threading.Thread) -> bool:
-    return (not producer.is_alive() and conn.hlen("executions") == tasks
-            and conn.llen("chaos") == 0 and conn.hlen("chaos_processing") == 0)
+def finished(conn: redis.Redis, tasks: int, producer: threading.Thread, pool: Workers) -> bool:
+    """Every task ran and none waits; what is still held is a live Go worker's finished last task."""
+    if producer.is_alive() or conn.hlen("executions") != tasks or conn.llen("chaos"):
+        return False
+    held = set(conn.hkeys("chaos_processing"))
+    return not held or (pool.keeps_last_task and held <= pool.live_ids())
 
 
 def report(conn: redis.Redis, tasks: int, tally: Tally) -> None:
@@ -170,10 +235,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", type=int, default=100_000)
     parser.add_argument("--workers", type=int, default=4)
-    parser.add_argument("--scenario", choices=["restart", "client-kill", "both"], default="both")
+    parser.add_argument("--scenario", choices=[*SCENARIOS, "both", "all"], default="all")
     args = parser.parse_args()
+    scenarios = {"both": SCENARIOS[:2], "all": SCENARIOS}.get(args.scenario, [args.scenario])
+    go_wanted = [s for s in scenarios if s in GO_SCENARIOS]
+    reason = gocommands.build() if go_wanted else None
+    if reason:
+        print(f"chaos: {', '.join(go_wanted)} not run: {reason}", flush=True)
+        if args.scenario != "all":
+            return 2
+        scenarios = [s for s in scenarios if s not in GO_SCENARIOS]
     failed = False
-    for scenario in (["restart", "client-kill"] if args.scenario == "both" else [args.scenario]):
+    for scenario in scenarios:
         print(f"chaos: scenario {scenario}, {args.tasks} tasks, {args.workers} workers", flush=True)
         started = time.monotonic()
         tally = run(args.tasks, args.workers, scenario, timeout=3600)
