@@ -51,20 +51,11 @@ def redis_address(url: str) -> str:
     return f"{parts.hostname or 'localhost'}:{parts.port or 6379}"
 
 
-# go-delayed turns KeepAliveTimeout(d) into float32(milliseconds) * 0.001 seconds for SETEX, which
-# for most durations is not whole (1m gives 60.000004, 3s 3.0000002): Redis then refuses every
-# SETEX and the worker never has a keep-alive key, so any sweeper takes it for dead. These are
-# whole: 1, 2, 4, 5, 8, 9, 10, 16-20, 32-40 and 64-80 s.
-WORKER_KEEP_ALIVE = "10s"
-
-
 def worker_argv(url: str, queue: str, *flags: str) -> List[str]:
     """argv of one go-delayed worker on `queue`; it stops gracefully only on SIGHUP.
 
-    Its keep-alive timeout is WORKER_KEEP_ALIVE unless `flags` give another (the last one wins).
-    """
-    return [path("goworker"), "-redis", redis_address(url), "-queue", queue,
-            "-keep-alive-timeout", WORKER_KEEP_ALIVE, *flags]
+    Mind `-keep-alive-timeout`: most values break go-delayed's SETEX (interop/README.md)."""
+    return [path("goworker"), "-redis", redis_address(url), "-queue", queue, *flags]
 
 
 def producer_argv(url: str, queue: str, *flags: str) -> List[str]:

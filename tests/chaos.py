@@ -111,12 +111,12 @@ class GoWorkers(Workers):
     so a killed one's last task runs again once its keep-alive key expires.
     """
 
-    online = re.compile(r'"event":"online","id":"([0-9a-f]{32})"')
+    online = re.compile(r'"event":"starting","id":"([0-9a-f]{32})"')  # printed before it claims anything
     stop_signal = signal.SIGHUP
     keeps_last_task = True
 
     def argv(self) -> List[str]:
-        # 4 s, not KEEP_ALIVE: go-delayed's float32 arithmetic makes 3 s an invalid SETEX (gocommands)
+        # 4 s, not KEEP_ALIVE: go-delayed's float32 arithmetic makes 3 s an invalid SETEX (interop/README.md)
         return gocommands.worker_argv(self.url, "chaos", "-keep-alive-timeout", "4s",
                                       "-keep-alive-duration", "1s", "-log-level", "warn")
 
