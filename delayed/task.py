@@ -214,29 +214,38 @@ class GoTask:
 
 
 def decode_task(data: bytes) -> Union[PyTask, GoTask]:
-    """Decode either kind of blob, checking its shape; the blob is kept as the task's bytes."""
+    """Decode either kind of blob, checking its shape; the blob is kept as the task's bytes.
+
+    Once the func path has decoded, every error names it, so a dead letter says whose task it was.
+    """
     fields = _unpack(data)
     if not isinstance(fields, list) or not 1 <= len(fields) <= 5 or not isinstance(fields[0], str):
         raise MalformedTaskError(f"not a task: expected [func_path, ...], got {_brief(fields)}")
+    func_path = fields[0]
+
+    def malformed(message: str) -> MalformedTaskError:
+        return MalformedTaskError(message, func_path=func_path)
+
     task: Union[PyTask, GoTask]
     if len(fields) == 2 and (isinstance(fields[1], bytes) or fields[1] is None):
-        task = GoTask(fields[0], None if fields[1] is None else _unpack(fields[1]))
+        try:
+            task = GoTask(func_path, None if fields[1] is None else _unpack(fields[1]))
+        except MalformedTaskError as exc:
+            raise malformed(f"GoTask payload: {exc}") from None
     else:
-        func_path, args, kwargs, retry, options = fields + [None, None, 0, None][len(fields) - 1 :]
+        _, args, kwargs, retry, options = fields + [None, None, 0, None][len(fields) - 1 :]
         if args is not None and not isinstance(args, list):
-            raise MalformedTaskError(f"task args must be an array or nil, got {_brief(args)}")
+            raise malformed(f"task args must be an array or nil, got {_brief(args)}")
         if isinstance(kwargs, list):
-            raise MalformedTaskError(
-                "task kwargs is an array, not a map: go-delayed's NewPyTask writes a Go struct's fields "
-                "without their names; pass kwargs as a map[string]interface{}"
-            )
+            raise malformed("task kwargs is an array, not a map: go-delayed's NewPyTask writes a Go struct's "
+                            "fields without their names; pass kwargs as a map[string]interface{}")
         if kwargs is not None and not (isinstance(kwargs, dict) and all(isinstance(k, str) for k in kwargs)):
-            raise MalformedTaskError(f"task kwargs must be a map with string keys or nil, got {_brief(kwargs)}")
+            raise malformed(f"task kwargs must be a map with string keys or nil, got {_brief(kwargs)}")
         if not isinstance(retry, int) or isinstance(retry, bool):
-            raise MalformedTaskError(f"task retry must be an integer, got {_brief(retry)}")
+            raise malformed(f"task retry must be an integer, got {_brief(retry)}")
         if options is not None and not (isinstance(options, dict) and all(isinstance(k, str) for k in options)):
-            raise MalformedTaskError(f"task options must be a map with string keys, got {_brief(options)}")
-        _check_options(options or {}, MalformedTaskError)
+            raise malformed(f"task options must be a map with string keys, got {_brief(options)}")
+        _check_options(options or {}, malformed)
         task = PyTask(func_path, args, kwargs, retry, options=options)
     task._data = data
     return task

@@ -184,4 +184,4 @@ def test_struct_kwargs_from_go_delayed_are_refused_with_the_cause():
     # NewPyTask("m:f", nil, struct{A int}{1}) writes the struct as an array: its names are lost.
     with pytest.raises(MalformedTaskError, match="NewPyTask writes a Go struct's fields without their names") as info:
         decode_task(bytes.fromhex("93a36d3a66c09101"))
-    assert info.value.reason == "malformed"
+    assert (info.value.reason, info.value.func_path) == ("malformed", "m:f")

@@ -42,6 +42,6 @@ def test_go_pytask_with_struct_kwargs_is_dead_lettered_and_the_worker_goes_on(pr
     wait_for(lambda: py_results(conn), what="the task after the struct one to run")
     assert py_results(conn) == ["('after', (), {})"]
     [record] = [json.loads(r) for r in conn.lrange("q_dead", 0, -1)]
-    assert record["reason"] == "malformed"
+    assert (record["reason"], record["func"]) == ("malformed", "tests.tasks:record")
     assert "array" in record["error"] and "struct" in record["error"], record["error"]
     assert worker.alive()
