@@ -16,6 +16,7 @@ CRASHES_SUFFIX = "_crashes"
 SCHEDULED_SUFFIX = "_scheduled"
 UNIQUE_INFIX = "_unique:"
 WORKERS_SUFFIX = "_workers"
+UNNOTIFIED_SUFFIX = "_unnotified"
 
 WORKER_ID_PREFIX = "delayed-py-"
 
@@ -36,6 +37,9 @@ class QueueKeys:
     each member is 8 random bytes then the blob; ours only, moved into `name` when due.
     workers: sorted set, our workers' main ids -> when their keep-alive expires (unix time);
     for `python -m delayed stats` and `workers` (go-delayed's workers are not listed).
+    unnotified: string, "<sha1 of the queue's head>:<unix ms>": when a sweep first saw tasks
+    without notifications behind that head; the sweeper tops them up once it stood still long
+    enough (ours only).
     """
 
     name: str
@@ -45,6 +49,7 @@ class QueueKeys:
     crashes: str
     scheduled: str
     workers: str
+    unnotified: str
 
     def unique(self, key: str) -> str:
         """The lock of unique tasks with this key: a string key, holding a token, with an expiry."""
@@ -53,7 +58,7 @@ class QueueKeys:
     @classmethod
     def of(cls, name: str) -> "QueueKeys":
         return cls(name, name + NOTI_SUFFIX, name + PROCESSING_SUFFIX, name + DEAD_SUFFIX, name + CRASHES_SUFFIX,
-                   name + SCHEDULED_SUFFIX, name + WORKERS_SUFFIX)
+                   name + SCHEDULED_SUFFIX, name + WORKERS_SUFFIX, name + UNNOTIFIED_SUFFIX)
 
 
 def new_worker_id() -> str:

@@ -25,6 +25,8 @@ DEFAULT_MAX_CRASHES = 3
 """A task is dead-lettered when its workers die holding it more often than this."""
 CRASH_MEMORY = 7 * 24 * 3600
 """Seconds a task's crash count is kept after its last crash."""
+NOTIFY_AFTER = 1.0
+"""Seconds the head of a queue short of notifications must stand still before a sweep tops them up."""
 
 
 def _blobs(tasks: Iterable[Task], max_task_size: int) -> List[bytes]:
@@ -268,21 +270,25 @@ class Queue:
 
     # Sweepers
 
-    def requeue_lost(self, max_crashes: int = DEFAULT_MAX_CRASHES) -> int:
+    def requeue_lost(self, max_crashes: int = DEFAULT_MAX_CRASHES, notify_after: float = NOTIFY_AFTER) -> int:
         """Requeue the tasks of dead workers and top up notifications (go-delayed's sweep).
 
         A task whose workers died holding it more than max_crashes times (within
         CRASH_MEMORY seconds of each other) goes to the dead-letter list instead;
         0 turns that off. Only our workers' deaths count: a go-delayed worker never
         releases its last task, so one that stopped cleanly leaves a task behind too.
+        Tasks without notifications (a producer or worker died between two commands) get them
+        from the first sweep that finds the queue's head where a sweep saw it short of
+        notifications at least notify_after seconds before: sooner, a worker caught between
+        its BLPOP and its dequeue would later find a stray notification.
         Returns the number of notifications pushed, as go-delayed does.
         """
         now = datetime.datetime.now(datetime.timezone.utc)
         return self._scripts["requeue_lost"](
             keys=(self.keys.name, self.keys.noti, self.keys.processing, self.keys.dead, self.keys.crashes,
-                  self.keys.workers),
+                  self.keys.workers, self.keys.unnotified),
             args=(max_crashes, int(now.timestamp()), now.isoformat(timespec="milliseconds"), self.keys.name,
-                  CRASH_MEMORY, WORKER_ID_PREFIX),
+                  CRASH_MEMORY, WORKER_ID_PREFIX, int(notify_after * 1000)),
         )
 
     # Dead letters

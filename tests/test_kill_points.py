@@ -33,10 +33,12 @@ def run_child(role, url, kill_at, mode):
 
 
 def recover(conn, role):
-    """What the world does after a crash: keep-alive keys expire, a sweeper sweeps, a worker drains."""
+    """What the world does after a crash: keep-alive keys expire, a sweeper sweeps (one that has
+    seen the queue stand still, so it also tops up a notification lost with a killed worker),
+    and a worker drains."""
     conn.delete(*conn.keys("delayed-py-*") or ["none"])
     queue = Queue(QUEUE, conn, dequeue_timeout=0.05)
-    queue.requeue_lost()
+    queue.requeue_lost(notify_after=0)
     if role.startswith("producer") and not conn.llen(QUEUE):
         return
     worker = Worker(queue, ["tests.tasks"], keep_alive_interval=1)

@@ -2,6 +2,7 @@
 import asyncio
 import hashlib
 import secrets
+import time
 
 import pytest
 import redis.asyncio
@@ -127,8 +128,44 @@ def test_requeue_lost_tops_up_notifications_in_bulk(conn, queue):
     # A producer that died between its two pushes leaves tasks without notifications;
     # 10,000 at once is past what Lua's unpack() takes in one call.
     conn.rpush("q", *[PyTask("m:f", [i]).serialize() for i in range(10_000)])
-    assert queue.requeue_lost() == 10_000
+    assert queue.requeue_lost(notify_after=0) == 10_000
     assert conn.llen("q_noti") == 10_000
+
+
+def test_a_task_whose_notification_a_worker_holds_gets_no_second_one(conn, queue):
+    """A worker (go-delayed's, or ours when idle) BLPOPs a notification, then pops the task a
+    round trip later. A sweep in between sees a task without a notification; topping it up
+    would leave a stray notification once the worker popped the task, and go-delayed's dequeue
+    errors on a stray one and backs its worker off for a second or more."""
+    queue.enqueue(PyTask("m:f"))
+    conn.lpop("q_noti")                  # a worker's BLPOP; its dequeue has not run yet
+    assert queue.requeue_lost() == 0
+    conn.lpop("q")                       # its dequeue
+    assert conn.llen("q_noti") == 0
+
+
+def test_tasks_without_notifications_get_them_once_the_queue_stood_still(conn, queue):
+    """A deficit that outlives a worker's round trip is real (a producer died between its two
+    pushes, a worker died between BLPOP and dequeue): once the head of the queue has not moved
+    for notify_after seconds, a sweep pushes the missing notifications."""
+    conn.rpush("q", *[PyTask("m:f", [i]).serialize() for i in range(3)])
+    assert queue.requeue_lost(notify_after=0.2) == 0        # first seen
+    assert queue.requeue_lost(notify_after=0.2) == 0        # not long enough
+    time.sleep(0.25)
+    assert queue.requeue_lost(notify_after=0.2) == 3
+    assert conn.llen("q_noti") == 3
+    assert queue.requeue_lost(notify_after=0.2) == 0
+
+
+def test_a_moving_queue_is_not_topped_up(conn, queue):
+    """Tasks short of notifications while the head moves are being taken: no top-up yet."""
+    conn.rpush("q", *[PyTask("m:f", [i]).serialize() for i in range(3)])
+    assert queue.requeue_lost(notify_after=0.1) == 0
+    conn.lpop("q")
+    time.sleep(0.15)
+    assert queue.requeue_lost(notify_after=0.1) == 0        # a new head: its clock starts now
+    time.sleep(0.15)
+    assert queue.requeue_lost(notify_after=0.1) == 2
 
 
 def test_requeued_task_runs_after_the_worker_that_held_it_died(conn, queue):

@@ -8,10 +8,12 @@
 -- under a dead id, and that is not a crash.
 -- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] processing hash,
 -- KEYS[4] dead-letter list, KEYS[5] crash counts hash (digest -> "count:last seen"),
--- KEYS[6] our workers sorted set (entries whose keep-alive lapsed are dropped here)
+-- KEYS[6] our workers sorted set (entries whose keep-alive lapsed are dropped here),
+-- KEYS[7] the unnotified marker ("<sha1 of the queue's head>:<unix ms first seen>")
 -- ARGV[1] most crashes a task may cause (0: count nothing, quarantine nothing),
 -- ARGV[2] now (unix seconds), ARGV[3] now (ISO 8601, for records), ARGV[4] queue name,
--- ARGV[5] seconds a crash count is kept after its last crash, ARGV[6] our worker ids' prefix
+-- ARGV[5] seconds a crash count is kept after its last crash, ARGV[6] our worker ids' prefix,
+-- ARGV[7] ms the head of a queue short of notifications must stand still before they are topped up
 -- Returns the number of notifications pushed (go-delayed's return value).
 local max_crashes = tonumber(ARGV[1])
 local now = tonumber(ARGV[2])
@@ -56,7 +58,32 @@ local function bury(task, worker_id, count)
     }))
 end
 
-local count = redis.call('llen', KEYS[1]) - redis.call('llen', KEYS[2])
+-- Unlike go-delayed, top up missing notifications only once the queue's head has stood still
+-- for ARGV[7] ms: a worker between its BLPOP and its dequeue also leaves a task without a
+-- notification, for a round trip, and a notification pushed for that task would wake a
+-- worker with no task behind it (go-delayed's dequeue then errors and backs off 1 s, 2 s, ...).
+local function missing_notifications()
+    local deficit = redis.call('llen', KEYS[1]) - redis.call('llen', KEYS[2])
+    if deficit <= 0 then
+        redis.call('del', KEYS[7])
+        return 0
+    end
+    local clock = redis.call('time')
+    local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+    local head = redis.sha1hex(redis.call('lindex', KEYS[1], 0))
+    local seen, since = string.match(redis.call('get', KEYS[7]) or '', '^(%x+):(%d+)$')
+    if seen ~= head then
+        since = now_ms
+        redis.call('set', KEYS[7], head .. ':' .. now_ms)
+    end
+    if now_ms - tonumber(since) < tonumber(ARGV[7]) then
+        return 0
+    end
+    redis.call('del', KEYS[7])
+    return deficit
+end
+
+local count = missing_notifications()
 local processing = redis.call('hgetall', KEYS[3])
 for i = 1, #processing, 2 do
     local worker_id, task = processing[i], processing[i + 1]

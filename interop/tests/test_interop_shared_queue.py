@@ -39,3 +39,23 @@ def test_go_and_python_workers_share_a_queue_without_go_dequeue_errors(procs, co
     assert ran, "the Go workers ran nothing: the test shows nothing about them"
     for worker in go_workers:
         assert dequeue_errors(worker) == [], worker.err()
+
+
+def test_our_sweeper_leaves_no_stray_notification_for_busy_go_workers(procs, conn):
+    """A busy go-delayed worker spends a round trip of every task between its BLPOP and its
+    dequeue, holding a notification whose task is still in the queue. go-delayed's sweep (and
+    ours, before we changed it) took that for a missing notification and pushed one, which later
+    woke a worker with no task behind it: its dequeue errored and it slept 1 s, 2 s, ... Our
+    sweeper, sweeping all the time here, must push none while the queue moves."""
+    go_workers = [procs.go_worker("q") for _ in range(2)]
+    sweeper = procs.py_sweeper("q", interval="0.01")
+    wait_for(lambda: "sweeping" in sweeper.err(), what="our sweeper to start")
+    queue = Queue("q", conn)
+    for start in range(0, TASKS, 100):  # in bursts, so the drain lasts a few hundred sweeps
+        queue.enqueue_many(GoTask("main.Count", f"t{i}") for i in range(start, start + 100))
+        time.sleep(0.02)
+    wait_for(lambda: len(executions(conn)) == TASKS, timeout=30, what="the Go workers to run every task")
+    time.sleep(1.5)  # a stray notification would be popped within the workers' 200 ms BLPOP
+    assert conn.llen("q_noti") == 0 and conn.llen("q") == 0
+    for worker in go_workers:
+        assert dequeue_errors(worker) == [], worker.err()
