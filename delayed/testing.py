@@ -1,10 +1,24 @@
-"""A throwaway redis-server on a free loopback port, for tests and demos (yours too)."""
+"""A throwaway redis-server on a free loopback port, and a poll-until helper, for tests and demos
+(yours too)."""
 import shutil
 import socket
 import subprocess
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, Callable, List, Optional
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 10, what: str = "condition",
+             interval: float = 0.02) -> Any:
+    """Poll condition until it is truthy and return its value; AssertionError after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
 
 
 def free_port() -> int:

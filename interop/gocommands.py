@@ -1,9 +1,11 @@
 """go-delayed's own worker, producer and sweeper (the commands in interop/cmd/) for Python callers.
 
-The benchmark, the chaos runs and the demo run these beside ours. Each first calls `build()`:
-it builds the commands into interop/bin/ with `go build` (a no-op when they are current) and,
-where Go or go-delayed's module is not available, returns the reason in one line instead of
-raising, so the caller can say so and go on without them.
+The live tests, the benchmark, the chaos runs and the demo run these beside ours. Each first
+calls `build()`: it builds the commands into interop/bin/ with `go build` (a no-op when they are
+current) and, where Go or go-delayed's module is not available, returns the reason in one line
+instead of raising, so the caller can say so and go on without them.
+`python -m interop.gocommands` does the same for interop/run: exit status 3 and the reason on
+stdout when Go or go-delayed is missing.
 
 Import it with the repository root on sys.path: `from interop import gocommands`.
 """
@@ -11,6 +13,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import IO, List, Optional
 from urllib.parse import urlsplit
@@ -22,20 +25,35 @@ MODULE = "github.com/yizhisec/go-delayed"
 
 
 def build(timeout: float = 300) -> Optional[str]:
-    """Build the commands into interop/bin/; None when they are ready, else why they are not."""
+    """Build the commands into interop/bin/ (a no-op when they are current).
+
+    None when they are ready; the reason, in one line, when Go is missing or go-delayed's module
+    does not resolve on this machine. Raises RuntimeError when our own commands do not compile:
+    that is a bug to fix, not a tool to do without.
+    """
     go = shutil.which("go")
     if go is None:
         return "Go is not installed (no `go` on the PATH)"
-    argv = [go, "build", "-o", str(BIN) + "/", *(f"./cmd/{name}" for name in COMMANDS)]
     try:
-        done = subprocess.run(argv, cwd=INTEROP, capture_output=True, text=True, timeout=timeout)
+        resolved = _go(go, ["build", MODULE + "/delayed"], timeout)
+        if resolved.returncode:
+            return f"{MODULE} does not resolve on this machine: {_first_error(resolved.stderr)}"
+        built = _go(go, ["build", "-o", str(BIN) + "/", *(f"./cmd/{name}" for name in COMMANDS)], timeout)
     except subprocess.TimeoutExpired:
         return f"`go build` in interop/ took over {timeout:.0f} s (fetching {MODULE}?)"
-    if done.returncode:
-        last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1].strip()
-        what = f"{MODULE} does not resolve" if MODULE in done.stderr else "`go build` in interop/ failed"
-        return f"{what}: {last}"
+    if built.returncode:
+        raise RuntimeError(f"interop/cmd does not build:\n{built.stderr}")
     return None
+
+
+def _go(go: str, args: List[str], timeout: float) -> "subprocess.CompletedProcess[str]":
+    return subprocess.run([go, *args], cwd=INTEROP, capture_output=True, text=True, timeout=timeout)
+
+
+def _first_error(stderr: str) -> str:
+    """go's first line that is not progress ("go: downloading ...")."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip() and "downloading" not in line]
+    return lines[0] if lines else "no message"
 
 
 def path(name: str) -> str:
@@ -85,3 +103,15 @@ def version() -> str:
     dep = re.search(re.escape(MODULE) + r"\s+(\S+)", out)
     commit = dep.group(1).rsplit("-", 1)[-1][:7] if dep else "?"
     return f"{commit} ({toolchain.group(1) if toolchain else 'go ?'})"
+
+
+def main() -> int:
+    reason = build()
+    if reason:
+        print(reason)
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -2,15 +2,14 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
-from typing import Callable, List
+from typing import List
 
 import pytest
 import redis
 
 from delayed import Worker
-from delayed.testing import RedisServer
+from delayed.testing import RedisServer, wait_for  # noqa: F401  (tests import wait_for from here)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,18 +47,6 @@ def run_worker(queue):
         worker.stop()
         thread.join(10)
         assert not thread.is_alive()
-
-
-def wait_for(condition: Callable[[], object], timeout: float = 10, what: str = "condition"):
-    """Poll condition until it is truthy; fail the test if it is not within timeout seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
 
 
 def results(client: redis.Redis) -> List[str]:

@@ -3,58 +3,32 @@
 
 Every process a test starts is SIGKILLed at teardown if still running; stdout and stderr go to
 files in the test's tmp_path, so tests read go-delayed's log without pipes that could fill up.
-The Go commands are built here with `go build` (cached), unless DELAYED_INTEROP_BIN names a
-directory where `make interop` already built them.
+The Go commands are built by interop/gocommands.py (a no-op when current), as for the bench,
+the chaos runs and the demo.
 """
 import json
 import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Dict, List, Optional
 
 import pytest
 import redis
 
-from delayed.testing import RedisServer
+from delayed.testing import RedisServer, wait_for  # noqa: F401  (the tests import wait_for from here)
+from interop import gocommands
 
 ROOT = Path(__file__).resolve().parents[2]
-INTEROP = ROOT / "interop"
-COMMANDS = ("goworker", "goproducer", "gosweeper")
-
-
-def wait_for(condition: Callable[[], object], timeout: float = 10, what: str = "condition", interval: float = 0.02):
-    """Poll condition until it is truthy and return its value; fail the test after timeout seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
 
 
 @pytest.fixture(scope="session")
-def go_bin(tmp_path_factory) -> Path:
-    """The directory holding the three Go commands, built now unless make built them."""
-    prebuilt = os.environ.get("DELAYED_INTEROP_BIN")
-    if prebuilt:
-        directory = Path(prebuilt)
-        if not directory.is_absolute():
-            directory = ROOT / directory
-    else:
-        directory = tmp_path_factory.mktemp("bin")
-        build = subprocess.run(["go", "build", "-o", str(directory) + "/", *(f"./cmd/{c}" for c in COMMANDS)],
-                               cwd=INTEROP, capture_output=True, text=True)
-        if build.returncode != 0:
-            pytest.exit(f"cannot build the Go commands (make interop explains a missing Go):\n{build.stderr}", 2)
-    missing = [c for c in COMMANDS if not (directory / c).exists()]
-    if missing:
-        pytest.exit(f"{directory} lacks {missing}", 2)
-    return directory
+def go_bin() -> None:
+    """go-delayed's commands, built; the session ends at once, saying why, where they cannot be."""
+    reason = gocommands.build()
+    if reason:
+        pytest.exit(f"the live interop tests need Go and go-delayed ({reason}); make interop says so and passes", 2)
 
 
 @pytest.fixture(scope="session")
@@ -115,9 +89,8 @@ class GoWorker(Proc):
 class Procs:
     """Starts the processes of one test; kills whatever still runs at teardown."""
 
-    def __init__(self, go_bin: Path, redis_url: str, directory: Path) -> None:
-        self.go_bin, self.redis_url, self.directory = go_bin, redis_url, directory
-        self.address = redis_url.split("//")[1].split("/")[0]
+    def __init__(self, redis_url: str, directory: Path) -> None:
+        self.redis_url, self.directory = redis_url, directory
         self.started: List[Proc] = []
         self._count = 0
 
@@ -138,10 +111,9 @@ class Procs:
                   wait_for_event: str = "online") -> GoWorker:
         """A goworker on queue, returned once it is online (its keep-alive key exists), or
         once it printed wait_for_event ("starting": before Run)."""
-        worker = self.start("goworker", [
-            str(self.go_bin / "goworker"), "-redis", self.address, "-queue", queue,
-            "-keep-alive-timeout", keep_alive_timeout, "-keep-alive-duration", keep_alive_duration,
-            "-dequeue-timeout", dequeue_timeout, *flags], cls=GoWorker)
+        worker = self.start("goworker", gocommands.worker_argv(
+            self.redis_url, queue, "-keep-alive-timeout", keep_alive_timeout,
+            "-keep-alive-duration", keep_alive_duration, "-dequeue-timeout", dequeue_timeout, *flags), cls=GoWorker)
         seen = wait_for(lambda: [e for e in worker.events() if e.get("event") == wait_for_event]
                         or not worker.alive(), what=f"goworker {wait_for_event}")
         assert worker.alive(), f"goworker exited: {worker.err()}"
@@ -150,18 +122,17 @@ class Procs:
 
     def go_producer(self, *flags: str, queue: str = "q") -> dict:
         """Run goproducer to completion; its JSON summary."""
-        done = subprocess.run([str(self.go_bin / "goproducer"), "-redis", self.address, "-queue", queue, *flags],
+        done = subprocess.run(gocommands.producer_argv(self.redis_url, queue, *flags),
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout.splitlines()[-1])
 
     def go_sweeper(self, *queues: str, interval: str = "200ms") -> Proc:
-        return self.start("gosweeper", [str(self.go_bin / "gosweeper"), "-redis", self.address,
-                                        "-queues", ",".join(queues or ("q",)), "-interval", interval])
+        return self.start("gosweeper", gocommands.sweeper_argv(self.redis_url, list(queues or ("q",)),
+                                                               "-interval", interval))
 
     def go_sweep_once(self, *queues: str) -> List[dict]:
-        done = subprocess.run([str(self.go_bin / "gosweeper"), "-redis", self.address,
-                               "-queues", ",".join(queues or ("q",)), "-once"],
+        done = subprocess.run(gocommands.sweeper_argv(self.redis_url, list(queues or ("q",)), "-once"),
                               capture_output=True, text=True, timeout=30)
         assert done.returncode == 0, done.stderr
         return [json.loads(line) for line in done.stdout.splitlines()]
@@ -194,7 +165,7 @@ class Procs:
 
 @pytest.fixture
 def procs(go_bin, redis_server, conn, tmp_path) -> Procs:
-    manager = Procs(go_bin, redis_server.url, tmp_path)
+    manager = Procs(redis_server.url, tmp_path)
     yield manager
     manager.kill_all()
 

@@ -16,7 +16,9 @@ import pytest
 
 from delayed.queue import Queue
 
-from conftest import INTEROP, ROOT, go_results, wait_for
+from interop import gocommands
+
+from conftest import ROOT, go_results, wait_for
 
 HEADING = "## Working with Go"
 
@@ -106,13 +108,13 @@ def test_readme_go_block_enqueues_pytasks_our_worker_runs(procs, conn, redis_ser
     tasks.py defining add(a, b) and greet(name) then runs both calls with those arguments."""
     if shutil.which("go") is None:
         pytest.skip("'go' is not on the PATH (make interop says so too)")
-    source = with_address(readme_block("go"), '"127.0.0.1:6379"', f'"{procs.address}"')
-    example = INTEROP / "bin" / "readme_example"
+    source = with_address(readme_block("go"), '"127.0.0.1:6379"', f'"{gocommands.redis_address(procs.redis_url)}"')
+    example = gocommands.BIN / "readme_example"
     shutil.rmtree(example, ignore_errors=True)
     example.mkdir(parents=True)
     (example / "main.go").write_text(GO_MAIN % "".join(f"\t{line}\n" for line in source.splitlines()))
-    run = subprocess.run(["go", "run", "./bin/readme_example"], cwd=INTEROP, capture_output=True, text=True,
-                         timeout=300)
+    run = subprocess.run(["go", "run", "./bin/readme_example"], cwd=gocommands.INTEROP, capture_output=True,
+                         text=True, timeout=300)
     assert run.returncode == 0, f"{example / 'main.go'}:\n{run.stderr}"
     assert Queue("py", conn).len() == 2
 
