@@ -45,3 +45,16 @@ def test_go_pytask_with_struct_kwargs_is_dead_lettered_and_the_worker_goes_on(pr
     assert (record["reason"], record["func"]) == ("malformed", "tests.tasks:record")
     assert "array" in record["error"] and "struct" in record["error"], record["error"]
     assert worker.alive()
+
+
+def test_go_delayed_gotask_with_a_nil_argument_is_read_as_a_gotask(procs, conn):
+    """NewGoTask(path, nil) writes [path, nil], no payload at all. Our worker must see a GoTask
+    (dead letter reason go_task: only a go-delayed worker can run it), not a PyTask naming a
+    function it does not allow."""
+    worker = procs.py_worker("q")
+    procs.go_producer("-func", "main.Int", "-args", "null")
+    procs.go_producer("-kind", "py", "-func", "tests.tasks:record", "-args", '["after"]')
+    wait_for(lambda: py_results(conn), what="the task after the GoTask to run")
+    [record] = [json.loads(r) for r in conn.lrange("q_dead", 0, -1)]
+    assert (record["reason"], record["func"]) == ("go_task", "main.Int"), record
+    assert worker.alive()
