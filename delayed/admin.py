@@ -1,7 +1,7 @@
 """What `python -m delayed` shows and does: queue counts, dead letters, scheduled tasks, workers."""
 import datetime
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple, cast
 
 import redis
 
@@ -11,6 +11,7 @@ from .keys import DEAD_SUFFIX, NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_SUFFIX,
 from .task import decode_task
 
 Row = Dict[str, Any]
+# Replies are cast to what a connection that does not decode responses returns (ours never do).
 
 
 def queue_names(conn: redis.Redis) -> List[str]:
@@ -26,7 +27,10 @@ def stats(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
     """Per queue: tasks pending, held by workers, scheduled, dead; our live workers."""
     with conn.pipeline(transaction=False) as pipe:
         for keys in map(QueueKeys.of, names):
-            pipe.llen(keys.name).hlen(keys.processing).zcard(keys.scheduled).llen(keys.dead)
+            pipe.llen(keys.name)
+            pipe.hlen(keys.processing)
+            pipe.zcard(keys.scheduled)
+            pipe.llen(keys.dead)
             pipe.zcount(keys.workers, time.time(), "+inf")
         counts = pipe.execute()
     fields = ("pending", "processing", "scheduled", "dead", "workers")
@@ -38,9 +42,10 @@ def workers(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
     now = time.time()
     rows = []
     for keys in map(QueueKeys.of, names):
-        held = [field.decode() for field in conn.hkeys(keys.processing)]
-        for worker_id, expires in conn.zrangebyscore(keys.workers, now, "+inf", withscores=True):
-            worker_id = worker_id.decode()
+        held = [field.decode() for field in cast(List[bytes], conn.hkeys(keys.processing))]
+        live = cast(List[Tuple[bytes, float]], conn.zrangebyscore(keys.workers, now, "+inf", withscores=True))
+        for member, expires in live:
+            worker_id = member.decode()
             rows.append({"queue": keys.name, "worker": worker_id, "expires_in": round(expires - now, 1),
                          "holding": sum(field.startswith(worker_id) for field in held)})
     return rows
@@ -56,14 +61,14 @@ def _describe(blob: bytes) -> str:
 
 def dead_letters(conn: redis.Redis, name: str, start: int = 0, count: int = 20) -> List[Row]:
     """Dead-letter records from index start (oldest first), parsed, with their index."""
-    records = conn.lrange(QueueKeys.of(name).dead, start, start + count - 1)
+    records = cast(List[bytes], conn.lrange(QueueKeys.of(name).dead, start, start + count - 1))
     return [{"index": start + i, **dead_letter.parse(record)} for i, record in enumerate(records)]
 
 
 def requeue_dead(conn: redis.Redis, name: str, indexes: Optional[Sequence[int]] = None) -> int:
     """Move dead letters (those at indexes, or all) back into the queue; returns how many moved."""
     keys = QueueKeys.of(name)
-    records = conn.lrange(keys.dead, 0, -1)
+    records = cast(List[bytes], conn.lrange(keys.dead, 0, -1))
     chosen = records if indexes is None else [records[i] for i in indexes if 0 <= i < len(records)]
     args = [item for record in chosen for item in (record, dead_letter.parse(record)["task"])]
     if not args:
@@ -75,13 +80,16 @@ def purge_dead(conn: redis.Redis, name: str) -> int:
     """Delete every dead letter of the queue; returns how many there were."""
     dead = QueueKeys.of(name).dead
     with conn.pipeline(transaction=True) as pipe:
-        count, _ = pipe.llen(dead).delete(dead).execute()
+        pipe.llen(dead)
+        pipe.delete(dead)
+        count, _ = pipe.execute()
     return count
 
 
 def scheduled(conn: redis.Redis, name: str, count: int = 20) -> List[Row]:
     """The next tasks to become due: when, and what."""
-    members = conn.zrange(QueueKeys.of(name).scheduled, 0, count - 1, withscores=True)
+    members = cast(List[Tuple[bytes, float]],
+                   conn.zrange(QueueKeys.of(name).scheduled, 0, count - 1, withscores=True))
     return [{"due": datetime.datetime.fromtimestamp(due, datetime.timezone.utc).isoformat(timespec="seconds"),
              "task": _describe(member[8:])} for member, due in members]
 

@@ -4,7 +4,7 @@ import datetime
 import hashlib
 import os
 import time
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union, cast
 
 import redis
 import redis.asyncio
@@ -169,7 +169,7 @@ class Queue:
         if not self.conn.blpop([self.keys.noti], self.dequeue_timeout):
             return None
         return self._scripts["dequeue"](
-            keys=(self.keys.name, self.keys.processing), args=(worker_id or self.worker_id,)
+            keys=(self.keys.name, self.keys.processing), args=(self._id(worker_id),)
         )
 
     def claim_batch(self, release_ids: Sequence[str], claim_ids: Sequence[str]) -> List[Tuple[str, bytes]]:
@@ -210,7 +210,7 @@ class Queue:
         Needs no fence: a processing field belongs to one worker id, and the only
         other writer, a sweeper, deletes it; releasing a field it took does nothing.
         """
-        self.conn.hdel(self.keys.processing, worker_id or self.worker_id)
+        self.conn.hdel(self.keys.processing, self._id(worker_id))
 
     def requeue(self, claimed: bytes, blob: bytes, worker_id: Optional[str] = None) -> bool:
         """Enqueue blob (a retry of the held task) and release the held task, atomically.
@@ -219,7 +219,7 @@ class Queue:
         """
         return bool(self._scripts["requeue"](
             keys=(self.keys.name, self.keys.noti, self.keys.processing),
-            args=(worker_id or self.worker_id, claimed, blob),
+            args=(self._id(worker_id), claimed, blob),
         ))
 
     def reschedule(self, claimed: bytes, blob: bytes, due: float, worker_id: Optional[str] = None) -> bool:
@@ -228,19 +228,19 @@ class Queue:
         [member] = _scheduled((blob,), due)
         return bool(self._scripts["reschedule"](
             keys=(self.keys.processing, self.keys.scheduled),
-            args=(worker_id or self.worker_id, claimed, due, member),
+            args=(self._id(worker_id), claimed, due, member),
         ))
 
     def bury(self, claimed: bytes, record: bytes, worker_id: Optional[str] = None) -> bool:
         """Append a dead-letter record and release the held task, atomically; fenced as requeue."""
         return bool(self._scripts["bury"](
-            keys=(self.keys.dead, self.keys.processing), args=(worker_id or self.worker_id, claimed, record)
+            keys=(self.keys.dead, self.keys.processing), args=(self._id(worker_id), claimed, record)
         ))
 
     def try_online(self, worker_ids: Optional[Sequence[str]] = None) -> bool:
         """Claim the ids' keep-alive keys with SET NX, and list the worker in <name>_workers;
         False if a live worker already had one of the ids."""
-        ids = worker_ids or (self.worker_id,)
+        ids = worker_ids or (self._id(None),)
         with self.conn.pipeline(transaction=False) as pipe:
             for worker_id in ids:
                 pipe.set(worker_id, 1, px=self._keep_alive_ms, nx=True)
@@ -249,7 +249,7 @@ class Queue:
 
     def keep_alive(self, worker_ids: Optional[Sequence[str]] = None) -> None:
         """Refresh the ids' keep-alive keys and the worker's entry in <name>_workers."""
-        ids = worker_ids or (self.worker_id,)
+        ids = worker_ids or (self._id(None),)
         with self.conn.pipeline(transaction=False) as pipe:
             for worker_id in ids:
                 pipe.set(worker_id, 1, px=self._keep_alive_ms)
@@ -258,11 +258,18 @@ class Queue:
 
     def go_offline(self, worker_ids: Optional[Sequence[str]] = None) -> None:
         """Delete the ids' keep-alive keys (they hold nothing and are leaving) and the worker's entry."""
-        ids = worker_ids or (self.worker_id,)
+        ids = worker_ids or (self._id(None),)
         with self.conn.pipeline(transaction=False) as pipe:
             pipe.delete(*ids)
             pipe.zrem(self.keys.workers, ids[0])
             pipe.execute()
+
+    def _id(self, worker_id: Optional[str]) -> str:
+        """worker_id, else the queue's; a worker method called with neither is a bug, said plainly."""
+        chosen = worker_id or self.worker_id
+        if chosen is None:
+            raise ValueError("no worker id: pass one, or set queue.worker_id (Worker sets it)")
+        return chosen
 
     @property
     def _keep_alive_ms(self) -> int:
@@ -295,7 +302,7 @@ class Queue:
 
     def dead_letters(self, start: int = 0, end: int = -1) -> List[bytes]:
         """Raw dead-letter records (JSON), oldest first; see delayed.dead_letter.parse."""
-        return self.conn.lrange(self.keys.dead, start, end)
+        return cast(List[bytes], self.conn.lrange(self.keys.dead, start, end))  # replies are never decoded
 
 
 class AsyncQueue:

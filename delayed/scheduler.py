@@ -11,7 +11,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass
-from typing import Dict, Optional, Sequence, Union
+from typing import Dict, Optional, Sequence, Union, cast
 
 import croniter
 import redis
@@ -41,7 +41,7 @@ class Periodic:
     every: Optional[float] = None
     missed: str = "skip"
     grace: float = 60.0
-    name: Optional[str] = None
+    name: str = ""
 
     def __post_init__(self) -> None:
         if isinstance(self.task, str):
@@ -55,6 +55,10 @@ class Periodic:
         if self.missed not in ("skip", "once"):
             raise ValueError(f"{self.task.func_path}: missed must be 'skip' or 'once', got {self.missed!r}")
         self.name = self.name or f"{self.queue}:{self.task.func_path}:{self.cron or self.every}"
+
+    def blob(self) -> bytes:
+        """The task's bytes (a func path given as the task is a PyTask by now)."""
+        return cast(Union[PyTask, GoTask], self.task).serialize()
 
     def last_tick(self, now: float) -> float:
         """The latest tick at or before now (unix seconds)."""
@@ -87,7 +91,7 @@ class Scheduler:
             run = entry.missed == "once" or now - tick <= entry.grace
             keys = QueueKeys.of(entry.queue)
             if self._script(keys=(PERIODIC_KEY, keys.name, keys.noti),
-                            args=(entry.name, repr(tick), entry.task.serialize(), int(run))):
+                            args=(entry.name, repr(tick), entry.blob(), int(run))):
                 logger.info("%s: tick %s %s", entry.name, repr(tick), "enqueued" if run else "missed, skipped")
                 enqueued += run
             self._seen[entry.name] = tick

@@ -3,7 +3,7 @@ import logging
 import os
 import signal
 import threading
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, List
 
 logger = logging.getLogger(__name__)
 
@@ -18,7 +18,7 @@ def stop_gracefully_then_at_once(stop: Callable[[], Any], what: str) -> Handlers
     Does nothing outside the main thread, where Python cannot take signals.
     Returns the handlers it replaced, for restore().
     """
-    received = []
+    received: List[int] = []
 
     def handle(signum: int, frame: Any) -> None:
         if received:
@@ -40,7 +40,7 @@ def stop_gracefully_once(stop: Callable[[], Any], what: str) -> None:
     so a signal that reaches both it and us (a process-group kill) counts once.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    received = []
+    received: List[int] = []
 
     def handle(signum: int, frame: Any) -> None:
         if not received:

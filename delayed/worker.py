@@ -10,7 +10,7 @@ import logging
 import threading
 import time
 import traceback
-from typing import Any, Callable, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Iterable, List, Optional, Tuple, Union
 
 import redis
 
@@ -55,7 +55,7 @@ class Worker:
     def __init__(
         self,
         queue: Queue,
-        allow: Optional[Iterable[Allowed]] = None,
+        allow: Union[None, FunctionRegistry, Iterable[Allowed]] = None,
         keep_alive_interval: float = 15,
         batch: int = DEFAULT_BATCH,
         time_limit: Optional[float] = None,
