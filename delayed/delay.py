@@ -1,24 +1,89 @@
-"""The `delayed(queue)` decorator of keakon/delayed 1.x: `f.delay(*args, **kwargs)` enqueues a call of f."""
-import functools
-from typing import Any, Callable, Optional
+"""The `delayed(queue)` decorator of keakon/delayed 1.x: `f.delay(*args, **kwargs)` enqueues a call of f.
 
-from .queue import Queue
+On an AsyncQueue, `f.delay` is a coroutine function: `await f.delay(1, 2)`.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Optional, TypeVar, Union, cast, overload
+
+from .queue import AsyncQueue, Queue
 from .task import PyTask
 
+if TYPE_CHECKING:
+    from typing_extensions import ParamSpec, Protocol
 
-def delayed(queue: Queue) -> Callable[..., Any]:
+    P = ParamSpec("P")
+    R = TypeVar("R")
+    R_co = TypeVar("R_co", covariant=True)
+
+    class DelayedFunction(Protocol[P, R_co]):
+        """The decorated function: called, it runs here and now; `.delay()` enqueues the call."""
+
+        def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
+
+        def delay(self, *args: P.args, **kwargs: P.kwargs) -> None: ...
+
+    class AsyncDelayedFunction(Protocol[P, R_co]):
+        """The same on an AsyncQueue: `await f.delay(...)` enqueues the call."""
+
+        def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
+
+        def delay(self, *args: P.args, **kwargs: P.kwargs) -> Coroutine[Any, Any, None]: ...
+
+    class Decorator(Protocol):
+        @overload
+        def __call__(self, func: Callable[P, R], *, retry: int = 0) -> DelayedFunction[P, R]: ...
+
+        @overload
+        def __call__(self, func: None = None, *, retry: int = 0) -> Callable[[Callable[P, R]], DelayedFunction[P, R]]: ...
+
+    class AsyncDecorator(Protocol):
+        @overload
+        def __call__(self, func: Callable[P, R], *, retry: int = 0) -> AsyncDelayedFunction[P, R]: ...
+
+        @overload
+        def __call__(
+            self, func: None = None, *, retry: int = 0
+        ) -> Callable[[Callable[P, R]], AsyncDelayedFunction[P, R]]: ...
+
+
+@overload
+def delayed(queue: AsyncQueue) -> AsyncDecorator: ...
+
+
+@overload
+def delayed(queue: Queue) -> Decorator: ...
+
+
+def delayed(queue: Union[Queue, AsyncQueue]) -> Union[Decorator, AsyncDecorator]:
     """Returns a decorator, usable bare (`@d`) or with options (`@d(retry=3)`).
 
     The decorated function is returned unchanged, with a `delay` method added;
-    calling the function still runs it here and now.
+    calling the function still runs it here and now. On a Queue, `f.delay(*args, **kwargs)`
+    enqueues the call; on an AsyncQueue (any queue whose enqueue is a coroutine function),
+    `f.delay` is a coroutine function: `await f.delay(*args, **kwargs)`.
     """
+    asynchronous = inspect.iscoroutinefunction(queue.enqueue)
 
     def decorate(func: Optional[Callable[..., Any]] = None, *, retry: int = 0) -> Any:
         if func is None:
             return functools.partial(decorate, retry=retry)
+        task_func = func
 
-        def delay(*args: Any, **kwargs: Any) -> None:
-            queue.enqueue(PyTask(func, args, kwargs, retry))
+        if asynchronous:
+            async_queue = cast(AsyncQueue, queue)
+
+            async def delay_async(*args: Any, **kwargs: Any) -> None:
+                await async_queue.enqueue(PyTask(task_func, args, kwargs, retry))
+
+            delay: Callable[..., Any] = delay_async
+        else:
+            def delay_sync(*args: Any, **kwargs: Any) -> None:
+                queue.enqueue(PyTask(task_func, args, kwargs, retry))
+
+            delay = delay_sync
 
         func.delay = functools.wraps(func)(delay)  # type: ignore[attr-defined]
         return func
