@@ -1,10 +1,15 @@
 """Connecting to Redis, and riding out the times it cannot be reached."""
+import asyncio
+import copy
 import logging
 import threading
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Optional, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
+import redis.asyncio
+import redis.asyncio.cluster
+import redis.cluster
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
@@ -26,6 +31,113 @@ def connect(url: str, **options: Any) -> redis.Redis:
         settings["socket_keepalive"] = True  # TCP only: redis-py's unix socket connection refuses it
     settings.update(options)
     return redis.Redis.from_url(url, **settings)
+
+
+NO_RESEND = Retry(NoBackoff(), 0)
+"""The retry policy of a connection while a queue holds it: a command is sent once."""
+
+
+class _Lending:
+    """Lends a pool's connections with NO_RESEND as their retry policy, and puts each one's own back
+    before it returns to the pool. A connection is the borrower's alone between the two (that is
+    the pool's contract), so no other user of the pool ever sees the swap."""
+
+    def __init__(self, pool: Any) -> None:
+        self._pool = pool
+        self._own: Dict[Any, Any] = {}
+
+    def lend(self, connection: Any) -> Any:
+        self._own[connection] = connection.retry
+        connection.retry = NO_RESEND
+        return connection
+
+    def take_back(self, connection: Any) -> None:
+        own = self._own.pop(connection, None)
+        if own is not None and connection.retry is NO_RESEND:  # else someone called set_retry meanwhile
+            connection.retry = own
+
+    def __getattr__(self, name: str) -> Any:  # everything else is the pool's own
+        return getattr(self._pool, name)
+
+    def __repr__(self) -> str:
+        return f"<sent once: {self._pool!r}>"
+
+
+class _LendingPool(_Lending):
+    def get_connection(self, *args: Any, **kwargs: Any) -> Any:
+        return self.lend(self._pool.get_connection(*args, **kwargs))  # connected with the pool's retries
+
+    def release(self, connection: Any) -> None:
+        self.take_back(connection)
+        self._pool.release(connection)
+
+
+class _AsyncLendingPool(_Lending):
+    async def get_connection(self, *args: Any, **kwargs: Any) -> Any:
+        return self.lend(await self._pool.get_connection(*args, **kwargs))
+
+    async def release(self, connection: Any) -> None:
+        self.take_back(connection)
+        await self._pool.release(connection)
+
+
+Client = TypeVar("Client", redis.Redis, redis.asyncio.Redis)
+
+
+def _view(client: Client, pool: _Lending, new_lock: Callable[[], Any]) -> Client:
+    """A shallow copy of client (its class, so a subclass's overrides stay, and its settings) on
+    pool, owning its mutable parts: never a single connection of its own, never closing the pool."""
+    view = copy.copy(client)
+    view.connection_pool = pool  # type: ignore[assignment]
+    view.connection = None
+    view.auto_close_connection_pool = False
+    view.response_callbacks = copy.copy(client.response_callbacks)
+    for flag in ("_single_connection_client", "single_connection_client"):  # sync, asyncio
+        if hasattr(view, flag):
+            setattr(view, flag, False)
+    for lock in ("single_connection_lock", "_single_conn_lock", "_usage_lock"):
+        if hasattr(view, lock):
+            setattr(view, lock, new_lock())
+    if hasattr(view, "_usage_counter"):
+        view._usage_counter = 0
+    return view
+
+
+def _refuse_resending_cluster(client: Any) -> None:
+    """A cluster client retries at its own level, outside any pool: it must come with none."""
+    if isinstance(client, (redis.cluster.RedisCluster, redis.asyncio.cluster.RedisCluster)):
+        retry = getattr(client, "retry", None)
+        if retry is not None and retry.get_retries() != 0:
+            raise TypeError(
+                "this RedisCluster resends a command whose reply was lost, which could enqueue a task twice: "
+                "create it with retry=Retry(NoBackoff(), 0)"
+            )
+
+
+def sent_once(client: redis.Redis) -> redis.Redis:
+    """A client on client's own connection pool that never resends a command.
+
+    redis-py resends a command after a connection error or timeout when its connections have a
+    retry policy (since redis-py 6, `redis.Redis()` gives them one by default: 10 retries in 8.1), though Redis may have applied it and only the reply was lost:
+    an enqueue would land twice, a unique enqueue would find its own lock. The retry policy
+    lives on each pooled connection (from the pool's connection_kwargs), so the client returned
+    here borrows the same connections, with their retries off only while it holds one: the
+    caller's client, its pool and its settings (Sentinel, TLS, limits) are used as they are, and
+    its own commands keep its retries. Connecting still follows them (a connect sends nothing).
+    A command whose reply is lost raises ConnectionError or TimeoutError: it may have landed.
+    """
+    if isinstance(client, redis.Redis):
+        return _view(client, _LendingPool(client.connection_pool), threading.RLock)
+    _refuse_resending_cluster(client)
+    return client
+
+
+def sent_once_async(client: redis.asyncio.Redis) -> redis.asyncio.Redis:
+    """sent_once for a redis.asyncio client."""
+    if isinstance(client, redis.asyncio.Redis):
+        return _view(client, _AsyncLendingPool(client.connection_pool), asyncio.Lock)
+    _refuse_resending_cluster(client)
+    return client
 
 
 def redacted(url: str) -> str:

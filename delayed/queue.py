@@ -10,6 +10,7 @@ import redis
 import redis.asyncio
 
 from . import scripts
+from .connection import sent_once, sent_once_async
 from .errors import DuplicateTaskError, TaskTooLargeError
 from .keys import WORKER_ID_PREFIX, QueueKeys
 from .task import GoTask, PyTask
@@ -92,6 +93,12 @@ def _stage_push(pipe: Any, keys: QueueKeys, blobs: Sequence[bytes]) -> None:
 class Queue:
     """A go-delayed queue on a redis-py connection (drop-in for keakon/delayed 1.x's Queue).
 
+    conn: a redis.Redis (any pool: Sentinel, TLS, your own). The queue sends its commands on
+    conn's connection pool, each exactly once: redis-py's retries would resend a command whose
+    reply was lost and enqueue a task twice (see connection.sent_once); conn itself is left as
+    it is. self.conn is the client the queue uses. A call that raises ConnectionError or
+    TimeoutError may or may not have been applied.
+
     dequeue_timeout: seconds a worker blocks waiting for a notification.
     keep_alive_timeout: seconds a worker's keep-alive key lives without a refresh.
     worker_id: the id of the worker using this queue; set by Worker, used by
@@ -107,12 +114,12 @@ class Queue:
         max_task_size: int = DEFAULT_MAX_TASK_SIZE,
     ) -> None:
         self.keys = QueueKeys.of(name)
-        self.conn = conn
+        self.conn = sent_once(conn)
         self.dequeue_timeout = dequeue_timeout
         self.keep_alive_timeout = keep_alive_timeout
         self.max_task_size = max_task_size
         self.worker_id: Optional[str] = None
-        self._scripts = scripts.register(conn)
+        self._scripts = scripts.register(self.conn)
 
     @property
     def name(self) -> str:
@@ -306,15 +313,16 @@ class Queue:
 
 
 class AsyncQueue:
-    """The producer side of Queue for asyncio code, on a redis.asyncio connection."""
+    """The producer side of Queue for asyncio code, on a redis.asyncio connection, whose
+    commands it sends exactly once, as Queue does."""
 
     def __init__(
         self, name: str, conn: redis.asyncio.Redis, max_task_size: int = DEFAULT_MAX_TASK_SIZE
     ) -> None:
         self.keys = QueueKeys.of(name)
-        self.conn = conn
+        self.conn = sent_once_async(conn)
         self.max_task_size = max_task_size
-        self._scripts = scripts.register(conn)
+        self._scripts = scripts.register(self.conn)
 
     @property
     def name(self) -> str:
