@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from delayed import PyTask, Queue, Worker
 from delayed.dead_letter import REASONS, parse
 from delayed.errors import MalformedTaskError
+from delayed.holding import Bury, Release
 from delayed.task import GoTask, decode_task
 
 from .conftest import results, wait_for
@@ -43,12 +44,12 @@ def test_decoding_anything_gives_a_task_or_a_malformed_task_error(blob):
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_the_worker_settles_anything_without_raising(conn, blob):
     worker = Worker(Queue("fuzz", conn), ["tests.tasks"])
-    action, data = worker.execute(blob)
-    if action == "bury":
-        entry = parse(data[0])
+    settlement = worker.execute(blob)
+    if isinstance(settlement, Bury):
+        entry = parse(settlement.record)
         assert entry["reason"] in REASONS and entry["task"] == blob and "\n" not in entry["error"]
     else:
-        assert action == "release"  # a random blob that names record() with fitting arguments ran
+        assert isinstance(settlement, Release)  # a random blob that names record() with fitting arguments ran
 
 
 @given(st.lists(blobs, min_size=30, max_size=30))

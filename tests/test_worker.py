@@ -203,3 +203,14 @@ def test_a_worker_presumed_dead_does_not_retry_a_task_a_sweeper_requeued(conn, q
     wait_for(lambda: "it no longer holds it" in caplog.text, what="the fenced retry")
     assert conn.lrange("q", 0, -1) == [task.serialize()]  # one copy, the sweeper's; no retry added
     assert conn.hlen("q_processing") == 0 and not conn.exists("q_dead")
+
+
+def test_two_workers_on_one_queue_hold_their_own_ids_and_leave_the_queues_alone(conn, queue, run_worker):
+    queue.enqueue_many([PyTask(tasks.record, [i]) for i in range(200)])
+    first, second = run_worker(), run_worker()
+    wait_for(lambda: first.id and second.id and conn.exists(first.id, second.id) == 2, what="both online")
+    wait_for(lambda: conn.llen("results") == 200, what="200 tasks")
+    assert first.id != second.id and not set(first.ids) & set(second.ids)
+    assert queue.worker_id is None  # the producers' (and keakon's dequeue/release) id is not the workers'
+    wait_for(lambda: drained(conn), what="release")
+    assert sorted(results(conn)) == sorted(repr((i, (), {})) for i in range(200))

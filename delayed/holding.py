@@ -1,0 +1,242 @@
+"""What a running worker holds: its ids, their keep-alive, the tasks it claimed, and how each is settled.
+
+A worker process owns 2 x capacity ids (one random base id, then the same id with -1, -2, ...
+appended), each its own field in <queue>_processing and its own keep-alive key, so any sweeper,
+Python or Go, requeues what a dead worker held. A task is claimed under a free id and stays
+held until it is settled: released (batched into the next claim's round trip), requeued,
+rescheduled or buried (each one fenced script), or given back unstarted.
+
+A claim never uses an id whose release rides in the same round trip, and a claim whose reply
+was lost is sent again with the same ids: so a resent claim re-delivers what the lost one
+claimed (a claim returns what an id already holds) and never releases a task it had just claimed.
+Every Redis command goes through the Queue (the protocol layer).
+"""
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import redis
+
+from .connection import Backoff
+from .keys import new_worker_ids
+from .queue import Queue
+
+logger = logging.getLogger(__name__)
+
+Lock = Tuple[str, str]
+"""A unique task's lock: (unique key, token)."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A task held under one of the worker's ids: the id and the exact blob claimed."""
+
+    worker_id: str
+    blob: bytes
+
+
+class Settlement:
+    """How a held task leaves the worker; apply() sends its one fenced script through the queue.
+
+    lock: the unique lock to release once the task is settled (a task that ended: done or buried).
+    """
+
+    lock: Optional[Lock] = None
+
+    def apply(self, queue: Queue, claim: Claim) -> bool:
+        """Settle the claim; False if the claim's id no longer holds its blob (fenced off)."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Release(Settlement):
+    """The task is done: forget it (batched into the next claim's round trip)."""
+
+    lock: Optional[Lock] = None
+
+    def apply(self, queue: Queue, claim: Claim) -> bool:
+        queue.release(claim.worker_id)
+        return True
+
+
+@dataclass(frozen=True)
+class Requeue(Settlement):
+    """A retry at once: blob goes to the tail of the queue as the held task is released."""
+
+    blob: bytes
+
+    def apply(self, queue: Queue, claim: Claim) -> bool:
+        return queue.requeue(claim.blob, self.blob, claim.worker_id)
+
+
+@dataclass(frozen=True)
+class Reschedule(Settlement):
+    """A retry later: blob waits in the scheduled set until due (unix seconds)."""
+
+    blob: bytes
+    due: float
+
+    def apply(self, queue: Queue, claim: Claim) -> bool:
+        return queue.reschedule(claim.blob, self.blob, self.due, claim.worker_id)
+
+
+@dataclass(frozen=True)
+class Bury(Settlement):
+    """The task cannot or did not run: its dead-letter record goes to <queue>_dead."""
+
+    record: bytes
+    lock: Optional[Lock] = None
+
+    def apply(self, queue: Queue, claim: Claim) -> bool:
+        return queue.bury(claim.blob, self.record, claim.worker_id)
+
+
+class Holding:
+    """A running worker's ids, keep-alive, claims and settlements, on one Queue.
+
+    capacity: the most tasks held at once (the batch size, or the number of slots);
+    the worker owns twice as many ids. stopping: once set, Redis errors while settling
+    give up (the keep-alive keys then expire and a sweeper requeues what is held).
+    Claims, settlements and give-backs may come from several threads: they take a lock.
+    """
+
+    def __init__(self, queue: Queue, capacity: int, stopping: threading.Event) -> None:
+        self.queue = queue
+        self.ids: List[str] = []
+        self._capacity = capacity
+        self._stopping = stopping
+        self._backoff = Backoff(logger, "worker", wait=stopping.wait)
+        self._held: Dict[str, bytes] = {}  # id -> blob, claimed and not yet settled
+        self._finished: List[str] = []  # ids whose task is done, released with the next claim
+        self._unsure: List[str] = []  # the claim ids of a claim whose reply was lost: sent again as they were
+        self._unlocks: List[Lock] = []  # unique tasks that ended: their locks, released after each batch
+        self._abandoned = False  # a settlement gave up at stop: tasks may still be held
+        self._lock = threading.RLock()
+
+    @property
+    def id(self) -> Optional[str]:
+        """The worker's main id (its other ids are this id with -1, -2, ... appended)."""
+        return self.ids[0] if self.ids else None
+
+    @property
+    def held(self) -> int:
+        """How many claimed tasks are not yet settled."""
+        return len(self._held)
+
+    def go_online(self) -> bool:
+        """Take fresh ids (SET NX on each keep-alive key); after a Redis error, fresh ones again
+        (a lost reply may have set the last). True once online."""
+        while True:
+            ids = new_worker_ids(2 * self._capacity)
+            try:
+                if self.queue.try_online(ids):
+                    self.ids = ids
+                    self._backoff.succeeded()
+                    return True
+            except redis.RedisError as exc:
+                self._backoff.failed(exc)
+
+    def keep_alive(self) -> None:
+        """Refresh every id's keep-alive key (raises redis errors: the caller rides them out)."""
+        self.queue.keep_alive(self.ids)
+
+    def go_offline(self) -> None:
+        """Delete the keep-alive keys, unless tasks may still be held: then let them expire for a sweeper."""
+        if self._finished or self._abandoned or self._held or not self.ids:
+            return
+        try:
+            self.queue.go_offline(self.ids)
+        except redis.RedisError as exc:
+            logger.warning("worker %s could not go offline (%s); its keys expire by themselves", self.id, exc)
+        else:
+            logger.info("worker %s offline", self.id)
+
+    def claim(self, count: int, block: bool = True) -> List[Claim]:
+        """Release the finished tasks and claim up to count more, in one round trip; if none
+        came and block, wait up to the queue's dequeue_timeout for one. [] after a Redis error
+        (once the backoff has waited)."""
+        with self._lock:
+            claim_ids = self._claim_ids(count)
+            if not claim_ids:
+                return []
+            try:
+                pairs = self.queue.claim_batch(self._finished, claim_ids)
+                self._finished = []
+                if not pairs and block:  # the queue is empty: block for a notification as go-delayed does
+                    blob = self.queue.claim(claim_ids[0])
+                    pairs = [] if blob is None else [(claim_ids[0], blob)]
+            except redis.RedisError as exc:
+                self._unsure = claim_ids
+                self._backoff.failed(exc)
+                return []
+            self._unsure = []
+            self._backoff.succeeded()
+            claims = [Claim(worker_id, blob) for worker_id, blob in pairs]
+            for claim in claims:
+                self._held[claim.worker_id] = claim.blob
+            return claims
+
+    def _claim_ids(self, count: int) -> List[str]:
+        busy = set(self._held).union(self._finished)
+        extra = [worker_id for worker_id in self.ids if worker_id not in busy and worker_id not in self._unsure]
+        return self._unsure + extra[:max(0, count - len(self._unsure))]
+
+    def settle(self, claim: Claim, settlement: Settlement) -> None:
+        """Settle a claimed task: a release waits for the next claim's round trip; anything else
+        is its own fenced script, retried through Redis outages until it lands or we stop."""
+        with self._lock:
+            if settlement.lock is not None:
+                self._unlocks.append(settlement.lock)
+            if isinstance(settlement, Release):
+                self._held.pop(claim.worker_id, None)
+                self._finished.append(claim.worker_id)
+                return
+            applied = self._persist(settlement.apply, self.queue, claim)
+            if applied is None:
+                return
+            self._held.pop(claim.worker_id, None)
+            if not applied:
+                logger.warning("could not settle (%s) the task of %s: it no longer holds it (a sweeper requeued "
+                               "it after its keep-alive lapsed, or an earlier try whose reply was lost did it)",
+                               type(settlement).__name__.lower(), claim.worker_id)
+
+    def give_back(self, claims: Sequence[Claim]) -> None:
+        """Return claimed tasks not yet started to the head of the queue, in order (fenced on id and blob)."""
+        with self._lock:
+            if not claims:
+                return
+            pairs = [(claim.worker_id, claim.blob) for claim in claims]
+            if self._persist(self.queue.give_back, pairs) is not None:
+                for claim in claims:
+                    self._held.pop(claim.worker_id, None)
+
+    def flush(self) -> None:
+        """Send what waits for a round trip: releases (at stop) and the locks of unique tasks that ended."""
+        with self._lock:
+            if self._finished and self._persist(self.queue.claim_batch, self._finished, ()) is not None:
+                self._finished = []
+            self.unlock()
+
+    def unlock(self) -> None:
+        """Release the locks of the unique tasks that ended (done, or dead-lettered)."""
+        with self._lock:
+            if self._unlocks and self._persist(self.queue.unlock, self._unlocks) is not None:
+                self._unlocks = []
+
+    def _persist(self, apply: Callable[..., Any], *args: Any) -> Any:
+        """Run a settling call and return its result, retrying through Redis outages; once
+        stopping, give up and leave the held tasks to a sweeper (None)."""
+        while True:
+            try:
+                result = apply(*args)
+            except redis.RedisError as exc:
+                if self._stopping.is_set():
+                    logger.error("could not settle tasks of worker %s before stopping; "
+                                 "a sweeper will requeue them", self.id)
+                    self._abandoned = True
+                    return None
+                self._backoff.failed(exc)
+            else:
+                self._backoff.succeeded()
+                return result
