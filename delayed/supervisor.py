@@ -6,9 +6,9 @@ import os
 import signal
 import threading
 import time
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, List, Optional
 
-from .signals import STOP_SIGNALS, stop_gracefully_once
+from .lifecycle import STOP_SIGNALS, Lifecycle
 from .worker import Worker
 
 logger = logging.getLogger(__name__)
@@ -16,26 +16,38 @@ logger = logging.getLogger(__name__)
 MAX_RESTART_DELAY = 30.0
 
 
-def _child(make_worker: Callable[[], Worker], parent: int) -> None:
-    """A worker process: stops gracefully on SIGTERM/SIGHUP, or when its supervisor is gone."""
-    worker = make_worker()
-    stop_gracefully_once(worker.stop, "worker")
+def _child(make_worker: Callable[[], Worker], parent: int, inherited: Lifecycle) -> None:
+    """A worker process: stops gracefully on SIGTERM/SIGHUP, or when its supervisor is gone.
 
-    def stop_when_orphaned() -> None:
-        while os.getppid() == parent:
-            time.sleep(1)
-        logger.warning("supervisor %d is gone; stopping", parent)
-        worker.stop()
+    It starts with the stop signals blocked (the supervisor forks with them blocked), so none
+    reaches the supervisor's handlers, inherited over fork, before its own are in place.
+    """
+    inherited.after_fork()
+    lifecycle = Lifecycle("worker", supervised=True)
+    with lifecycle.signals(watch=True):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        worker = make_worker()
+        lifecycle.on_stop(worker.stop)
 
-    threading.Thread(target=stop_when_orphaned, daemon=True).start()
-    worker.run(handle_signals=False)
+        def stop_when_orphaned() -> None:
+            while os.getppid() == parent:
+                time.sleep(1)
+            logger.warning("supervisor %d is gone; stopping", parent)
+            lifecycle.stop()
+
+        threading.Thread(target=stop_when_orphaned, daemon=True).start()
+        lifecycle.online()
+        worker.run(handle_signals=False)
+    lifecycle.offline()
 
 
 class Supervisor:
     """Keeps `concurrency` worker processes running; each builds its own Worker (own id and connection).
 
-    The first stop signal is passed on as SIGTERM (each child finishes its task);
-    a second one kills the children with SIGKILL, leaving their tasks to the sweeper.
+    The first stop signal is passed on as SIGTERM (each child finishes its task) and run()
+    returns 0 once they are gone; a second one kills the children with SIGKILL, leaving their
+    tasks to the sweeper, and run() returns 128 + that signal. The handlers only set a flag:
+    the main loop forwards the signals, between forks, so every child started gets them.
     """
 
     def __init__(self, make_worker: Callable[[], Worker], concurrency: int) -> None:
@@ -46,47 +58,86 @@ class Supervisor:
         self._started_at: Dict[int, float] = {}
         self._delays: Dict[int, float] = {}
         self._restarts: Dict[int, float] = {}
-        self._signals = 0
+        self._sent: Optional[int] = None  # the last signal sent to every child: SIGTERM, then SIGKILL
+        self.lifecycle = Lifecycle("supervisor")
 
     def run(self) -> int:
-        for signum in STOP_SIGNALS:
-            signal.signal(signum, self._on_signal)
-        for slot in range(self._concurrency):
-            self._start(slot)
-        while self._children or (self._restarts and not self._signals):
-            self._wait()
-            for slot, child in list(self._children.items()):
-                if not child.is_alive():
-                    child.join()
-                    del self._children[slot]
-                    if not self._signals:
-                        self._schedule_restart(slot, child.exitcode)
-            now = time.monotonic()
-            for slot, due in list(self._restarts.items()):
-                if now >= due and not self._signals:
-                    del self._restarts[slot]
+        """Supervise until stopped; returns the exit status: 0, or 128 + signal after a forced stop."""
+        lifecycle = self.lifecycle
+        with lifecycle.signals(watch=False, force_exit=False):
+            for slot in range(self._concurrency):
+                lifecycle.poll()
+                if not lifecycle.stopping:
                     self._start(slot)
+            lifecycle.online()
+            while True:
+                lifecycle.poll()
+                self._forward()
+                for slot, child in list(self._children.items()):
+                    if not child.is_alive():
+                        child.join()
+                        del self._children[slot]
+                        if not lifecycle.stopping:
+                            self._schedule_restart(slot, child.exitcode)
+                if lifecycle.stopping:
+                    self._restarts.clear()
+                now = time.monotonic()
+                for slot, due in list(self._restarts.items()):
+                    if now >= due:
+                        del self._restarts[slot]
+                        self._start(slot)
+                if not self._children and not self._restarts:
+                    break
+                self._wait()
+        lifecycle.offline()
         logger.info("all workers stopped")
-        return 0
+        return lifecycle.exit_status
+
+    def stop(self) -> None:
+        """Stop the children gracefully and return from run() (from another thread)."""
+        self.lifecycle.stop()
+
+    def _forward(self) -> None:
+        """SIGTERM every child once a stop is asked for; SIGKILL them once it is forced."""
+        wanted = signal.SIGKILL if self.lifecycle.forced else signal.SIGTERM if self.lifecycle.stopping else None
+        if wanted is None or wanted == self._sent:
+            return
+        self._sent = wanted
+        pids: List[int] = [child.pid for child in self._children.values() if child.pid]
+        logger.info("sending %s to %d workers", signal.Signals(wanted).name, len(pids))
+        for pid in pids:
+            try:
+                os.kill(pid, wanted)
+            except ProcessLookupError:
+                pass
 
     def _wait(self) -> None:
-        """Until a child exits, a restart is due or a second passes."""
+        """Until a child exits, a restart is due, a signal or stop() arrives, or a second passes."""
         timeout = 1.0
         if self._restarts:
             timeout = max(0.0, min(timeout, min(self._restarts.values()) - time.monotonic()))
-        sentinels = [child.sentinel for child in self._children.values()]
-        if sentinels:
-            multiprocessing.connection.wait(sentinels, timeout)
+        waitables: List[Any] = [child.sentinel for child in self._children.values()]
+        wakeup = self.lifecycle.fileno()
+        if wakeup is not None:
+            waitables.append(wakeup)
+        if waitables:
+            multiprocessing.connection.wait(waitables, timeout)
         else:
-            time.sleep(timeout)
+            self.lifecycle.wait(timeout)
 
     def _start(self, slot: int) -> None:
+        """Fork a child with the stop signals blocked until it is in the table (and, in the
+        child, until its own handlers are in place): a signal then cannot miss it."""
         child = self._context.Process(
-            target=_child, args=(self._make_worker, os.getpid()), name=f"delayed-worker-{slot}"
+            target=_child, args=(self._make_worker, os.getpid(), self.lifecycle), name=f"delayed-worker-{slot}"
         )
-        child.start()
-        self._children[slot] = child
-        self._started_at[slot] = time.monotonic()
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            child.start()
+            self._children[slot] = child
+            self._started_at[slot] = time.monotonic()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
     def _schedule_restart(self, slot: int, exitcode: int) -> None:
         """A child that died young waits twice as long as last time (up to 30 s) before its restart."""
@@ -95,15 +146,3 @@ class Supervisor:
         self._delays[slot] = delay
         logger.error("worker process %d exited with %s; restarting in %.1f s", slot, exitcode, delay)
         self._restarts[slot] = time.monotonic() + delay
-
-    def _on_signal(self, signum: int, frame: Any) -> None:
-        self._signals += 1
-        forward = signal.SIGTERM if self._signals == 1 else signal.SIGKILL
-        logger.info("%s received: sending %s to %d workers", signal.Signals(signum).name,
-                    forward.name, len(self._children))
-        for child in self._children.values():
-            if child.pid:
-                try:
-                    os.kill(child.pid, forward)
-                except ProcessLookupError:
-                    pass

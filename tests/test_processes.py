@@ -198,6 +198,92 @@ def test_a_signal_to_the_whole_process_group_stops_busy_children_gracefully(conn
     assert conn.hlen("default_processing") == 0
 
 
+@pytest.mark.parametrize("to_group", [False, True], ids=["supervisor", "process group"])
+def test_a_second_signal_kills_busy_children_and_exits_128_plus_signal(conn, redis_server, to_group):
+    Queue("default", conn).enqueue_many([PyTask("tests.tasks:slow", [f"s{i}", 30]) for i in range(2)])
+    supervisor = spawn("delayed.worker", "--keep-alive-timeout", KEEP_ALIVE, "--concurrency", "2", "tests.tasks",
+                       redis_url=redis_server.url, start_new_session=True)
+    try:
+        wait_for(lambda: conn.exists("started:s0", "started:s1") == 2, what="both tasks to start")
+        send = (lambda: os.killpg(supervisor.pid, signal.SIGINT)) if to_group else (
+            lambda: supervisor.send_signal(signal.SIGINT))
+        send()  # a double Ctrl-C
+        read_until(supervisor, "SIGINT received")  # two signals sent at once may arrive as one
+        send()
+        status, output = finish(supervisor, timeout=10)
+    finally:
+        kill_group(supervisor)
+    assert status == 128 + signal.SIGINT, output
+    assert "sending SIGKILL to 2 workers" in output
+    assert results(conn) == []
+    assert conn.hlen("default_processing") == 2  # still held: a sweeper requeues them
+
+
+def supervised(redis_url, pid_dir, *args):
+    """tests.supervised: a supervisor of two workers whose race windows last seconds."""
+    return spawn("tests.supervised", "--pid-dir", str(pid_dir), *args, redis_url=redis_url,
+                 start_new_session=True)
+
+
+def child_pid(pid_dir, slot):
+    path = pid_dir / f"{slot}.pid"
+    return path.exists() and path.read_text() and int(path.read_text())
+
+
+def alive(pid):
+    """pid runs (neither gone nor a zombie waiting for its parent to reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def kill_group(process):
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+
+
+def test_a_child_signalled_while_it_builds_its_worker_stops_itself_not_its_siblings(conn, redis_server, tmp_path):
+    # The child used to run the supervisor's handler (inherited over fork) until its worker was built:
+    # it swallowed the signal and sent SIGTERM to the siblings in its copy of the supervisor's table.
+    supervisor = supervised(redis_server.url, tmp_path, "--slow-build", "1")
+    try:
+        wait_for(lambda: len(worker_keys(conn)) == 1, what="slot 0's worker online")
+        first = child_pid(tmp_path, 0)
+        second = wait_for(lambda: child_pid(tmp_path, 1), what="slot 1 building its worker")
+        os.kill(second, signal.SIGTERM)
+        seen = []
+        for line in supervisor.stdout:  # the signalled child stops by itself, and is restarted
+            seen.append(line)
+            assert "worker process 0 exited" not in line, "".join(seen)  # it got its sibling's SIGTERM
+            if "worker process 1 exited with 0; restarting" in line:
+                break
+        assert not alive(second) and alive(first)
+        supervisor.send_signal(signal.SIGTERM)
+        status, output = finish(supervisor)
+        output = "".join(seen) + output
+    finally:
+        kill_group(supervisor)
+    assert status == 0, output
+    assert "worker process 0 exited" not in output
+
+
+def test_a_signal_while_the_supervisor_forks_reaches_the_new_child_too(conn, redis_server, tmp_path):
+    # A signal that came between a child's fork and its entry in the supervisor's table was
+    # forwarded to the other children only: the supervisor waited for that child until a second signal.
+    supervisor = supervised(redis_server.url, tmp_path, "--slow-fork", "1")
+    try:
+        wait_for(lambda: (tmp_path / "forked").exists(), what="the supervisor to fork slot 1")
+        supervisor.send_signal(signal.SIGTERM)
+        status, output = finish(supervisor, timeout=15)
+    finally:
+        kill_group(supervisor)
+    assert status == 0, output
+    assert "all workers stopped" in output
+
+
 def test_unreachable_redis_is_one_line_and_a_nonzero_exit(redis_server):
     url = f"redis://:secret@127.0.0.1:{free_port()}/0"
     for module in ("delayed.worker", "delayed.sweeper"):
