@@ -126,8 +126,8 @@ class Holding:
 
     def go_online(self) -> bool:
         """Take fresh ids (SET NX on each keep-alive key); after a Redis error, fresh ones again
-        (a lost reply may have set the last). True once online."""
-        while True:
+        (a lost reply may have set the last). True once online, False if stopped first."""
+        while not self._stopping.is_set():
             ids = new_worker_ids(2 * self._capacity)
             try:
                 if self.queue.try_online(ids):
@@ -136,6 +136,7 @@ class Holding:
                     return True
             except redis.RedisError as exc:
                 self._backoff.failed(exc)
+        return False
 
     def keep_alive(self) -> None:
         """Refresh every id's keep-alive key (raises redis errors: the caller rides them out)."""

@@ -1,8 +1,9 @@
-"""Per-task time limits: SIGALRM interrupts a call that runs too long."""
+"""Per-task time limits: SIGALRM interrupts a plain call in the main thread, asyncio cancels a coroutine."""
+import asyncio
 import signal
+import sys
 import threading
-from contextlib import contextmanager
-from typing import Any, Iterator, Optional
+from typing import Any, Awaitable, Callable, Dict, Optional, Sequence
 
 
 class TimeLimitExceeded(BaseException):
@@ -13,28 +14,55 @@ class TimeLimitExceeded(BaseException):
 
 
 def can_enforce() -> bool:
-    """Signals reach only the main thread: a worker running in another thread cannot limit time."""
+    """Signals reach only the main thread: a plain call in another thread cannot be limited by SIGALRM."""
     return threading.current_thread() is threading.main_thread()
 
 
-@contextmanager
-def time_limit(seconds: Optional[float]) -> Iterator[None]:
-    """Raise TimeLimitExceeded in the calling (main) thread once `seconds` have passed; None: no limit.
+def _message(seconds: float) -> str:
+    return f"ran longer than its time limit of {seconds:g} s"
 
-    A call stuck in C code that never returns to the interpreter cannot be interrupted;
-    a blocking system call can (it is interrupted and the exception raised).
+
+def call(seconds: Optional[float], func: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any]) -> Any:
+    """func(*args, **kwargs), with TimeLimitExceeded raised inside it once `seconds` have passed
+    (SIGALRM: main thread only); None: no limit.
+
+    The alarm raises only while a frame other than this one runs, that is inside the call: an
+    alarm that lands after the call returned (or raised), before the timer is disarmed, is
+    ignored, so a finished call is never reported as timed out. This frame does nothing but
+    arm, call and disarm. A call stuck in C code that never returns to the interpreter cannot
+    be interrupted; a blocking system call can (it is interrupted and the exception raised).
     """
     if not seconds:
-        yield
-        return
+        return func(*args, **kwargs)
+    here = sys._getframe()
+    limit = seconds
 
     def expire(signum: int, frame: Any) -> None:
-        raise TimeLimitExceeded(f"ran longer than its time limit of {seconds:g} s")
+        if frame is not here:
+            raise TimeLimitExceeded(_message(limit))
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        yield
+        return func(*args, **kwargs)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+async def within(awaitable: Awaitable[Any], seconds: Optional[float]) -> Any:
+    """Await awaitable; past `seconds`, cancel it, wait until it has stopped, and raise TimeLimitExceeded.
+
+    (Not asyncio.wait_for: a TimeoutError the task raises itself must stay a failure of its own.)
+    """
+    task = asyncio.ensure_future(awaitable)
+    if not seconds:
+        return await task
+    done, _ = await asyncio.wait({task}, timeout=seconds)
+    if task in done:
+        return task.result()
+    task.cancel()
+    await asyncio.wait({task})  # a task that swallows its cancellation still never outlives its run
+    if not task.cancelled():
+        task.exception()  # retrieved, so asyncio does not log it as never retrieved
+    raise TimeLimitExceeded(_message(seconds))

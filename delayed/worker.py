@@ -6,11 +6,13 @@ next claim; an idle one blocks on the notification list as go-delayed does.
 What the running worker holds (ids, keep-alive, claims, settlements) is its Holding.
 """
 import asyncio
+import hashlib
 import inspect
 import logging
 import threading
 import time
 import traceback
+from collections import OrderedDict
 from typing import Iterable, List, Optional, Union
 
 from . import dead_letter
@@ -23,13 +25,45 @@ from .queue import Queue
 from .retry import backoff_seconds
 from .signals import restore, stop_gracefully_then_at_once
 from .task import PyTask
-from .time_limit import TimeLimitExceeded, can_enforce, time_limit
+from .time_limit import TimeLimitExceeded, can_enforce, within
+from .time_limit import call as call_limited
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_BATCH = 32
 BATCH_TIME = 0.01
 """Seconds a batch may take before the next one shrinks: bounds how long a claimed task waits."""
+RETRY_FOREVER_FIRST = 0.1
+RETRY_FOREVER_MAX = 60.0
+"""A retry=-1 task that keeps failing waits 0.1 s, 0.2 s, 0.4 s ... up to a minute between runs."""
+
+
+class RetryForever:
+    """How long a retry=-1 task waits before its next run: doubling with each failure of the same
+    blob this process saw, from RETRY_FOREVER_FIRST up to RETRY_FOREVER_MAX. The count lives here,
+    not in the blob, so the retried blob stays byte-identical to keakon's."""
+
+    REMEMBERED = 10000
+
+    def __init__(self) -> None:
+        self._failures: "OrderedDict[bytes, int]" = OrderedDict()
+
+    def next_delay(self, blob: bytes) -> float:
+        digest = hashlib.sha1(blob).digest()
+        failures = self._failures.pop(digest, 0) + 1
+        self._failures[digest] = failures
+        if len(self._failures) > self.REMEMBERED:
+            self._failures.popitem(last=False)
+        return min(RETRY_FOREVER_FIRST * 2 ** min(failures - 1, 30), RETRY_FOREVER_MAX)
+
+
+def _raised_by_the_call(exc: BaseException) -> bool:
+    """The exception came from the call itself (before the function's first line: its arguments
+    do not fit), not from inside the function: its traceback ends in the calling frame."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code in (call_limited.__code__, Worker.execute.__code__)
 
 
 class Worker:
@@ -71,6 +105,7 @@ class Worker:
         self._stopping = threading.Event()
         self.holding = Holding(queue, batch, self._stopping)
         self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._forever = RetryForever()
 
     @property
     def id(self) -> Optional[str]:
@@ -95,7 +130,8 @@ class Worker:
             restore(handlers)
 
     def _run(self) -> None:
-        self.holding.go_online()
+        if not self.holding.go_online():
+            return  # stopped before Redis could be reached
         keep_alive = Every(self.keep_alive_interval, self.holding.keep_alive, f"keep-alive of {self.id}")
         forwarder = Every(FORWARD_INTERVAL, lambda: forward([self.queue]), "forwarder")
         keep_alive.start()
@@ -151,12 +187,14 @@ class Worker:
             func = self.functions.resolve(task.func_path)
         except FunctionNotAllowedError as exc:
             return self._bury(blob, "not_allowed", str(exc), task.func_path)
-        limit = self._limit(task)
+        limit = task.time_limit or self.time_limit
         try:
-            with time_limit(limit):
-                result = func(*task.args, **task.kwargs)
+            if inspect.iscoroutinefunction(func):
+                self._event_loop().run_until_complete(within(func(*task.args, **task.kwargs), limit))
+            else:
+                result = call_limited(self._alarm(limit), func, task.args, task.kwargs)
                 if inspect.isawaitable(result):
-                    self._event_loop().run_until_complete(result)
+                    self._event_loop().run_until_complete(within(result, limit))
         except (Exception, TimeLimitExceeded) as exc:
             settlement = self._failed(task, exc)
         else:
@@ -166,18 +204,19 @@ class Worker:
             settlement = Release(lock) if isinstance(settlement, Release) else Bury(settlement.record, lock)
         return settlement
 
-    def _limit(self, task: PyTask) -> Optional[float]:
-        limit = task.time_limit or self.time_limit
+    def _alarm(self, limit: Optional[float]) -> Optional[float]:
+        """The limit SIGALRM can enforce on a plain call: None outside the main thread (said once)."""
         if limit and not can_enforce():
             if not self._warned_time_limit:
-                logger.warning("time limits are not enforced: the worker does not run in the main thread")
+                logger.warning("time limits of plain functions are not enforced: the worker does not run "
+                               "in the main thread")
                 self._warned_time_limit = True
             return None
         return limit
 
     def _failed(self, task: PyTask, exc: BaseException) -> Settlement:
         error = f"{type(exc).__name__}: {exc}"
-        if isinstance(exc, TypeError) and exc.__traceback__ is not None and exc.__traceback__.tb_next is None:
+        if isinstance(exc, TypeError) and _raised_by_the_call(exc):
             # The call itself raised, before the function's first line: its arguments do not fit.
             return self._bury(task.serialize(), "bad_arguments", error, task.func_path)
         if isinstance(exc, SkipRetry):
@@ -189,11 +228,13 @@ class Worker:
                 logger.exception("task %s failed (attempt %d of %d); next attempt in %.1f s", task.func_path,
                                  attempt, task.options["max_retries"] + 1, delay)
                 return Reschedule(task.with_options(attempt=attempt).serialize(), time.time() + delay)
+        elif task.retry < 0:
+            delay = self._forever.next_delay(task.serialize())
+            logger.exception("task %s failed; retrying forever, next in %.1f s", task.func_path, delay)
+            return Reschedule(task.serialize(), time.time() + delay)
         elif task.retry:
-            left = task.retry - 1 if task.retry > 0 else task.retry
-            logger.exception("task %s failed; retrying (%s left)", task.func_path,
-                             "forever" if left < 0 else left)
-            return Requeue(task.with_retry(left).serialize())
+            logger.exception("task %s failed; retrying (%s left)", task.func_path, task.retry - 1)
+            return Requeue(task.with_retry(task.retry - 1).serialize())
         logger.exception("task %s failed; dead-lettered in %s", task.func_path, self.queue.keys.dead)
         reason = "timed_out" if isinstance(exc, TimeLimitExceeded) else "failed"
         return self._bury(task.serialize(), reason, error, task.func_path, traceback.format_exc())

@@ -1,5 +1,7 @@
 """The worker loop in-process, against a real Redis: running, retrying, dead-lettering, the allowlist."""
 import logging
+import threading
+import time
 
 import msgpack
 import pytest
@@ -53,10 +55,35 @@ def test_retry_reenqueues_until_it_succeeds(conn, queue, run_worker):
 
 
 def test_retry_minus_one_retries_forever(conn, queue, run_worker):
-    queue.enqueue(PyTask(tasks.fail_until, ["many", 6], retry=-1))
+    queue.enqueue(PyTask(tasks.fail_until, ["many", 3], retry=-1))
     run_worker()
-    wait_for(lambda: results(conn), what="success after six failures")
-    assert conn.get("many") == b"7"
+    wait_for(lambda: results(conn), what="success after three failures")
+    assert conn.get("many") == b"4"
+
+
+def test_retry_minus_one_backs_off_instead_of_looping_hot(conn, queue, run_worker):
+    task = PyTask(tasks.always_fail, ["hot"], retry=-1)
+    queue.enqueue(task)
+    run_worker()
+    time.sleep(3)
+    assert 2 <= int(conn.get("hot")) <= 8  # 0.1, 0.2, 0.4, 0.8 s ... apart (once 7,418 runs in 3 s)
+    # still there, byte-identical to keakon's blob: waiting in the scheduled set, queued or running
+    scheduled = [member[8:] for member in conn.zrange("q_scheduled", 0, -1)]  # after 8 random bytes
+    assert scheduled + conn.lrange("q", 0, -1) + conn.hvals("q_processing") == [task.serialize()]
+
+
+def test_stop_while_redis_is_unreachable_stops_going_online(redis_server):
+    from delayed.connection import connect
+
+    worker = Worker(Queue("q", connect("redis://127.0.0.1:1/0")), ["tests.tasks"])
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    time.sleep(0.3)
+    started = time.process_time()
+    worker.stop()
+    thread.join(2)
+    assert not thread.is_alive(), "the worker spins in _go_online after stop()"
+    assert time.process_time() - started < 1
 
 
 def test_exhausted_retries_land_in_dead_letters(conn, queue, run_worker):
@@ -145,7 +172,8 @@ def test_registry_lists_only_functions_defined_in_the_module():
     assert registry.paths() == sorted(
         "tests.tasks:" + name
         for name in ["record", "fail_until", "always_fail", "slow", "async_record", "bad_call_inside", "conn",
-                     "slow_then_fail", "kill_my_worker", "stubborn", "count", "give_up", "tenth_of_attempt"]
+                     "slow_then_fail", "kill_my_worker", "stubborn", "count", "give_up", "tenth_of_attempt",
+                     "async_slow", "alarm_in_caller"]
     )
 
 
