@@ -8,7 +8,6 @@ MODULE_OR_FILE defines SCHEDULE, a list of Periodic entries.
 import datetime
 import logging
 import math
-import threading
 import time
 from dataclasses import dataclass
 from typing import Dict, Optional, Sequence, Union, cast
@@ -19,7 +18,7 @@ import redis
 from . import scripts
 from .connection import Backoff
 from .keys import PERIODIC_KEY, QueueKeys
-from .signals import restore, stop_gracefully_then_at_once
+from .lifecycle import Lifecycle
 from .task import GoTask, PyTask
 
 logger = logging.getLogger(__name__)
@@ -77,8 +76,8 @@ class Scheduler:
         self.poll = min([poll] + [entry.every / 4 for entry in self.entries if entry.every])
         self._script = scripts.register(conn)["tick"]
         self._seen: Dict[str, float] = {}
-        self._stopping = threading.Event()
-        self._backoff = Backoff(logger, "scheduler", wait=self._stopping.wait)
+        self.lifecycle = Lifecycle("scheduler")
+        self._backoff = Backoff(logger, "scheduler", wait=self.lifecycle.wait)
 
     def tick(self, now: Optional[float] = None) -> int:
         """Claim every entry's latest tick not yet seen here; returns how many this replica enqueued."""
@@ -97,23 +96,39 @@ class Scheduler:
             self._seen[entry.name] = tick
         return enqueued
 
-    def run(self, handle_signals: bool = True) -> None:
-        handlers = stop_gracefully_then_at_once(self.stop, "scheduler") if handle_signals else {}
-        logger.info("scheduling %d entries", len(self.entries))
+    def run(self, handle_signals: bool = True) -> int:
+        """Enqueue ticks until stop(); returns the exit status (0: a forced stop never returns).
+
+        handle_signals: in the main thread, SIGTERM, SIGINT and SIGHUP stop it after the current
+        tick and a second one exits at once (status 128 + signal), as for a worker.
+        """
+        lifecycle = self.lifecycle
         try:
-            while not self._stopping.is_set():
-                try:
-                    self.tick()
-                except redis.RedisError as exc:
-                    self._backoff.failed(exc)
-                    continue
-                self._backoff.succeeded()
-                self._stopping.wait(self.poll)
+            if handle_signals:
+                with lifecycle.signals():
+                    self._run()
+            else:
+                self._run()
         finally:
-            restore(handlers)
+            lifecycle.offline()
+        logger.info("scheduler stopped")
+        return lifecycle.exit_status
+
+    def _run(self) -> None:
+        logger.info("scheduling %d entries", len(self.entries))
+        self.lifecycle.online()
+        while not self.lifecycle.stopping:
+            try:
+                self.tick()
+            except redis.RedisError as exc:
+                self._backoff.failed(exc)
+                continue
+            self._backoff.succeeded()
+            self.lifecycle.wait(self.poll)
 
     def stop(self) -> None:
-        self._stopping.set()
+        """Stop after the current tick (from any thread)."""
+        self.lifecycle.stop()
 
 
 if __name__ == "__main__":

@@ -1,57 +1,40 @@
-"""Stop signals: SIGTERM, SIGINT and SIGHUP ask for a graceful stop."""
-import logging
-import os
-import signal
-import threading
-from typing import Any, Callable, Dict, List
+"""Stop signals: SIGTERM, SIGINT and SIGHUP ask for a graceful stop, a second one forces it.
 
-logger = logging.getLogger(__name__)
+The handling itself lives in lifecycle.py (flag-only handlers; the work is done outside them).
+These two functions keep the older call shape for code not yet using a Lifecycle directly.
+"""
+from typing import Any, Callable, Dict, Optional
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+from .lifecycle import STOP_SIGNALS, Lifecycle
 
-Handlers = Dict[int, Any]
+__all__ = ["STOP_SIGNALS", "Handlers", "stop_gracefully_then_at_once", "restore"]
+
+
+class Handlers(Dict[int, Any]):
+    """What stop_gracefully_then_at_once installed, for restore()."""
+
+    lifecycle: Optional[Lifecycle] = None
 
 
 def stop_gracefully_then_at_once(stop: Callable[[], Any], what: str) -> Handlers:
     """First stop signal calls stop(); a second one ends the process at once (exit 128 + signal).
 
-    Does nothing outside the main thread, where Python cannot take signals.
-    Returns the handlers it replaced, for restore().
+    Handled by a watcher thread (the caller's main thread may be busy running a task); the
+    handlers only set a flag. Does nothing outside the main thread, where Python cannot take
+    signals. Returns what to pass to restore().
     """
-    received: List[int] = []
-
-    def handle(signum: int, frame: Any) -> None:
-        if received:
-            logger.warning("%s: second signal %s, exiting at once", what, signal.Signals(signum).name)
-            os._exit(128 + signum)
-        received.append(signum)
-        logger.info("%s: %s received, stopping after the current task", what, signal.Signals(signum).name)
-        stop()
-
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    return {signum: signal.signal(signum, handle) for signum in STOP_SIGNALS}
+    lifecycle = Lifecycle(what)
+    previous = lifecycle.install(watch=True)
+    handlers = Handlers(previous or {})
+    if previous is not None:
+        handlers.lifecycle = lifecycle
+        lifecycle.on_stop(stop)
+    return handlers
 
 
-def stop_gracefully_once(stop: Callable[[], Any], what: str) -> None:
-    """For a supervised child: SIGTERM or SIGHUP calls stop() once; SIGINT and repeats are ignored.
-
-    The supervisor forwards the terminal's Ctrl-C and escalates with SIGKILL,
-    so a signal that reaches both it and us (a process-group kill) counts once.
-    """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    received: List[int] = []
-
-    def handle(signum: int, frame: Any) -> None:
-        if not received:
-            received.append(signum)
-            logger.info("%s: %s received, stopping after the current task", what, signal.Signals(signum).name)
-            stop()
-
-    signal.signal(signal.SIGTERM, handle)
-    signal.signal(signal.SIGHUP, handle)
-
-
-def restore(handlers: Handlers) -> None:
-    for signum, handler in handlers.items():
-        signal.signal(signum, handler)
+def restore(handlers: Dict[int, Any]) -> None:
+    """Put back the handlers stop_gracefully_then_at_once replaced."""
+    lifecycle = getattr(handlers, "lifecycle", None)
+    if lifecycle is not None:
+        lifecycle.uninstall(dict(handlers))
+        lifecycle.offline()

@@ -1,7 +1,6 @@
 """The sweeper: periodically requeues tasks held by dead workers (go-delayed's requeue-lost),
 and moves due scheduled tasks into their queues between sweeps."""
 import logging
-import threading
 import time
 from typing import Sequence
 
@@ -10,7 +9,7 @@ import redis
 from .connection import Backoff
 from .forwarder import FORWARD_INTERVAL, forward
 from .queue import DEFAULT_MAX_CRASHES, Queue
-from .signals import restore, stop_gracefully_then_at_once
+from .lifecycle import Lifecycle
 
 logger = logging.getLogger(__name__)
 
@@ -26,8 +25,8 @@ class Sweeper:
         self.queues = list(queues)
         self.interval = interval
         self.max_crashes = max_crashes
-        self._stopping = threading.Event()
-        self._backoff = Backoff(logger, "sweeper", wait=self._stopping.wait)
+        self.lifecycle = Lifecycle("sweeper")
+        self._backoff = Backoff(logger, "sweeper", wait=self.lifecycle.wait)
 
     def sweep(self) -> int:
         """One pass over every queue; returns the notifications pushed (requeued tasks included)."""
@@ -39,18 +38,29 @@ class Sweeper:
             total += count
         return total
 
-    def run(self, handle_signals: bool = True) -> None:
-        """Sweep until stop(); with handle_signals, stop signals as for Worker.run."""
-        handlers = stop_gracefully_then_at_once(self.stop, "sweeper") if handle_signals else {}
+    def run(self, handle_signals: bool = True) -> int:
+        """Sweep until stop(); returns the exit status (0: a forced stop never returns).
+
+        handle_signals: in the main thread, SIGTERM, SIGINT and SIGHUP stop it after the current
+        pass and a second one exits at once (status 128 + signal), as for a worker.
+        """
+        lifecycle = self.lifecycle
         try:
-            self._run()
+            if handle_signals:
+                with lifecycle.signals():
+                    self._run()
+            else:
+                self._run()
         finally:
-            restore(handlers)
+            lifecycle.offline()
+        logger.info("sweeper stopped")
+        return lifecycle.exit_status
 
     def _run(self) -> None:
         logger.info("sweeping %s every %s s", ", ".join(repr(q.name) for q in self.queues), self.interval)
+        self.lifecycle.online()
         next_sweep = 0.0
-        while not self._stopping.is_set():
+        while not self.lifecycle.stopping:
             try:
                 forward(self.queues)  # due delayed tasks and retries, for Go workers too
                 if time.monotonic() >= next_sweep:
@@ -60,11 +70,11 @@ class Sweeper:
                 self._backoff.failed(exc)
                 continue
             self._backoff.succeeded()
-            self._stopping.wait(max(0.0, min(FORWARD_INTERVAL, next_sweep - time.monotonic())))
-        logger.info("sweeper stopped")
+            self.lifecycle.wait(max(0.0, min(FORWARD_INTERVAL, next_sweep - time.monotonic())))
 
     def stop(self) -> None:
-        self._stopping.set()
+        """Stop after the current pass (from any thread)."""
+        self.lifecycle.stop()
 
 
 if __name__ == "__main__":

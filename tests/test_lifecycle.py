@@ -1,0 +1,136 @@
+"""The lifecycle the long-running duties share: starting → online → draining → offline, stop
+signals whose handlers only set a flag, exit 0 after a graceful stop and 128 + signal after a forced one."""
+import logging
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from delayed import Queue
+from delayed.connection import connect
+from delayed.lifecycle import DRAINING, OFFLINE, ONLINE, STARTING, Lifecycle
+from delayed.scheduler import Periodic, Scheduler
+from delayed.signals import restore, stop_gracefully_then_at_once
+from delayed.sweeper import Sweeper
+from delayed.testing import free_port
+
+from .conftest import spawn, wait_for
+from .test_processes import finish, read_until
+
+
+def test_the_handlers_only_set_a_flag_the_main_loop_does_the_work(caplog):
+    lifecycle = Lifecycle("test")
+    caplog.set_level(logging.INFO)
+    before = signal.getsignal(signal.SIGTERM)
+    with lifecycle.signals(watch=False):
+        os.kill(os.getpid(), signal.SIGTERM)  # Python runs the handler before os.kill returns
+        assert not lifecycle.stopping and caplog.records == []
+        assert lifecycle.wait(5)
+        assert [record.getMessage() for record in caplog.records] == [
+            "test: SIGTERM received, stopping after the current task"]
+    assert lifecycle.state == DRAINING and lifecycle.exit_status == 0
+    assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_the_older_signal_helpers_stop_outside_the_handler(caplog):
+    # stop_gracefully_then_at_once used to log and call stop() inside the handler itself, which can
+    # deadlock on a lock the interrupted code holds, or write into a stream it was writing.
+    caplog.set_level(logging.INFO)
+    called_in = []
+    before = signal.getsignal(signal.SIGHUP)
+    handlers = stop_gracefully_then_at_once(lambda: called_in.append(threading.current_thread()), "test")
+    try:
+        os.kill(os.getpid(), signal.SIGHUP)
+        wait_for(lambda: called_in, what="stop()")
+    finally:
+        restore(handlers)
+    assert called_in != [threading.main_thread()]
+    [record] = caplog.records
+    assert record.getMessage() == "test: SIGHUP received, stopping after the current task"
+    assert record.threadName != threading.main_thread().name
+    assert signal.getsignal(signal.SIGHUP) == before
+
+
+def test_a_stop_before_online_leaves_it_draining_and_callbacks_run_once():
+    lifecycle = Lifecycle("test")
+    calls = []
+    lifecycle.on_stop(lambda: calls.append("early"))
+    assert lifecycle.state == STARTING
+    lifecycle.stop()
+    lifecycle.stop()
+    lifecycle.online()
+    lifecycle.on_stop(lambda: calls.append("late"))
+    assert lifecycle.state == DRAINING and calls == ["early", "late"]
+    assert lifecycle.wait(None)
+
+
+@pytest.mark.parametrize("duty", ["sweeper", "scheduler"])
+def test_sweeper_and_scheduler_go_through_the_lifecycle(conn, duty):
+    if duty == "sweeper":
+        runner = Sweeper([Queue("default", conn)], interval=0.1)
+    else:
+        runner = Scheduler(conn, [Periodic("tests.tasks:record", queue="periodic", every=0.2)])
+    assert runner.lifecycle.state == STARTING
+    status = []
+    thread = threading.Thread(target=lambda: status.append(runner.run()))
+    thread.start()
+    wait_for(lambda: runner.lifecycle.state == ONLINE, what="online")
+    started = time.monotonic()
+    runner.stop()
+    thread.join(5)
+    assert time.monotonic() - started < 1
+    assert runner.lifecycle.state == OFFLINE and status == [0]
+
+
+def test_a_stop_cuts_short_the_wait_for_an_unreachable_redis():
+    conn = connect(f"redis://127.0.0.1:{free_port()}/0")  # refused at once, and no retries inside redis-py
+    sweeper = Sweeper([Queue("default", conn)], interval=0.1)
+    thread = threading.Thread(target=sweeper.run)
+    thread.start()
+    wait_for(lambda: sweeper._backoff.failing, what="the sweeper to see Redis gone")
+    time.sleep(2)  # the backoff has grown past a second
+    started = time.monotonic()
+    sweeper.stop()
+    thread.join(5)
+    assert not thread.is_alive() and time.monotonic() - started < 0.5
+
+
+def _duty(name, redis_url):
+    args = ["--interval", "0.1"] if name == "delayed.sweeper" else ["tests.schedule_fast"]
+    return spawn(name, *args, redis_url=redis_url)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+@pytest.mark.parametrize("name", ["delayed.sweeper", "delayed.scheduler"])
+def test_a_stop_signal_stops_sweeper_and_scheduler_with_status_0(conn, redis_server, name, signum):
+    process = _duty(name, redis_server.url)
+    read_until(process, "sweeping" if name == "delayed.sweeper" else "scheduling")
+    time.sleep(0.3)
+    process.send_signal(signum)
+    status, output = finish(process, timeout=5)
+    assert status == 0, output
+    assert f"{signum.name} received" in output and "stopped" in output and "Traceback" not in output
+
+
+@pytest.mark.parametrize("name", ["delayed.sweeper", "delayed.scheduler"])
+def test_a_second_signal_exits_at_once_even_while_redis_does_not_answer(conn, redis_server, name):
+    process = _duty(name, redis_server.url)
+    try:
+        read_until(process, "sweeping" if name == "delayed.sweeper" else "scheduling")
+        time.sleep(0.3)
+        conn.execute_command("CLIENT", "PAUSE", "4000", "ALL")  # its next command hangs for 4 s
+        time.sleep(0.8)
+        process.send_signal(signal.SIGTERM)
+        read_until(process, "SIGTERM received")
+        started = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        status, output = finish(process, timeout=10)
+        assert time.monotonic() - started < 2, output
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+        wait_for(lambda: conn.ping(), timeout=10, what="Redis to answer again")
+    assert status == 128 + signal.SIGTERM, output
