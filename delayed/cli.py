@@ -91,6 +91,9 @@ def worker_parser() -> argparse.ArgumentParser:
     parser.add_argument("--queue", default="default", help="queue name (default: %(default)s)")
     parser.add_argument("--concurrency", type=_positive(int), default=1,
                         help="worker processes, each with its own id (default: %(default)s)")
+    parser.add_argument("--threads", type=_positive(int), default=1,
+                        help="tasks each process runs at once: plain functions each in a thread, coroutine "
+                             "functions on one event loop (default: %(default)s)")
     parser.add_argument("--keep-alive-timeout", type=_positive(float), default=60,
                         help="seconds a dead worker's task waits before a sweeper requeues it "
                              "(default: %(default)s); refreshed every quarter of it")
@@ -119,7 +122,7 @@ def _worker(args: argparse.Namespace) -> int:
         queue = Queue(args.queue, _client(args), keep_alive_timeout=args.keep_alive_timeout,
                       max_task_size=args.max_task_size)
         return Worker(queue, functions, keep_alive_interval=args.keep_alive_timeout / 4,
-                      batch=args.batch, time_limit=args.time_limit)
+                      batch=args.batch, time_limit=args.time_limit, threads=args.threads)
 
     if args.concurrency > 1:
         return Supervisor(make_worker, args.concurrency).run()

@@ -153,10 +153,10 @@ class Holding:
         else:
             logger.info("worker %s offline", self.id)
 
-    def claim(self, count: int, block: bool = True) -> List[Claim]:
+    def claim(self, count: int, block: bool = True, timeout: Optional[float] = None) -> List[Claim]:
         """Release the finished tasks and claim up to count more, in one round trip; if none
-        came and block, wait up to the queue's dequeue_timeout for one. [] after a Redis error
-        (once the backoff has waited)."""
+        came and block, wait up to timeout (default: the queue's dequeue_timeout) for one.
+        [] after a Redis error (once the backoff has waited)."""
         with self._lock:
             claim_ids = self._claim_ids(count)
             if not claim_ids:
@@ -165,7 +165,7 @@ class Holding:
                 pairs = self.queue.claim_batch(self._finished, claim_ids)
                 self._finished = []
                 if not pairs and block:  # the queue is empty: block for a notification as go-delayed does
-                    blob = self.queue.claim(claim_ids[0])
+                    blob = self.queue.claim(claim_ids[0], timeout)
                     pairs = [] if blob is None else [(claim_ids[0], blob)]
             except redis.RedisError as exc:
                 self._unsure = claim_ids

@@ -168,12 +168,13 @@ class Queue:
     # Workers. A worker may hold several ids, each its own processing field and
     # keep-alive key; methods taking worker_id(s) default to self.worker_id.
 
-    def claim(self, worker_id: Optional[str] = None) -> Optional[bytes]:
-        """Wait up to dequeue_timeout for a task and hold it as worker_id's; the raw blob or None.
+    def claim(self, worker_id: Optional[str] = None, timeout: Optional[float] = None) -> Optional[bytes]:
+        """Wait up to timeout (default dequeue_timeout) seconds for a task and hold it as worker_id's;
+        the raw blob or None.
 
         If worker_id already holds a task (the reply to the last claim was lost), that task.
         """
-        if not self.conn.blpop([self.keys.noti], self.dequeue_timeout):
+        if not self.conn.blpop([self.keys.noti], self.dequeue_timeout if timeout is None else timeout):
             return None
         return self._scripts["dequeue"](
             keys=(self.keys.name, self.keys.processing), args=(self._id(worker_id),)

@@ -13,18 +13,20 @@ import threading
 import time
 import traceback
 from collections import OrderedDict
-from typing import Iterable, List, Optional, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 from . import dead_letter
 from .background import Every
 from .errors import FunctionNotAllowedError, MalformedTaskError, SkipRetry
 from .forwarder import FORWARD_INTERVAL, forward
 from .functions import Allowed, FunctionRegistry
-from .holding import Bury, Holding, Release, Requeue, Reschedule, Settlement
+from .holding import Bury, Claim, Holding, Release, Requeue, Reschedule, Settlement
 from .queue import Queue
 from .retry import backoff_seconds
 from .signals import restore, stop_gracefully_then_at_once
 from .task import PyTask
+from .slots import CALLERS as SLOT_CALLERS
+from .slots import Job, Slots
 from .time_limit import TimeLimitExceeded, can_enforce, within
 from .time_limit import call as call_limited
 
@@ -33,6 +35,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_BATCH = 32
 BATCH_TIME = 0.01
 """Seconds a batch may take before the next one shrinks: bounds how long a claimed task waits."""
+POLL = 0.05
+"""Seconds a worker with tasks running in threads waits for news (a finished task, a new one)."""
 RETRY_FOREVER_FIRST = 0.1
 RETRY_FOREVER_MAX = 60.0
 """A retry=-1 task that keeps failing waits 0.1 s, 0.2 s, 0.4 s ... up to a minute between runs."""
@@ -63,7 +67,8 @@ def _raised_by_the_call(exc: BaseException) -> bool:
     tb = exc.__traceback__
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
-    return tb is not None and tb.tb_frame.f_code in (call_limited.__code__, Worker.execute.__code__)
+    return tb is not None and tb.tb_frame.f_code in (
+        call_limited.__code__, Worker.execute.__code__, Slots._run_coroutine.__code__, *SLOT_CALLERS)
 
 
 class Worker:
@@ -78,6 +83,9 @@ class Worker:
     batch: the most tasks claimed per round trip, each under its own worker id.
     The batch grows while batches finish within BATCH_TIME and shrinks when
     they do not, so slow tasks are claimed one at a time; 1 turns batching off.
+    threads: tasks run at once (plain functions each in a thread, coroutine functions on one
+    event loop); claims then take only as many tasks as there are free slots. A plain task past
+    its time limit gets TimeLimitExceeded injected into its thread (see delayed.slots).
     """
 
     def __init__(
@@ -87,6 +95,7 @@ class Worker:
         keep_alive_interval: float = 15,
         batch: int = DEFAULT_BATCH,
         time_limit: Optional[float] = None,
+        threads: int = 1,
     ) -> None:
         if allow is None:
             raise TypeError(
@@ -95,6 +104,8 @@ class Worker:
             )
         if batch < 1:
             raise ValueError(f"batch must be at least 1, got {batch}")
+        if threads < 1:
+            raise ValueError(f"threads must be at least 1, got {threads}")
         self.queue = queue
         self.functions = allow if isinstance(allow, FunctionRegistry) else FunctionRegistry(allow)
         self.keep_alive_interval = keep_alive_interval
@@ -103,7 +114,8 @@ class Worker:
         self._max_batch = batch
         self._batch = 1
         self._stopping = threading.Event()
-        self.holding = Holding(queue, batch, self._stopping)
+        self.threads = threads
+        self.holding = Holding(queue, batch if threads == 1 else threads, self._stopping)
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._forever = RetryForever()
 
@@ -139,8 +151,11 @@ class Worker:
         logger.info("worker %s online on queue %r, %d allowed functions",
                     self.id, self.queue.name, len(self.functions))
         try:
-            while not self._stopping.is_set():
-                self.work_once()
+            if self.threads > 1:
+                self._work_concurrently()
+            else:
+                while not self._stopping.is_set():
+                    self.work_once()
             self.holding.flush()
         finally:
             forwarder.stop()
@@ -169,6 +184,49 @@ class Worker:
         self._adapt_batch(len(claims), time.monotonic() - started)
         return len(claims)
 
+    def _work_concurrently(self) -> None:
+        """Keep up to self.threads tasks running until stopped, then let the running ones finish."""
+        slots = Slots(self.threads)
+        held: Dict[Any, Tuple[Claim, PyTask]] = {}
+        try:
+            while not self._stopping.is_set():
+                self._settle_finished(slots, held)
+                if slots.free:
+                    # with tasks running, block briefly: their releases ride on the next claim
+                    timeout = POLL if slots.running else None
+                    for claim in self.holding.claim(slots.free, timeout=timeout):
+                        self._start(slots, held, claim)
+                else:
+                    slots.wait(POLL)
+            while slots.running:  # draining: the running tasks finish and are settled
+                slots.wait(POLL)
+                self._settle_finished(slots, held)
+        finally:
+            slots.close()
+
+    def _start(self, slots: Slots, held: Dict[Any, Tuple[Claim, PyTask]], claim: Claim) -> None:
+        prepared = self._prepare(claim.blob)
+        if isinstance(prepared, Settlement):
+            self.holding.settle(claim, prepared)
+            return
+        task, func = prepared
+        held[claim.worker_id] = (claim, task)
+        slots.start(Job(claim.worker_id, func, task.args, task.kwargs, task.time_limit or self.time_limit,
+                        inspect.iscoroutinefunction(func)))
+
+    def _settle_finished(self, slots: Slots, held: Dict[Any, Tuple[Claim, PyTask]]) -> None:
+        for job in slots.collect():
+            claim, task = held.pop(job.key)
+            self.holding.settle(claim, self._settlement(task, job.outcome))
+        self.holding.unlock()
+        slots.enforce_limits(self._warn_overrun)
+
+    @staticmethod
+    def _warn_overrun(job: Job, overrun: float) -> None:
+        logger.warning("task %s:%s runs %.1f s past its time limit of %g s: a thread cannot be killed, so it "
+                       "stays held (its keep-alive goes on) and keeps its slot; interrupting it again",
+                       job.func.__module__, job.func.__name__, overrun, job.limit)
+
     def _adapt_batch(self, claimed: int, elapsed: float) -> None:
         if elapsed > BATCH_TIME:
             self._batch = max(1, self._batch // 2)
@@ -176,7 +234,25 @@ class Worker:
             self._batch = min(self._max_batch, self._batch * 2)
 
     def execute(self, blob: bytes) -> Settlement:
-        """Run the task in blob if it may run; say how to settle it. Never raises for a task's fault."""
+        """Run the task in blob here if it may run; say how to settle it. Never raises for a task's fault."""
+        prepared = self._prepare(blob)
+        if isinstance(prepared, Settlement):
+            return prepared
+        task, func = prepared
+        limit = task.time_limit or self.time_limit
+        try:
+            if inspect.iscoroutinefunction(func):
+                self._event_loop().run_until_complete(within(func(*task.args, **task.kwargs), limit))
+            else:
+                result = call_limited(self._alarm(limit), func, task.args, task.kwargs)
+                if inspect.isawaitable(result):
+                    self._event_loop().run_until_complete(within(result, limit))
+        except (Exception, TimeLimitExceeded) as exc:
+            return self._settlement(task, exc)
+        return self._settlement(task, None)
+
+    def _prepare(self, blob: bytes) -> Union[Settlement, Tuple[PyTask, Callable[..., Any]]]:
+        """The task and its function, or how to settle a task that cannot run."""
         if len(blob) > self.queue.max_task_size:
             return self._bury(blob, "too_large", f"{len(blob)} bytes, over {self.queue.max_task_size}")
         try:
@@ -187,18 +263,11 @@ class Worker:
             func = self.functions.resolve(task.func_path)
         except FunctionNotAllowedError as exc:
             return self._bury(blob, "not_allowed", str(exc), task.func_path)
-        limit = task.time_limit or self.time_limit
-        try:
-            if inspect.iscoroutinefunction(func):
-                self._event_loop().run_until_complete(within(func(*task.args, **task.kwargs), limit))
-            else:
-                result = call_limited(self._alarm(limit), func, task.args, task.kwargs)
-                if inspect.isawaitable(result):
-                    self._event_loop().run_until_complete(within(result, limit))
-        except (Exception, TimeLimitExceeded) as exc:
-            settlement = self._failed(task, exc)
-        else:
-            settlement = Release()
+        return task, func
+
+    def _settlement(self, task: PyTask, outcome: Optional[BaseException]) -> Settlement:
+        """How to settle a task that ran: outcome is None if it returned, else what it raised."""
+        settlement = Release() if outcome is None else self._failed(task, outcome)
         if "unique_key" in task.options and isinstance(settlement, (Release, Bury)):
             lock = (task.options["unique_key"], task.options.get("unique_token", ""))
             settlement = Release(lock) if isinstance(settlement, Release) else Bury(settlement.record, lock)
@@ -225,19 +294,20 @@ class Worker:
             attempt = task.options.get("attempt", 0) + 1
             if attempt <= task.options["max_retries"]:
                 delay = backoff_seconds(task.options.get("backoff"), attempt, self.functions.resolve)
-                logger.exception("task %s failed (attempt %d of %d); next attempt in %.1f s", task.func_path,
-                                 attempt, task.options["max_retries"] + 1, delay)
+                logger.error("task %s failed (attempt %d of %d); next attempt in %.1f s", task.func_path,
+                             attempt, task.options["max_retries"] + 1, delay, exc_info=exc)
                 return Reschedule(task.with_options(attempt=attempt).serialize(), time.time() + delay)
         elif task.retry < 0:
             delay = self._forever.next_delay(task.serialize())
-            logger.exception("task %s failed; retrying forever, next in %.1f s", task.func_path, delay)
+            logger.error("task %s failed; retrying forever, next in %.1f s", task.func_path, delay, exc_info=exc)
             return Reschedule(task.serialize(), time.time() + delay)
         elif task.retry:
-            logger.exception("task %s failed; retrying (%s left)", task.func_path, task.retry - 1)
+            logger.error("task %s failed; retrying (%s left)", task.func_path, task.retry - 1, exc_info=exc)
             return Requeue(task.with_retry(task.retry - 1).serialize())
-        logger.exception("task %s failed; dead-lettered in %s", task.func_path, self.queue.keys.dead)
+        logger.error("task %s failed; dead-lettered in %s", task.func_path, self.queue.keys.dead, exc_info=exc)
         reason = "timed_out" if isinstance(exc, TimeLimitExceeded) else "failed"
-        return self._bury(task.serialize(), reason, error, task.func_path, traceback.format_exc())
+        trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        return self._bury(task.serialize(), reason, error, task.func_path, trace)
 
     def _bury(self, blob: bytes, reason: str, error: str, func: Optional[str] = None,
               trace: Optional[str] = None) -> Bury:

@@ -30,6 +30,10 @@ TASKS = {
     "bury": [PyTask("tests.tasks:always_fail", ["calls"])],
 }
 TASKS["sweeper"] = TASKS["producer"] = TASKS["producer_many"] = TASKS["worker"][:1]
+# a worker running tasks in threads (plain ones) and on its event loop (coroutines), two slots
+TASKS["threads"] = [PyTask("tests.tasks:record", ["t0"]), PyTask("tests.tasks:async_record", ["t1"]),
+                    PyTask("tests.tasks:record", ["t2"])]
+THREADS = {"threads": 2}
 
 
 class KillingRedis(redis.Redis):
@@ -90,7 +94,8 @@ def done(plain: redis.Redis, role: str) -> bool:
 
 def run_worker(client: KillingRedis, plain: redis.Redis, role: str) -> None:
     queue = Queue(QUEUE, client, dequeue_timeout=0.05, keep_alive_timeout=30)
-    worker = Worker(queue, ["tests.tasks"], keep_alive_interval=1000)  # no refresh during the scenario
+    worker = Worker(queue, ["tests.tasks"], keep_alive_interval=1000,  # no refresh during the scenario
+                    threads=THREADS.get(role, 1))
 
     def stop_when_done() -> None:
         while not done(plain, role):

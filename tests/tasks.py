@@ -124,3 +124,27 @@ def alarm_in_caller(tag):
     if callable(handler):
         handler(signal.SIGALRM, sys._getframe(1))
     record(tag)
+
+
+def unstoppable(tag, seconds):
+    """Swallows every interruption, TimeLimitExceeded included, until `seconds` have passed."""
+    conn().set("started:" + tag, os.getpid())
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            time.sleep(0.01)
+        except BaseException:
+            conn().incr("interrupted:" + tag)
+    record(tag)
+
+
+def busy(tag, seconds):
+    """Works in short steps for `seconds`, swallowing every Exception: a time limit must still stop it."""
+    conn().set("started:" + tag, os.getpid())
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            time.sleep(0.01)
+        except Exception:
+            record("swallowed")
+    record(tag)

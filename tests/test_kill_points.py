@@ -59,7 +59,7 @@ def set_up(conn, role):
         Queue(QUEUE, conn).enqueue_many(TASKS[role])
 
 
-@pytest.mark.parametrize("role", ["worker", "retry", "bury", "sweeper", "producer", "producer_many"])
+@pytest.mark.parametrize("role", ["worker", "threads", "retry", "bury", "sweeper", "producer", "producer_many"])
 def test_no_kill_point_loses_a_task_or_runs_it_more_than_it_may(conn, redis_server, role):
     checked = []
     for kill_at in range(1, MAX_ROUND_TRIPS):
@@ -86,7 +86,7 @@ def test_no_kill_point_loses_a_task_or_runs_it_more_than_it_may(conn, redis_serv
     pytest.fail(f"the {role} scenario did not finish within {MAX_ROUND_TRIPS} round trips")
 
 
-@pytest.mark.parametrize("role", ["worker", "retry", "bury", "sweeper", "producer", "producer_many"])
+@pytest.mark.parametrize("role", ["worker", "threads", "retry", "bury", "sweeper", "producer", "producer_many"])
 def test_a_lost_reply_at_any_round_trip_neither_loses_nor_repeats_a_task(conn, redis_server, role):
     for lost_at in range(1, MAX_ROUND_TRIPS):
         set_up(conn, role)

@@ -1,0 +1,220 @@
+"""How a worker runs several tasks at once: plain functions each in a slot thread, coroutine
+functions as tasks on one event loop (a thread running it).
+
+A thread cannot be killed: a plain task past its time limit gets TimeLimitExceeded injected
+into its thread (PyThreadState_SetAsyncExc), as SIGALRM raises it in the main thread. If it
+still runs, it stays held (its keep-alive goes on, so it never runs twice at once) and keeps
+its slot, and the worker says so once per time-limit period it overruns, injecting again.
+
+Only the worker's main thread injects, and it injects only into a job it saw running, then
+takes the injection back if the job finished meanwhile; an injection that lands anyway after
+the call returned is told apart by where it was raised (in the frame that made the call, not
+inside the task) and does not count, so a finished task is never reported as timed out.
+"""
+import asyncio
+import ctypes
+import threading
+import time
+from collections import deque
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence
+
+from .time_limit import TimeLimitExceeded, within
+
+_inject = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.py_object)(
+    ("PyThreadState_SetAsyncExc", ctypes.pythonapi))
+_clear = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)(
+    ("PyThreadState_SetAsyncExc", ctypes.pythonapi))
+
+
+class Job:
+    """One task to run in a slot: func(*args, **kwargs), with its time limit (None: none).
+
+    outcome: None once the call returned, else the exception it raised; done once that is known.
+    """
+
+    __slots__ = ("key", "func", "args", "kwargs", "limit", "coroutine", "thread", "started_at", "done",
+                 "outcome", "interrupted", "next_warning")
+
+    def __init__(self, key: Any, func: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any],
+                 limit: Optional[float], coroutine: bool) -> None:
+        self.key = key
+        self.func, self.args, self.kwargs, self.limit, self.coroutine = func, args, kwargs, limit, coroutine
+        self.thread: Optional[int] = None
+        self.started_at: Optional[float] = None
+        self.done = False
+        self.outcome: Optional[BaseException] = None
+        self.interrupted = 0
+        self.next_warning = 0.0
+
+
+def _call(func: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any]) -> None:
+    func(*args, **kwargs)
+
+
+CALLERS = {_call.__code__}
+"""Code of the frames that call a task: an exception whose traceback ends there came from the call itself."""
+
+
+def _run(job: Job) -> None:
+    """Run a plain job in this thread. Past `job.done = True` no injection can be aimed at it."""
+    job.thread = threading.get_ident()
+    job.started_at = time.monotonic()
+    try:
+        _call(job.func, job.args, job.kwargs)
+        job.outcome = None
+    except BaseException as exc:
+        job.outcome = None if isinstance(exc, TimeLimitExceeded) and _raised_here(exc) else exc
+    job.done = True
+
+
+def _raised_here(exc: BaseException) -> bool:
+    """A TimeLimitExceeded raised in _run itself: the injection landed after the call returned."""
+    tb = exc.__traceback__
+    return tb is not None and tb.tb_next is None
+
+
+class Slots:
+    """Up to `size` jobs at once; finished jobs are reported through `finished`, with `wake` released."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.running: Dict[Any, Job] = {}
+        self.finished: Deque[Job] = deque()
+        self.wake = threading.Lock()
+        self.wake.acquire()
+        self._idle: List["_SlotThread"] = []
+        self._threads: List["_SlotThread"] = []
+        self._slot_of: Dict[Any, "_SlotThread"] = {}
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._loop_thread: Optional[threading.Thread] = None
+
+    @property
+    def free(self) -> int:
+        return self.size - len(self.running)
+
+    def start(self, job: Job) -> None:
+        self.running[job.key] = job
+        if job.coroutine:
+            asyncio.run_coroutine_threadsafe(self._run_coroutine(job), self._event_loop())
+        else:
+            slot = self._idle.pop() if self._idle else self._new_thread()
+            self._slot_of[job.key] = slot
+            slot.give(job)
+
+    def wait(self, timeout: float) -> None:
+        """Until a job finishes or timeout seconds pass."""
+        if not self.finished:
+            self.wake.acquire(timeout=timeout)
+
+    def collect(self) -> List[Job]:
+        """The jobs that finished since the last call; their threads are free again."""
+        jobs = []
+        while self.finished:
+            job = self.finished.popleft()
+            if self.running.pop(job.key, None) is not None:  # a slot may report a job twice: see _SlotThread
+                jobs.append(job)
+                slot = self._slot_of.pop(job.key, None)
+                if slot is not None:
+                    self._idle.append(slot)
+        return jobs
+
+    def enforce_limits(self, warn: Callable[[Job, float], None]) -> None:
+        """Interrupt plain jobs past their time limit; warn (and interrupt again) once per limit
+        period a job overruns it."""
+        now = time.monotonic()
+        for job in list(self.running.values()):
+            if job.coroutine or not job.limit or job.done or job.started_at is None or job.thread is None:
+                continue
+            overrun = now - job.started_at - job.limit
+            if overrun < 0 or now < job.next_warning:
+                continue
+            if job.interrupted:
+                warn(job, overrun)
+            _inject(job.thread, TimeLimitExceeded)
+            if job.done:  # it finished meanwhile: take the injection back
+                _clear(job.thread, None)
+            job.interrupted += 1
+            job.next_warning = now + job.limit
+
+    def close(self) -> None:
+        """Let the threads end once idle (running jobs are not stopped: call when none run)."""
+        for slot in self._threads:
+            slot.give(None)
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            assert self._loop_thread is not None
+            self._loop_thread.join(5)
+            self._loop.close()
+
+    def _report(self, job: Job) -> None:
+        self.finished.append(job)
+        try:
+            if self.wake.locked():
+                self.wake.release()
+        except RuntimeError:  # another slot released it first
+            pass
+
+    async def _run_coroutine(self, job: Job) -> None:
+        job.started_at = time.monotonic()
+        try:
+            await within(job.func(*job.args, **job.kwargs), job.limit)
+        except BaseException as exc:
+            job.outcome = exc
+        job.done = True
+        self._report(job)
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            loop = self._loop = asyncio.new_event_loop()
+            self._loop_thread = threading.Thread(target=loop.run_forever, name="delayed event loop", daemon=True)
+            self._loop_thread.start()
+        return self._loop
+
+    def _new_thread(self) -> "_SlotThread":
+        slot = _SlotThread(self, len(self._threads))
+        self._threads.append(slot)
+        slot.start()
+        return slot
+
+
+class _SlotThread(threading.Thread):
+    """Runs the jobs given to it, one at a time.
+
+    A stale injection (one the main thread took back too late) can land anywhere in this
+    loop between two jobs: every step here can be interrupted and retried, and reporting a
+    job twice is harmless (Slots.collect takes each once).
+    """
+
+    def __init__(self, slots: Slots, number: int) -> None:
+        super().__init__(name=f"delayed slot {number}", daemon=True)
+        self.slots = slots
+        self.inbox: Deque[Optional[Job]] = deque()
+        self.job: Optional[Job] = None
+        self._ready = threading.Lock()
+        self._ready.acquire()
+
+    def give(self, job: Optional[Job]) -> None:
+        self.inbox.append(job)
+        if self._ready.locked():
+            self._ready.release()
+
+    def run(self) -> None:
+        while True:
+            try:
+                if self.job is None:
+                    if not self.inbox:
+                        self._ready.acquire()
+                        continue
+                    job = self.inbox.popleft()
+                    if job is None:
+                        return
+                    self.job = job
+                job = self.job
+                if job.started_at is None:
+                    _run(job)
+                elif not job.done:  # interrupted between its call and done: it ran; a time-out keeps it safe
+                    job.outcome, job.done = TimeLimitExceeded("interrupted as it finished"), True
+                self.slots._report(job)
+                self.job = None
+            except TimeLimitExceeded:
+                continue

@@ -1,0 +1,130 @@
+"""Worker(threads=N): up to N tasks at once in one process, each held under its own id."""
+import logging
+import threading
+import time
+
+import pytest
+
+from delayed import PyTask, Queue, Worker
+from delayed.cli import worker_parser
+from delayed.dead_letter import parse
+
+from . import tasks
+from .conftest import results, wait_for
+
+
+@pytest.fixture
+def queue(conn):
+    return Queue("q", conn, dequeue_timeout=0.05, keep_alive_timeout=5)
+
+
+@pytest.fixture
+def threaded():
+    started = []
+
+    def start(queue, threads, **options):
+        worker = Worker(queue, ["tests.tasks"], keep_alive_interval=1, threads=threads, **options)
+        thread = threading.Thread(target=worker.run)
+        thread.start()
+        started.append((worker, thread))
+        return worker
+
+    yield start
+    for worker, thread in started:
+        worker.stop()
+        thread.join(10)
+        assert not thread.is_alive()
+
+
+def dead(conn):
+    return [parse(item) for item in conn.lrange("q_dead", 0, -1)]
+
+
+def drained(conn):
+    return conn.llen("q") == 0 and conn.hlen("q_processing") == 0
+
+
+@pytest.mark.parametrize("func", [tasks.slow, tasks.async_slow])
+def test_plain_and_coroutine_tasks_run_at_once(conn, queue, threaded, func):
+    queue.enqueue_many([PyTask(func, [f"t{i}", 0.5]) for i in range(10)])
+    started = time.monotonic()
+    threaded(queue, 10)
+    wait_for(lambda: conn.llen("results") == 10, what="ten half-second tasks")
+    assert time.monotonic() - started < 2  # one at a time would take 5 s
+    wait_for(lambda: drained(conn), what="release")
+    assert sorted(results(conn)) == sorted(repr((f"t{i}", (), {})) for i in range(10))
+
+
+def test_claims_only_as_many_tasks_as_there_are_free_slots(conn, queue, threaded):
+    queue.enqueue_many([PyTask(tasks.slow, [f"t{i}", 0.2]) for i in range(12)])
+    threaded(queue, 3)
+    most = 0
+    while conn.llen("results") < 12:
+        most = max(most, conn.hlen("q_processing"))
+        time.sleep(0.01)
+    assert most == 3
+    wait_for(lambda: drained(conn), what="release")
+
+
+def test_two_threaded_workers_share_a_queue_and_run_everything_once(conn, queue, threaded):
+    queue.enqueue_many([PyTask(tasks.record, [i]) for i in range(1000)])
+    threaded(queue, 4)
+    threaded(queue, 4)
+    wait_for(lambda: conn.llen("results") == 1000, what="1000 tasks")
+    wait_for(lambda: drained(conn), what="release")
+    assert sorted(results(conn)) == sorted(repr((i, (), {})) for i in range(1000))
+
+
+def test_a_plain_task_past_its_time_limit_is_interrupted_in_its_thread(conn, queue, threaded):
+    # (a blocking call, time.sleep(3) say, is interrupted only when it returns to the interpreter)
+    queue.enqueue(PyTask(tasks.busy, ["stuck", 3], time_limit=0.2))
+    queue.enqueue(PyTask(tasks.record, ["after"]))
+    threaded(queue, 2)
+    wait_for(lambda: dead(conn), timeout=2, what="the time-out")
+    [entry] = dead(conn)
+    assert entry["reason"] == "timed_out" and "TimeLimitExceeded" in entry["error"]
+    assert results(conn) == [repr(("after", (), {}))]  # busy's except Exception did not swallow it
+    wait_for(lambda: drained(conn), what="release")
+
+
+def test_a_thread_that_will_not_stop_stays_held_keeps_its_slot_and_is_reported(conn, queue, threaded, caplog):
+    caplog.set_level(logging.WARNING, "delayed")
+    queue.enqueue_many([PyTask(tasks.unstoppable, [f"mule{i}", 1.5], time_limit=0.3) for i in range(2)])
+    worker = threaded(queue, 2)
+    wait_for(lambda: conn.exists("started:mule0", "started:mule1") == 2, what="both to start")
+    queue.enqueue(PyTask(tasks.record, ["waits"]))
+    wait_for(lambda: "past its time limit" in caplog.text, timeout=2, what="the overrun warning")
+    assert int(conn.get("interrupted:mule0")) >= 1 and int(conn.get("interrupted:mule1")) >= 1
+    # still held under the worker's ids, their keep-alive on, both slots taken: nothing else started
+    holders = [holder.decode() for holder in conn.hkeys("q_processing")]
+    assert len(holders) == 2 and all(holder.startswith(worker.id) and conn.exists(holder) for holder in holders)
+    assert results(conn) == []
+    wait_for(lambda: len(results(conn)) == 3, what="all three tasks")
+    assert results(conn).index(repr(("waits", (), {}))) > 0  # it started only once a mule ended
+    wait_for(lambda: drained(conn), what="release")
+
+
+def test_a_coroutine_past_its_time_limit_is_cancelled_in_threaded_mode(conn, queue, threaded):
+    queue.enqueue(PyTask(tasks.async_slow, ["late", 0.5], time_limit=0.1))
+    queue.enqueue(PyTask(tasks.async_slow, ["next", 0.8]))
+    threaded(queue, 2)
+    wait_for(lambda: results(conn), what="the next coroutine")
+    time.sleep(0.1)
+    assert results(conn) == [repr(("next", (), {}))]
+    assert [entry["reason"] for entry in dead(conn)] == ["timed_out"]
+
+
+def test_stopping_lets_the_running_tasks_finish_and_gives_nothing_up(conn, queue, threaded):
+    queue.enqueue_many([PyTask(tasks.slow, [f"t{i}", 0.4]) for i in range(3)] +
+                       [PyTask(tasks.record, ["later"])])
+    worker = threaded(queue, 3)
+    wait_for(lambda: all(conn.exists(f"started:t{i}") for i in range(3)), what="three tasks running")
+    worker.stop()
+    wait_for(lambda: not conn.exists(worker.id), what="the worker to go offline")
+    assert sorted(results(conn)) == sorted(repr((f"t{i}", (), {})) for i in range(3))
+    assert conn.llen("q") == 1 and conn.hlen("q_processing") == 0
+
+
+def test_the_command_line_takes_threads():
+    assert worker_parser().parse_args(["--threads", "8", "tasks"]).threads == 8
+    assert worker_parser().parse_args(["tasks"]).threads == 1
