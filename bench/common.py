@@ -6,6 +6,7 @@ the few hooks that differ between queues, and calls `main(MySystem)`; it then pr
 JSON line with the result of the one measurement asked for on its command line.
 """
 import argparse
+import asyncio
 import json
 import math
 import os
@@ -18,9 +19,13 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import redis
 
+import bench_tasks
+
 BENCH_DIR = Path(__file__).resolve().parent
 LATENCY_KEY = "bench:latency"  # bench_tasks.record RPUSHes each start latency (seconds) here
 QUEUE = "bench"  # the queue name every system uses
+# the drain's kinds of task: bench_tasks.noop, sleep10 (time.sleep(0.01)), asleep10 (asyncio.sleep(0.01))
+TASKS = {"noop": "noop", "sleep": "sleep10", "asleep": "asleep10"}
 
 
 class BenchError(Exception):
@@ -32,7 +37,14 @@ class System:
 
     version = "?"  # the library's version, for the report
     stop_signal = signal.SIGTERM  # what makes one of its workers stop gracefully
+    stop_grace = 15.0  # seconds its workers get to exit on stop_signal before SIGKILL
     has_enqueue_many = True
+    # True where a task leaves the remaining count when it starts (no record of a running task, or an
+    # ack before the run): the drain then ends one task's run after the count reaches 0
+    done_at_start = False
+    # how its workers are run, for the report: the no-op rows, and the io rows with N slots
+    settings = "?"
+    io_settings = "?"
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -48,18 +60,28 @@ class System:
         """One bulk call enqueuing `count` no-op tasks."""
         raise NotImplementedError
 
-    def prefill(self, count: int) -> None:
-        """Enqueue `count` no-op tasks as fast as the library allows (not timed)."""
-        for _ in range(count):
-            self.enqueue()
+    def prefill(self, count: int, task: str = "noop") -> None:
+        """Enqueue `count` tasks of kind `task` (a key of TASKS) as fast as the library allows
+        (not timed)."""
+        raise NotImplementedError
 
     def remaining(self) -> int:
         """Tasks not finished yet: waiting plus held by a worker, read atomically."""
         raise NotImplementedError
 
-    def worker_commands(self, processes: int) -> List[List[str]]:
-        """argv of each worker process to start to get `processes` worker processes."""
+    def worker_commands(self, processes: int, slots: Optional[int] = None) -> List[List[str]]:
+        """argv of each worker process to start to get `processes` worker processes, each running
+        up to `slots` tasks at once (None: the setting of the no-op rows)."""
         raise NotImplementedError
+
+    def worker_environ(self, slots: Optional[int] = None) -> Dict[str, str]:
+        """Extra environment of the worker processes (for systems configured in a module)."""
+        return {}
+
+    def cannot_run(self, task: str, slots: Optional[int]) -> Optional[Dict]:
+        """Why this system cannot run `task` with `slots`: {"na": why} where it has no way to,
+        {"skipped": why} where this version cannot yet; None when it can."""
+        return None
 
     def failed(self) -> int:
         """Tasks the system recorded as failed or dead-lettered."""
@@ -96,11 +118,15 @@ class System:
             if elapsed >= seconds:
                 return {"rate": count / elapsed, "tasks": count, "seconds": elapsed, "batch": batch}
 
-    def measure_drain(self, tasks: int, processes: int, timeout: float) -> Dict:
-        self.prefill(tasks)
+    def measure_drain(self, tasks: int, processes: int, timeout: float, task: str = "noop",
+                      slots: Optional[int] = None, memory: bool = False) -> Dict:
+        reason = self.cannot_run(task, slots)
+        if reason:
+            return reason
+        self.prefill(tasks, task)
         if self.remaining() != tasks:
             raise BenchError(f"prefilled {tasks} tasks but {self.remaining()} are queued")
-        with Workers(self, processes) as workers:
+        with Workers(self, processes, slots) as workers:
             t0 = left_at_t0 = None
             deadline = time.monotonic() + timeout
             while True:
@@ -112,8 +138,12 @@ class System:
                     break
                 workers.check(deadline, f"{left} of {tasks} tasks left")
                 time.sleep(0.002)
+            # read before the stop signal, while every worker process is still up
+            used = workers.memory() if memory else {}
+        if self.done_at_start and task != "noop":
+            now += bench_tasks.IO_SECONDS  # the last task started at `now` and ran that long
         # t0 is the first moment a task was finished: the left_at_t0 tasks then left all ran in [t0, now]
-        return {"rate": left_at_t0 / (now - t0), "tasks": tasks, "seconds": now - t0,
+        return {"rate": left_at_t0 / (now - t0), "tasks": tasks, "seconds": now - t0, **used,
                 "failed": self.failed(), "graceful_stop": workers.graceful}
 
     def measure_latency(self, rate: float, count: int, timeout: float) -> Dict:
@@ -140,6 +170,30 @@ class System:
             time.sleep(0.01)
 
 
+class AsyncSystem(System):
+    """A system whose producer API is asyncio only: the hooks below run on one event loop."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.loop = asyncio.new_event_loop()
+
+    def run(self, coroutine):
+        return self.loop.run_until_complete(coroutine)
+
+    async def async_enqueue(self, task: str = "noop", enqueued_at: Optional[float] = None) -> None:
+        """One producer call: a task of kind `task`, or a latency task carrying `enqueued_at`."""
+        raise NotImplementedError
+
+    def enqueue(self, enqueued_at=None):
+        self.run(self.async_enqueue("noop", enqueued_at))
+
+    def prefill(self, count, task="noop"):
+        async def chunk(size: int) -> None:
+            await asyncio.gather(*(self.async_enqueue(task) for _ in range(size)))
+        for start in range(0, count, 100):  # 100 calls in flight: the library's own enqueue, not timed
+            self.run(chunk(min(100, count - start)))
+
+
 def percentile(sorted_values: List[float], pct: float) -> float:
     """Nearest-rank percentile of an ascending list."""
     return sorted_values[max(0, math.ceil(pct / 100 * len(sorted_values)) - 1)]
@@ -155,19 +209,20 @@ def worker_env(url: str) -> Dict[str, str]:
 class Workers:
     """The worker processes of one measurement, each in its own process group.
 
-    On exit: the system's stop signal, up to 15 s to exit, then SIGKILL to the whole group,
-    so nothing outlives the measurement. `graceful` tells whether they all stopped by themselves.
+    On exit: the system's stop signal, up to its stop_grace (15 s) to exit, then SIGKILL to the
+    whole group, so nothing outlives the measurement. `graceful` tells whether they all stopped by themselves.
     """
 
-    def __init__(self, system: System, processes: int) -> None:
+    def __init__(self, system: System, processes: int, slots: Optional[int] = None) -> None:
         self.system = system
-        self.commands = system.worker_commands(processes)
+        self.commands = system.worker_commands(processes, slots)
+        self.environ = system.worker_environ(slots)
         self.procs: List[subprocess.Popen] = []
         self.graceful = True
         self.log = open(os.environ.get("BENCH_WORKER_LOG", os.devnull), "ab")
 
     def __enter__(self) -> "Workers":
-        env = worker_env(self.system.url)
+        env = dict(worker_env(self.system.url), **self.environ)
         for argv in self.commands:
             self.procs.append(subprocess.Popen(argv, cwd=BENCH_DIR, env=env, stdin=subprocess.DEVNULL,
                                                stdout=self.log, stderr=self.log, start_new_session=True))
@@ -181,11 +236,36 @@ class Workers:
         if time.monotonic() > deadline:
             raise BenchError(f"timed out; {progress}")
 
+    def memory(self) -> Dict:
+        """Memory of every process of these workers and their descendants (a supervisor's
+        children): the sum of their peak RSS (VmHWM) and of their PSS now, where pages shared
+        after fork count once, in MB."""
+        children: Dict[int, List[int]] = {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:  # the parent is the 4th field; the command may hold spaces, so split after ')'
+                    parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    continue  # gone meanwhile
+                children.setdefault(parent, []).append(int(entry.name))
+        pids = [proc.pid for proc in self.procs]
+        for pid in pids:  # grows as it goes: breadth first
+            pids.extend(children.get(pid, []))
+        rss_kb = pss_kb = count = 0
+        for pid in pids:
+            try:
+                rss_kb += _kb_field(Path(f"/proc/{pid}/status").read_text(), "VmHWM:")
+                pss_kb += _kb_field(Path(f"/proc/{pid}/smaps_rollup").read_text(), "Pss:")
+                count += 1
+            except OSError:
+                pass
+        return {"rss_mb": rss_kb / 1024, "pss_mb": pss_kb / 1024, "processes_seen": count}
+
     def __exit__(self, *exc_info: object) -> None:
         for proc in self.procs:
             if proc.poll() is None:
                 proc.send_signal(self.system.stop_signal)
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + self.system.stop_grace
         for proc in self.procs:
             try:
                 proc.wait(max(0.1, deadline - time.monotonic()))
@@ -201,6 +281,13 @@ class Workers:
         self.log.close()
 
 
+def _kb_field(text: str, name: str) -> int:
+    for line in text.splitlines():
+        if line.startswith(name):
+            return int(line.split()[1])
+    return 0
+
+
 def main(system_class: Callable[[str], System]) -> None:
     """Command line of a driver: run one measurement, print one JSON line."""
     parser = argparse.ArgumentParser()
@@ -210,6 +297,9 @@ def main(system_class: Callable[[str], System]) -> None:
     parser.add_argument("--batch", type=int, default=1000, help="enqueue_many: tasks per call")
     parser.add_argument("--tasks", type=int, default=2000, help="drain: prefilled; latency: sent")
     parser.add_argument("--processes", type=int, default=1, help="drain: worker processes")
+    parser.add_argument("--task", choices=sorted(TASKS), default="noop", help="drain: the kind of task")
+    parser.add_argument("--slots", type=int, help="drain: tasks each process runs at once")
+    parser.add_argument("--memory", action="store_true", help="drain: the workers' memory too")
     parser.add_argument("--rate", type=float, default=200, help="latency: tasks per second")
     parser.add_argument("--timeout", type=float, default=120)
     args = parser.parse_args()
@@ -218,13 +308,15 @@ def main(system_class: Callable[[str], System]) -> None:
     system = system_class(args.url)
     try:
         if args.measure == "version":
-            result = {"version": system.version, "python": sys.version.split()[0]}
+            result = {"version": system.version, "python": sys.version.split()[0],
+                      "settings": system.settings, "io_settings": system.io_settings}
         elif args.measure == "enqueue":
             result = system.measure_enqueue(args.seconds)
         elif args.measure == "enqueue_many":
             result = system.measure_enqueue_many(args.seconds, args.batch)
         elif args.measure == "drain":
-            result = system.measure_drain(args.tasks, args.processes, args.timeout)
+            result = system.measure_drain(args.tasks, args.processes, args.timeout, args.task, args.slots,
+                                          args.memory)
         else:
             result = system.measure_latency(args.rate, args.tasks, args.timeout)
     except BenchError as exc:

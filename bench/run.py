@@ -1,5 +1,5 @@
-"""Benchmark delayed against keakon/delayed 1.2.0b2, rq, dramatiq and go-delayed's Go worker and
-producer; see bench/README.md.
+"""Benchmark delayed against keakon/delayed 1.2.0b2, rq, dramatiq, huey, Celery, arq, saq, taskiq
+and go-delayed's Go worker and producer; see bench/README.md.
 
 Run from the repository root with the project's virtualenv:
     .venv/bin/python bench/run.py [--quick] [--output PATH]
@@ -33,16 +33,23 @@ KEAKON_VENV = BENCH / ".venv-keakon"
 PEERS_VENV = BENCH / ".venv-peers"
 
 
+def own_venv(name: str) -> Path:
+    """A peer whose pins conflict with the others' (redis-py 5, 7 and 8 among them) has its own."""
+    return BENCH / f".venv-{name}"
+
+
 class SystemSpec:
     def __init__(self, name: str, label: str, python: Path, drain_guess: int,
                  venv: Optional[Path] = None, requirements: List[str] = (),
-                 prepare: Optional[Callable[[], Optional[str]]] = None) -> None:
+                 prepare: Optional[Callable[[], Optional[str]]] = None, one_slot: bool = False) -> None:
         self.name, self.label, self.python = name, label, python
         self.drain_guess = drain_guess  # first N of the 1-process drain; adapted after each run
         self.venv, self.requirements = venv, list(requirements)
         self.prepare = prepare  # makes what the driver needs (not a venv); returns why it could not
+        self.one_slot = one_slot  # runs one task at a time per process: the io rows use that slot
         self.driver = BENCH / "drivers" / f"{name}_driver.py"
         self.version = "?"
+        self.settings = self.io_settings = "?"  # how its workers run, from its driver
         self.skipped: Optional[str] = None
 
 
@@ -50,22 +57,50 @@ SYSTEMS = [
     SystemSpec("delayed", "delayed", Path(sys.executable), 300_000),
     SystemSpec("delayed1", "delayed --batch 1", Path(sys.executable), 20_000),
     SystemSpec("keakon", "keakon/delayed", KEAKON_VENV / "bin/python", 8_000,
-               KEAKON_VENV, ["delayed==1.2.0b2", "redis", "hiredis", "msgpack"]),
-    SystemSpec("rq", "rq", PEERS_VENV / "bin/python", 600, PEERS_VENV, ["rq==3.0.0", "redis", "hiredis"]),
+               KEAKON_VENV, ["delayed==1.2.0b2", "redis", "hiredis", "msgpack"], one_slot=True),
+    SystemSpec("rq", "rq", PEERS_VENV / "bin/python", 600, PEERS_VENV, ["rq==3.0.0", "redis", "hiredis"],
+               one_slot=True),
     SystemSpec("dramatiq", "dramatiq", PEERS_VENV / "bin/python", 700, PEERS_VENV, ["dramatiq[redis]==2.2.1"]),
+    SystemSpec("huey", "huey", own_venv("huey") / "bin/python", 5_000, own_venv("huey"),
+               ["huey==3.5.4", "redis", "hiredis"]),
+    SystemSpec("celery", "Celery", own_venv("celery") / "bin/python", 1_000, own_venv("celery"),
+               ["celery[redis]==5.7.0", "hiredis"]),
+    SystemSpec("arq", "arq", own_venv("arq") / "bin/python", 2_000, own_venv("arq"), ["arq==0.28.0", "hiredis"]),
+    # saq 0.26.4 imports typing_extensions without requiring it
+    SystemSpec("saq", "saq", own_venv("saq") / "bin/python", 2_000, own_venv("saq"),
+               ["saq[redis]==0.26.4", "hiredis", "typing_extensions"]),
+    SystemSpec("taskiq", "taskiq", own_venv("taskiq") / "bin/python", 2_500, own_venv("taskiq"),
+               ["taskiq==0.13.0", "taskiq-redis==1.2.4", "hiredis"]),
     # go-delayed's worker draining GoTasks our producer enqueued, and its producer's enqueue rate
     SystemSpec("godelayed", "go-delayed (Go)", Path(sys.executable), 60_000, prepare=gocommands.build),
 ]
 
-# (key, label, unit, higher is better)
-METRICS = [
-    ("enqueue", "enqueue, one task per call", "tasks/s", True),
-    ("enqueue_many", "enqueue_many, batches of 1,000", "tasks/s", True),
-    ("drain1", "drain, 1 worker process", "tasks/s", True),
-    ("drain2", "drain, 2 worker processes", "tasks/s", True),
-    ("p50", "start latency p50 at 200 tasks/s", "ms", False),
-    ("p99", "start latency p99 at 200 tasks/s", "ms", False),
+# The io rows: 10 ms tasks (bench_tasks.sleep10, asleep10) drained by one process with N slots;
+# (key of the runs, --task, slots, processes). io_procs100 is delayed's own: 100 processes of one
+# slot each, to set one process's memory at 100 slots against.
+IO_RUNS = [
+    ("io_sleep10", "sleep", 10, 1),
+    ("io_asleep10", "asleep", 10, 1),
+    ("io_asleep100", "asleep", 100, 1),
+    ("io_procs100", "sleep", None, 100),
 ]
+
+# (key, label, unit, the runs it is read from, the field of each run)
+METRICS = [
+    ("enqueue", "enqueue, one task per call", "tasks/s", "enqueue", "rate"),
+    ("enqueue_many", "enqueue_many, batches of 1,000", "tasks/s", "enqueue_many", "rate"),
+    ("drain1", "drain, 1 worker process", "tasks/s", "drain1", "rate"),
+    ("drain2", "drain, 2 worker processes", "tasks/s", "drain2", "rate"),
+    ("io_sleep10", "10 ms `time.sleep` tasks, 1 process, 10 slots", "tasks/s", "io_sleep10", "rate"),
+    ("io_asleep10", "10 ms `asyncio.sleep` tasks, 1 process, 10 slots", "tasks/s", "io_asleep10", "rate"),
+    ("io_asleep100", "10 ms `asyncio.sleep` tasks, 1 process, 100 slots", "tasks/s", "io_asleep100", "rate"),
+    ("mem_asleep100", "memory of that 1 process at 100 slots (peak RSS)", "MB", "io_asleep100", "rss_mb"),
+    ("mem_procs100", "memory of 100 processes of 1 slot (peak RSS, summed)", "MB", "io_procs100", "rss_mb"),
+    ("p50", "start latency p50 at 200 tasks/s", "ms", "latency", "p50_ms"),
+    ("p99", "start latency p99 at 200 tasks/s", "ms", "latency", "p99_ms"),
+]
+METRIC = {metric[0]: metric for metric in METRICS}
+IO_GOALS = {"io_sleep10": 950, "io_asleep10": 950, "io_asleep100": 8_000}
 
 
 def log(message: str) -> None:
@@ -140,34 +175,51 @@ def measure(bench: Bench, spec: SystemSpec, cfg: Dict, results: Dict) -> None:
             result = bench.driver(spec, *args)
             runs[key].append(result)
             log(f"  {spec.name} {key}: {json.dumps(result)}")
-            if "error" in result or "na" in result:
+            if "error" in result or "na" in result or "skipped" in result:
                 break
 
     repeat("enqueue", "enqueue", "--seconds", cfg["seconds"])
     repeat("enqueue_many", "enqueue_many", "--seconds", cfg["seconds"], "--batch", 1000)
 
-    for processes in (1, 2):
-        key = f"drain{processes}"
+    def drain(key: str, tasks: int, seconds: float, min_seconds: float, *args: object, times: int = reps) -> None:
+        """`times` drains of about `seconds` each: N starts at `tasks` and follows the rate found."""
         runs[key] = []
+        recalibrations = 0
+        while len(runs[key]) < times:
+            result = bench.driver(spec, "drain", "--tasks", tasks, *args)
+            log(f"  {spec.name} {key} N={tasks}: {json.dumps(result)}")
+            if "rate" not in result:  # an error, n/a, or not measurable yet
+                runs[key].append(result)
+                break
+            too_short = result["seconds"] < min_seconds
+            if too_short or result["seconds"] > 2 * seconds:
+                tasks = max(200, int(result["rate"] * seconds))
+            if too_short and recalibrations < 2:
+                recalibrations += 1  # not counted: it only sized N
+                continue
+            runs[key].append(result)
+
+    for processes in (1, 2):
         one_process = median(runs.get("drain1", []), "rate")
         if processes == 2 and one_process:
             tasks = int(one_process * 1.6 * cfg["drain_seconds"])  # a guess; adapted below
         else:
             tasks = int(spec.drain_guess * cfg["drain_seconds"] / 2.5)
-        recalibrations = 0
-        while len(runs[key]) < reps:
-            result = bench.driver(spec, "drain", "--tasks", tasks, "--processes", processes)
-            log(f"  {spec.name} {key} N={tasks}: {json.dumps(result)}")
-            if "error" in result:
-                runs[key].append(result)
-                break
-            too_short = result["seconds"] < cfg["drain_min_seconds"]
-            if too_short or result["seconds"] > 2 * cfg["drain_seconds"]:
-                tasks = max(200, int(result["rate"] * cfg["drain_seconds"]))
-            if too_short and recalibrations < 2:
-                recalibrations += 1  # not counted: it only sized N
-                continue
-            runs[key].append(result)
+        drain(f"drain{processes}", tasks, cfg["drain_seconds"], cfg["drain_min_seconds"], "--processes", processes)
+
+    for key, task, slots, processes in IO_RUNS:
+        if key == "io_procs100" and spec.name != "delayed":
+            continue  # delayed's own, and once: its memory is what it is there for
+        if spec.one_slot and slots == 100:
+            runs[key] = [{"na": "one slot: the 10-slot rows measure it"}]
+            continue
+        # at 10 ms a task, a slot's ceiling is 100 tasks/s
+        ceiling = 100 * (1 if spec.one_slot else slots or processes)
+        args = ["--task", task, "--processes", processes, *(["--slots", slots] if slots else [])]
+        if slots == 100 or processes == 100:
+            args.append("--memory")
+        drain(key, max(100, int(0.95 * ceiling * cfg["io_seconds"])), cfg["io_seconds"], 0.6 * cfg["io_seconds"],
+              *args, times=1 if processes == 100 else reps)
 
     runs["latency"] = []
     repeat("latency", "latency", "--tasks", cfg["latency_tasks"], "--rate", 200)
@@ -179,17 +231,17 @@ def median(runs: List[Dict], field: str) -> Optional[float]:
 
 
 def metric_value(runs: Dict[str, List[Dict]], key: str) -> Optional[float]:
-    if key in ("p50", "p99"):
-        return median(runs["latency"], f"{key}_ms")
-    return median(runs[key], "rate")
+    _, _, _, source, field = METRIC[key]
+    return median(runs.get(source, []), field)
 
 
 def metric_note(runs: Dict[str, List[Dict]], key: str) -> str:
     """What to show when a metric has no value."""
-    source = runs["latency" if key in ("p50", "p99") else key]
-    for run in source:
+    for run in runs.get(METRIC[key][3], []):
         if "na" in run:
             return "n/a"
+        if "skipped" in run:
+            return f"not measured: {run['skipped']}"
         if "error" in run:
             return "error"
     return "—"
@@ -203,7 +255,25 @@ def ratio(value: float) -> str:
     return f"{value:.0f}x" if value >= 10 else f"{value:.2f}x" if value >= 0.1 else f"{value:.2g}x"
 
 
-def target(key: str, ours: Optional[float], keakon: Optional[float]) -> str:
+def target(key: str, ours: Optional[float], keakon: Optional[float], values: Dict[str, Optional[float]],
+           ours_results: Dict) -> str:
+    """The goal for delayed's row and whether it was met; `values` are the other systems' on the row."""
+    if key in IO_GOALS:
+        if ours is None:
+            return f"≥ {IO_GOALS[key]:,}/s"
+        text = f"≥ {IO_GOALS[key]:,}/s: {'met' if ours >= IO_GOALS[key] else 'not met'}"
+        peers = {name: value for name, value in values.items() if value is not None}
+        if key != "io_asleep100" and peers:
+            best = max(peers, key=peers.get)
+            text += f"; ahead of every peer: {'yes' if ours > peers[best] else 'no'} (best: {best})"
+        return text
+    if key == "mem_asleep100":
+        one, many = ours_results.get("io_asleep100", []), ours_results.get("io_procs100", [])
+        if median(one, "rss_mb") is None or median(many, "rss_mb") is None:
+            return ""
+        return ("1 process at 100 slots ÷ 100 processes: RSS "
+                f"{median(one, 'rss_mb') / median(many, 'rss_mb'):.0%}, PSS "
+                f"{median(one, 'pss_mb') / median(many, 'pss_mb'):.0%}")
     if key == "enqueue_many":
         return "—" if ours is None else f"≥ 100,000/s: {'met' if ours >= 100_000 else 'not met'}"
     goals = {"enqueue": 3, "drain1": 10}
@@ -240,7 +310,9 @@ def report(cfg: Dict, systems: List[SystemSpec], results: Dict, limits: Dict, fa
         "|---|" + "---:|" * len(systems) + "---|",
     ]
     ours_runs = results["delayed"]
-    for key, label, unit, _ in METRICS:
+    for key, label, unit, source, _ in METRICS:
+        if not any(source in results.get(s.name, {}) for s in systems):
+            continue  # io_procs100 with --only, say
         ours = metric_value(ours_runs, key)
         cells = []
         for spec in systems:
@@ -254,8 +326,13 @@ def report(cfg: Dict, systems: List[SystemSpec], results: Dict, limits: Dict, fa
                 cells.append(fmt(value, unit))
             else:
                 cells.append(f"{fmt(value, unit)} ({ratio(value / ours)})")
+            if spec.one_slot and source.startswith("io_") and value is not None:
+                cells[-1] += ", 1 slot"
         keakon = metric_value(results["keakon"], key) if "keakon" in results else None
-        lines.append(f"| {label} ({unit}) | " + " | ".join(cells) + f" | {target(key, ours, keakon)} |")
+        peers = {s.label: metric_value(results[s.name], key) for s in measured
+                 if not s.name.startswith("delayed")}
+        lines.append(f"| {label} ({unit}) | " + " | ".join(cells)
+                     + f" | {target(key, ours, keakon, peers, ours_runs)} |")
 
     lines += ["", "What each of our modes guarantees: both run every task at least once and lose none "
               "when a worker is SIGKILLed at any Redis round trip (tests/test_kill_points.py). `delayed` "
@@ -264,6 +341,17 @@ def report(cfg: Dict, systems: List[SystemSpec], results: Dict, limits: Dict, fa
               "at a time, as go-delayed and keakon/delayed do, and leaves at most one. go-delayed's worker "
               "claims one at a time too but never releases its last task, which runs again whenever that "
               "worker goes away, gracefully or not."]
+    lines += ["", "The io rows: 10 ms tasks, `bench_tasks.sleep10` (`time.sleep(0.01)`) and `asleep10` "
+              "(`await asyncio.sleep(0.01)`), stand in for a task waiting on the network; N slots make "
+              "a ceiling of 100 N tasks/s. rq and keakon/delayed have one slot per process and are "
+              "measured with it (\", 1 slot\"). Memory: the sum over the worker's processes (a "
+              "supervisor's children included) of each one's peak RSS (VmHWM), read when the last task "
+              "has run; the runs below give PSS too, where pages shared after fork count once.",
+              "", "How each system's workers ran (its defaults unless said):", "",
+              "| system | no-op rows and latency | io rows, N slots |", "|---|---|---|"]
+    for spec in measured:
+        lines.append(f"| {spec.label} | {cell(spec.settings)} | {cell(spec.io_settings)} |")
+
     lines += ["", "Physical limit: `redis-benchmark -c 1 -n 50000 -q -t ping,rpush,lpop` on the same "
               "redis-server, one client (requests/s):", "",
               "| command | one at a time | pipelined, `-P 100` |", "|---|---:|---:|"]
@@ -284,15 +372,22 @@ def report(cfg: Dict, systems: List[SystemSpec], results: Dict, limits: Dict, fa
               f"sized so a run lasts about {cfg['drain_seconds']} s. Latency: one idle worker, "
               f"{cfg['latency_tasks']} tasks at 200/s, each carrying time.time() at enqueue; the task "
               "RPUSHes time.time() − that at entry. Workers: delayed `python -m delayed.worker "
-              "[--concurrency 2] [--batch 1]`; keakon `Worker(queue).run()` per process; rq `rq worker "
-              "--worker-class rq.worker.SimpleWorker --quiet` per process; dramatiq `dramatiq "
-              "--processes 1|2 --threads 1`; go-delayed `interop/bin/goworker` per process (its "
+              "[--concurrency 2] [--batch 1] [--threads N]`; keakon `Worker(queue).run()` per process; rq "
+              "`rq worker --worker-class rq.worker.SimpleWorker --quiet` per process; go-delayed `interop/bin/goworker` per process (its "
               "`NewWorker(...).Run()`), stopped with SIGHUP, draining `GoTask(\"main.Noop\")` that our "
               "`enqueue_many` queued and timed on the queue's length alone (it never releases its last "
               "task); its latency tasks are `GoTask(\"main.Elapsed\", ...)` from our `enqueue`, and its "
               "enqueue row is go-delayed's own producer in Go, `Queue.Enqueue(NewGoTask(\"main.Noop\"))` "
-              "in a loop (interop/bin/goproducer -rate). See bench/README.md.", ""]
+              "in a loop (interop/bin/goproducer -rate). The other systems' workers: see the settings above; "
+              "the io rows' N tasks, 10 ms each, are sized to last about "
+              f"{cfg['io_seconds']} s at the ceiling. delayed's 100 processes (`--concurrency 100`) "
+              "run once, for their memory. See bench/README.md.", ""]
     return "\n".join(lines)
+
+
+def cell(text: str) -> str:
+    """Text for a markdown table's cell: a | would end the cell, even inside backticks."""
+    return text.replace("|", "\\|")
 
 
 def describe(run: Dict) -> str:
@@ -300,10 +395,15 @@ def describe(run: Dict) -> str:
         return f"error: {run['error']}"
     if "na" in run:
         return f"n/a ({run['na']})"
+    if "skipped" in run:
+        return f"not measured: {run['skipped']}"
     if "p50_ms" in run:
         text = f"{run['p50_ms']:.2f}/{run['p99_ms']:.2f} ms (max {run['max_ms']:.1f})"
     else:
         text = f"{run['rate']:,.0f} (N={run['tasks']:,}, {run['seconds']:.1f} s)"
+    if "rss_mb" in run:
+        text += (f" RSS {run['rss_mb']:,.0f} MB, PSS {run['pss_mb']:,.0f} MB in "
+                 f"{run['processes_seen']} processes")
     if run.get("failed"):
         text += f" failed={run['failed']}"
     if run.get("graceful_stop") is False:
@@ -355,7 +455,7 @@ def main() -> int:
     output = args.output or (None if args.quick else ROOT / "BENCHMARKS.md")
     cfg = {"quick": args.quick, "reps": 1 if args.quick else 3, "seconds": 0.5 if args.quick else 2.0,
            "drain_seconds": 0.8 if args.quick else 2.5, "drain_min_seconds": 0.4 if args.quick else 2.0,
-           "latency_tasks": 400 if args.quick else 2000}
+           "io_seconds": 0.8 if args.quick else 1.5, "latency_tasks": 400 if args.quick else 2000}
     started = time.monotonic()
     systems = [s for s in SYSTEMS if not args.only or s.name in args.only or s.name == "delayed"]
     for spec in systems:
@@ -382,8 +482,11 @@ def main() -> int:
                     spec.skipped = f"its driver does not start: {info.get('error')}"
                     continue
                 spec.version = info["version"]
+                spec.settings, spec.io_settings = info.get("settings", "?"), info.get("io_settings", "?")
                 log(f"{spec.label} {spec.version}:")
+                begun = time.monotonic()
                 measure(bench, spec, cfg, results)
+                log(f"  ({spec.label}: {time.monotonic() - begun:.0f} s)")
         finally:
             for pid in leftover_processes(run_id):
                 log(f"killing left-over process {pid}")

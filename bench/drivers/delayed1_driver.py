@@ -11,6 +11,7 @@ from delayed_driver import Delayed  # noqa: E402
 
 class DelayedBatch1(Delayed):
     worker_options = ["--batch", "1"]
+    settings = "`python -m delayed.worker --concurrency 1|2 --batch 1`"
 
 
 if __name__ == "__main__":

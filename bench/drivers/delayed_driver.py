@@ -1,4 +1,6 @@
 """delayed (this project), in /work/main/.venv."""
+import functools
+import subprocess
 import sys
 from importlib.metadata import version
 from pathlib import Path
@@ -10,9 +12,19 @@ import common  # noqa: E402
 from delayed import PyTask, Queue  # noqa: E402
 
 
+@functools.lru_cache(maxsize=None)
+def has_threads_option() -> bool:
+    """Whether this delayed's worker has `--threads N` (in-process slots) yet."""
+    done = subprocess.run([sys.executable, "-m", "delayed.worker", "--help"], capture_output=True, text=True)
+    return "--threads" in done.stdout
+
+
 class Delayed(common.System):
     version = version("delayed")
     worker_options: list = []  # the defaults: batches of up to 32 tasks per round trip
+    settings = "`python -m delayed.worker --concurrency 1|2` (its defaults: `--batch 32`)"
+    io_settings = ("`--threads N`: plain functions in a pool of N threads, coroutine functions N at "
+                   "a time on the process's one event loop")
 
     def __init__(self, url: str) -> None:
         super().__init__(url)
@@ -27,16 +39,23 @@ class Delayed(common.System):
     def enqueue_many(self, count):
         self.queue.enqueue_many([PyTask("bench_tasks:noop") for _ in range(count)])
 
-    def prefill(self, count):
+    def prefill(self, count, task="noop"):
+        func = f"bench_tasks:{common.TASKS[task]}"
         for start in range(0, count, 10_000):
-            self.enqueue_many(min(10_000, count - start))
+            self.queue.enqueue_many([PyTask(func) for _ in range(min(10_000, count - start))])
 
     def remaining(self):
         return self.count_keys(("llen", common.QUEUE), ("hlen", common.QUEUE + "_processing"))
 
-    def worker_commands(self, processes):
+    def worker_commands(self, processes, slots=None):
+        threads = ["--threads", str(slots)] if slots else []
         return [[sys.executable, "-m", "delayed.worker", "--redis-url", self.url, "--queue", common.QUEUE,
-                 "--concurrency", str(processes), *self.worker_options, "bench_tasks"]]
+                 "--concurrency", str(processes), *threads, *self.worker_options, "bench_tasks"]]
+
+    def cannot_run(self, task, slots):
+        if slots and not has_threads_option():
+            return {"skipped": "--threads not available"}
+        return None
 
     def failed(self):
         return self.conn.llen(common.QUEUE + "_dead")

@@ -30,6 +30,8 @@ class GoDelayed(common.System):
     version = gocommands.version()
     stop_signal = signal.SIGHUP  # go-delayed's only stop signal; SIGTERM kills it like a crash
     has_enqueue_many = False  # go-delayed's Queue has no bulk enqueue
+    settings = "`interop/bin/goworker` per process: go-delayed's `NewWorker(...).Run()`"
+    io_settings = "not measured"
 
     def __init__(self, url: str) -> None:
         super().__init__(url)
@@ -48,15 +50,20 @@ class GoDelayed(common.System):
         # only the latency measurement calls this here; the drain is prefilled below
         self.queue.enqueue(GoTask("main.Elapsed", [common.LATENCY_KEY, enqueued_at]))
 
-    def prefill(self, count):
+    def prefill(self, count, task="noop"):
         for start in range(0, count, 10_000):
             self.queue.enqueue_many([GoTask("main.Noop")] * min(10_000, count - start))
 
     def remaining(self):
         return self.conn.llen(common.QUEUE)
 
-    def worker_commands(self, processes):
+    def worker_commands(self, processes, slots=None):
         return [gocommands.worker_argv(self.url, common.QUEUE, "-log-level", "warn")] * processes
+
+    def cannot_run(self, task, slots):
+        if task != "noop":  # the rows are Python's 10 ms tasks; goworker has no 10 ms handler
+            return {"na": "no 10 ms handler in goworker"}
+        return None
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ class Keakon(common.System):
     version = version("delayed")
     stop_signal = signal.SIGHUP  # keakon's Worker stops gracefully only on SIGHUP
     has_enqueue_many = False
+    settings = "`Worker(queue).run()` per process"
+    io_settings = "its one slot: one task at a time per process"
 
     def __init__(self, url: str) -> None:
         super().__init__(url)
@@ -32,9 +34,9 @@ class Keakon(common.System):
         else:
             self.queue.enqueue(PyTask(func="bench_tasks:record", args=(enqueued_at,)))
 
-    def prefill(self, count):
+    def prefill(self, count, task="noop"):
         # exactly the two RPUSHes of keakon's Queue.enqueue, pipelined: it has no bulk call
-        blob = PyTask(func="bench_tasks:noop").serialize()
+        blob = PyTask(func=f"bench_tasks:{common.TASKS[task]}").serialize()
         for start in range(0, count, 10_000):
             size = min(10_000, count - start)
             with self.conn.pipeline() as pipe:
@@ -45,8 +47,13 @@ class Keakon(common.System):
     def remaining(self):
         return self.count_keys(("llen", common.QUEUE), ("hlen", common.QUEUE + "_processing"))
 
-    def worker_commands(self, processes):
-        return [[sys.executable, __file__, "worker", self.url]] * processes
+    def worker_commands(self, processes, slots=None):
+        return [[sys.executable, __file__, "worker", self.url]] * processes  # one slot each, always
+
+    def cannot_run(self, task, slots):
+        if task == "asleep":  # it would call the function and drop the coroutine, never awaited
+            return {"na": "runs no coroutine functions"}
+        return None
 
 
 if __name__ == "__main__":
