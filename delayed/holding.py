@@ -98,7 +98,8 @@ class Holding:
     capacity: the most tasks held at once (the batch size, or the number of slots);
     the worker owns twice as many ids. stopping: once set, Redis errors while settling
     give up (the keep-alive keys then expire and a sweeper requeues what is held).
-    Claims, settlements and give-backs may come from several threads: they take a lock.
+    Claims, settlements and give-backs may come from several threads (a batch's watcher gives
+    back): the ones that talk to Redis take a lock; a release only moves an id between two lists.
     """
 
     def __init__(self, queue: Queue, capacity: int, stopping: threading.Event) -> None:
@@ -186,13 +187,13 @@ class Holding:
     def settle(self, claim: Claim, settlement: Settlement) -> None:
         """Settle a claimed task: a release waits for the next claim's round trip; anything else
         is its own fenced script, retried through Redis outages until it lands or we stop."""
+        if settlement.lock is not None:
+            self._unlocks.append(settlement.lock)
+        if isinstance(settlement, Release):  # no lock: a few atomic steps on the hot path
+            self._held.pop(claim.worker_id, None)
+            self._finished.append(claim.worker_id)
+            return
         with self._lock:
-            if settlement.lock is not None:
-                self._unlocks.append(settlement.lock)
-            if isinstance(settlement, Release):
-                self._held.pop(claim.worker_id, None)
-                self._finished.append(claim.worker_id)
-                return
             applied = self._persist(settlement.apply, self.queue, claim)
             if applied is None:
                 return

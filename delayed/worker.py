@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 from . import dead_letter
 from .background import Every
+from .batch import Batch
 from .errors import FunctionNotAllowedError, MalformedTaskError, SkipRetry
 from .forwarder import FORWARD_INTERVAL, forward
 from .functions import Allowed, FunctionRegistry
@@ -35,6 +36,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_BATCH = 32
 BATCH_TIME = 0.01
 """Seconds a batch may take before the next one shrinks: bounds how long a claimed task waits."""
+RELEASE = Release()
 POLL = 0.05
 """Seconds a worker with tasks running in threads waits for news (a finished task, a new one)."""
 RETRY_FOREVER_FIRST = 0.1
@@ -118,6 +120,8 @@ class Worker:
         self.holding = Holding(queue, batch if threads == 1 else threads, self._stopping)
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._forever = RetryForever()
+        self._coroutines: Dict[Callable[..., Any], bool] = {}
+        self._claimed: Optional[Batch] = None  # the one-slot runner's batch, with its watcher
 
     @property
     def id(self) -> Optional[str]:
@@ -162,6 +166,8 @@ class Worker:
             keep_alive.stop()
             if self._loop is not None:
                 self._loop.close()
+            if self._claimed is not None:
+                self._claimed.close()
             self.holding.go_offline()
 
     def stop(self) -> None:
@@ -171,18 +177,27 @@ class Worker:
     def work_once(self) -> int:
         """Claim a batch (or wait dequeue_timeout for one task) and run it; returns how many ran.
 
-        The finished tasks of the last batch are released in the same round trip.
+        The finished tasks of the last batch are released in the same round trip. Once a task
+        has run longer than BATCH_TIME, the batch's watcher gives the tasks behind it back.
         """
+        if self._claimed is None:
+            self._claimed = Batch(self.holding, BATCH_TIME)
         claims = self.holding.claim(self._batch)
         started = time.monotonic()
-        for index, claim in enumerate(claims):
+        self._claimed.load(claims)
+        ran = 0
+        while True:
+            claim = self._claimed.next()
+            if claim is None:
+                break
             if self._stopping.is_set():
-                self.holding.give_back(claims[index:])
-                return index
+                self.holding.give_back([claim, *self._claimed.rest()])
+                break
             self.holding.settle(claim, self.execute(claim.blob))
+            ran += 1
         self.holding.unlock()
         self._adapt_batch(len(claims), time.monotonic() - started)
-        return len(claims)
+        return ran
 
     def _work_concurrently(self) -> None:
         """Keep up to self.threads tasks running until stopped, then let the running ones finish."""
@@ -212,7 +227,7 @@ class Worker:
         task, func = prepared
         held[claim.worker_id] = (claim, task)
         slots.start(Job(claim.worker_id, func, task.args, task.kwargs, task.time_limit or self.time_limit,
-                        inspect.iscoroutinefunction(func)))
+                        self._is_coroutine(func)))
 
     def _settle_finished(self, slots: Slots, held: Dict[Any, Tuple[Claim, PyTask]]) -> None:
         for job in slots.collect():
@@ -241,15 +256,24 @@ class Worker:
         task, func = prepared
         limit = task.time_limit or self.time_limit
         try:
-            if inspect.iscoroutinefunction(func):
+            if self._is_coroutine(func):
                 self._event_loop().run_until_complete(within(func(*task.args, **task.kwargs), limit))
             else:
-                result = call_limited(self._alarm(limit), func, task.args, task.kwargs)
-                if inspect.isawaitable(result):
+                if limit:
+                    result = call_limited(self._alarm(limit), func, task.args, task.kwargs)
+                else:
+                    result = func(*task.args, **task.kwargs)
+                if result is not None and inspect.isawaitable(result):
                     self._event_loop().run_until_complete(within(result, limit))
         except (Exception, TimeLimitExceeded) as exc:
             return self._settlement(task, exc)
         return self._settlement(task, None)
+
+    def _is_coroutine(self, func: Callable[..., Any]) -> bool:
+        coroutine = self._coroutines.get(func)
+        if coroutine is None:
+            coroutine = self._coroutines[func] = inspect.iscoroutinefunction(func)
+        return coroutine
 
     def _prepare(self, blob: bytes) -> Union[Settlement, Tuple[PyTask, Callable[..., Any]]]:
         """The task and its function, or how to settle a task that cannot run."""
@@ -267,7 +291,7 @@ class Worker:
 
     def _settlement(self, task: PyTask, outcome: Optional[BaseException]) -> Settlement:
         """How to settle a task that ran: outcome is None if it returned, else what it raised."""
-        settlement = Release() if outcome is None else self._failed(task, outcome)
+        settlement = RELEASE if outcome is None else self._failed(task, outcome)
         if "unique_key" in task.options and isinstance(settlement, (Release, Bury)):
             lock = (task.options["unique_key"], task.options.get("unique_token", ""))
             settlement = Release(lock) if isinstance(settlement, Release) else Bury(settlement.record, lock)

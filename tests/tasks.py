@@ -148,3 +148,9 @@ def busy(tag, seconds):
         except Exception:
             record("swallowed")
     record(tag)
+
+
+def stamp(tag, seconds=0):
+    """Records when it started (unix time, in the hash "stamps"), then sleeps `seconds`."""
+    conn().hset("stamps", tag, time.time())
+    time.sleep(seconds)

@@ -173,7 +173,7 @@ def test_registry_lists_only_functions_defined_in_the_module():
         "tests.tasks:" + name
         for name in ["record", "fail_until", "always_fail", "slow", "async_record", "bad_call_inside", "conn",
                      "slow_then_fail", "kill_my_worker", "stubborn", "count", "give_up", "tenth_of_attempt",
-                     "async_slow", "alarm_in_caller", "unstoppable", "busy"]
+                     "async_slow", "alarm_in_caller", "unstoppable", "busy", "stamp"]
     )
 
 
@@ -242,3 +242,16 @@ def test_two_workers_on_one_queue_hold_their_own_ids_and_leave_the_queues_alone(
     assert queue.worker_id is None  # the producers' (and keakon's dequeue/release) id is not the workers'
     wait_for(lambda: drained(conn), what="release")
     assert sorted(results(conn)) == sorted(repr((i, (), {})) for i in range(200))
+
+
+def test_no_claimed_task_waits_behind_a_slow_one_while_another_worker_could_run_it(conn, queue, run_worker):
+    # The issue's scenario: 3,000 no-ops grow both workers' batches, then a 3 s task with 40 quick
+    # ones behind it: the slow task's batch-mates go back to the queue for the other worker.
+    queue.enqueue_many([PyTask(tasks.stamp, [f"noop{i}"]) for i in range(3000)] +
+                       [PyTask(tasks.stamp, ["slow", 3])] + [PyTask(tasks.stamp, [f"quick{i}"]) for i in range(40)])
+    run_worker(), run_worker()
+    wait_for(lambda: conn.hlen("stamps") == 3041, what="every task to start")
+    stamps = {tag.decode(): float(at) for tag, at in conn.hgetall("stamps").items()}
+    late = max(stamps[f"quick{i}"] for i in range(40)) - stamps["slow"]
+    assert late < 0.5, f"a quick task started {late:.2f} s after the slow one, behind it"
+    wait_for(lambda: drained(conn), what="release")
