@@ -22,12 +22,13 @@ from .errors import FunctionNotAllowedError, MalformedTaskError, SkipRetry
 from .forwarder import FORWARD_INTERVAL, forward
 from .functions import Allowed, FunctionRegistry
 from .holding import Bury, Claim, Holding, Release, Requeue, Reschedule, Settlement
+from .keepalive import KeepAlive
 from .queue import Queue
 from .retry import backoff_seconds
 from .signals import restore, stop_gracefully_then_at_once
-from .task import PyTask
 from .slots import CALLERS as SLOT_CALLERS
 from .slots import Job, Slots
+from .task import PyTask
 from .time_limit import TimeLimitExceeded, can_enforce, within
 from .time_limit import call as call_limited
 
@@ -148,7 +149,8 @@ class Worker:
     def _run(self) -> None:
         if not self.holding.go_online():
             return  # stopped before Redis could be reached
-        keep_alive = Every(self.keep_alive_interval, self.holding.keep_alive, f"keep-alive of {self.id}")
+        # forked first, before this worker starts threads of its own
+        keep_alive = KeepAlive(self.keep_alive_interval, self.holding.keep_alive, f"keep-alive of {self.id}")
         forwarder = Every(FORWARD_INTERVAL, lambda: forward([self.queue]), "forwarder")
         keep_alive.start()
         forwarder.start()

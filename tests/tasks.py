@@ -154,3 +154,10 @@ def stamp(tag, seconds=0):
     """Records when it started (unix time, in the hash "stamps"), then sleeps `seconds`."""
     conn().hset("stamps", tag, time.time())
     time.sleep(seconds)
+
+
+def hold_gil(tag, n):
+    """One long C call that never lets another thread of its process run: sum(range(n))."""
+    conn().set("started:" + tag, os.getpid())
+    sum(range(n))
+    record(tag)

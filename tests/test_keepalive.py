@@ -1,0 +1,49 @@
+"""The keep-alive lives in a helper process: a task that holds the worker's GIL cannot starve it."""
+import signal
+import time
+
+from delayed import PyTask, Queue
+
+from .conftest import results, spawn, wait_for
+
+
+def test_a_task_holding_the_gil_past_the_keep_alive_timeout_is_not_taken_for_dead(conn, redis_server):
+    queue = Queue("q", conn)
+    queue.enqueue(PyTask("tests.tasks:hold_gil", ["gil", 3 * 10 ** 8]))  # one C call of a few seconds
+    worker = spawn("delayed.worker", "--queue", "q", "--keep-alive-timeout", "1", "tests.tasks",
+                   redis_url=redis_server.url)
+    try:
+        wait_for(lambda: conn.exists("started:gil"), what="the task to start")
+        started = time.monotonic()
+        while not results(conn):  # a sweeper sweeping all along
+            assert queue.requeue_lost() == 0
+            assert conn.hlen("q_processing") == 1 and conn.llen("q") == 0
+            time.sleep(0.1)
+        assert time.monotonic() - started > 1.5, "the task did not hold the GIL past the keep-alive timeout"
+        assert results(conn) == [repr(("gil", (), {}))]
+        assert not conn.exists("q_crashes")
+        wait_for(lambda: conn.hlen("q_processing") == 0, what="release")
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(10)
+
+
+def test_a_killed_worker_s_keep_alive_helper_dies_with_it(conn, redis_server):
+    worker = spawn("delayed.worker", "--queue", "q", "--keep-alive-timeout", "1", "tests.tasks",
+                   redis_url=redis_server.url)
+    try:
+        [worker_id] = wait_for(lambda: conn.zrange("q_workers", 0, -1), what="the worker online")
+    finally:
+        worker.kill()
+        worker.wait(10)
+    wait_for(lambda: not conn.exists(worker_id), timeout=3, what="its keep-alive key to lapse")
+
+
+def test_a_stopped_worker_leaves_no_helper_behind(conn, redis_server):
+    worker = spawn("delayed.worker", "--queue", "q", "--keep-alive-timeout", "1", "tests.tasks",
+                   redis_url=redis_server.url)
+    [worker_id] = wait_for(lambda: conn.zrange("q_workers", 0, -1), what="the worker online")
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(10) == 0
+    time.sleep(0.6)
+    assert not conn.exists(worker_id)  # deleted at going offline, and not set again by a helper
