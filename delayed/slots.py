@@ -13,10 +13,11 @@ inside the task) and does not count, so a finished task is never reported as tim
 """
 import asyncio
 import ctypes
+import inspect
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Deque, Dict, List, Optional, Sequence
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set
 
 from .time_limit import TimeLimitExceeded, within
 
@@ -24,6 +25,10 @@ _inject = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.py_object)(
     ("PyThreadState_SetAsyncExc", ctypes.pythonapi))
 _clear = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)(
     ("PyThreadState_SetAsyncExc", ctypes.pythonapi))
+
+
+LIMIT_CHECK = 0.01
+"""Seconds between looks for plain jobs past their time limit."""
 
 
 class Job:
@@ -47,8 +52,8 @@ class Job:
         self.next_warning = 0.0
 
 
-def _call(func: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any]) -> None:
-    func(*args, **kwargs)
+def _call(func: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any]) -> Any:
+    return func(*args, **kwargs)
 
 
 CALLERS = {_call.__code__}
@@ -60,11 +65,17 @@ def _run(job: Job) -> None:
     job.thread = threading.get_ident()
     job.started_at = time.monotonic()
     try:
-        _call(job.func, job.args, job.kwargs)
+        result = _call(job.func, job.args, job.kwargs)
+        if result is not None and inspect.isawaitable(result):  # a plain function that returned one
+            asyncio.run(_awaited(result, job.limit))
         job.outcome = None
     except BaseException as exc:
         job.outcome = None if isinstance(exc, TimeLimitExceeded) and _raised_here(exc) else exc
     job.done = True
+
+
+async def _awaited(awaitable: Any, limit: Optional[float]) -> None:
+    await within(awaitable, limit)
 
 
 def _raised_here(exc: BaseException) -> bool:
@@ -85,6 +96,10 @@ class Slots:
         self._idle: List["_SlotThread"] = []
         self._threads: List["_SlotThread"] = []
         self._slot_of: Dict[Any, "_SlotThread"] = {}
+        self._to_launch: List[Job] = []
+        self._tasks: Set["asyncio.Task[None]"] = set()
+        self._limited = 0  # plain jobs running with a time limit
+        self._next_check = 0.0
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._loop_thread: Optional[threading.Thread] = None
 
@@ -93,13 +108,29 @@ class Slots:
         return self.size - len(self.running)
 
     def start(self, job: Job) -> None:
+        """Start a plain job in a thread; a coroutine job waits for launch()."""
         self.running[job.key] = job
         if job.coroutine:
-            asyncio.run_coroutine_threadsafe(self._run_coroutine(job), self._event_loop())
+            self._to_launch.append(job)
         else:
+            if job.limit:
+                self._limited += 1
             slot = self._idle.pop() if self._idle else self._new_thread()
             self._slot_of[job.key] = slot
             slot.give(job)
+
+    def launch(self) -> None:
+        """Start the coroutine jobs given since the last call on the event loop, in one wake-up of it."""
+        if self._to_launch:
+            jobs, self._to_launch = self._to_launch, []
+            self._event_loop().call_soon_threadsafe(self._create_tasks, jobs)
+
+    def _create_tasks(self, jobs: List[Job]) -> None:
+        assert self._loop is not None
+        for job in jobs:
+            task = self._loop.create_task(self._run_coroutine(job))
+            self._tasks.add(task)  # the loop keeps only a weak reference
+            task.add_done_callback(self._tasks.discard)
 
     def wait(self, timeout: float) -> None:
         """Until a job finishes or timeout seconds pass."""
@@ -116,12 +147,19 @@ class Slots:
                 slot = self._slot_of.pop(job.key, None)
                 if slot is not None:
                     self._idle.append(slot)
+                    if job.limit:
+                        self._limited -= 1
         return jobs
 
     def enforce_limits(self, warn: Callable[[Job, float], None]) -> None:
         """Interrupt plain jobs past their time limit; warn (and interrupt again) once per limit
-        period a job overruns it."""
+        period a job overruns it. Looks at most every LIMIT_CHECK seconds, and only with such jobs."""
+        if not self._limited:
+            return
         now = time.monotonic()
+        if now < self._next_check:
+            return
+        self._next_check = now + LIMIT_CHECK
         for job in list(self.running.values()):
             if job.coroutine or not job.limit or job.done or job.started_at is None or job.thread is None:
                 continue

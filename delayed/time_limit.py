@@ -55,9 +55,9 @@ async def within(awaitable: Awaitable[Any], seconds: Optional[float]) -> Any:
 
     (Not asyncio.wait_for: a TimeoutError the task raises itself must stay a failure of its own.)
     """
-    task = asyncio.ensure_future(awaitable)
     if not seconds:
-        return await task
+        return await awaitable
+    task = asyncio.ensure_future(awaitable)
     done, _ = await asyncio.wait({task}, timeout=seconds)
     if task in done:
         return task.result()

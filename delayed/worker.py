@@ -213,6 +213,7 @@ class Worker:
                     timeout = POLL if slots.running else None
                     for claim in self.holding.claim(slots.free, timeout=timeout):
                         self._start(slots, held, claim)
+                    slots.launch()
                 else:
                     slots.wait(POLL)
             while slots.running:  # draining: the running tasks finish and are settled

@@ -161,3 +161,8 @@ def hold_gil(tag, n):
     conn().set("started:" + tag, os.getpid())
     sum(range(n))
     record(tag)
+
+
+def returns_awaitable(tag):
+    """A plain function whose work is the coroutine it returns."""
+    return async_record(tag)

@@ -128,3 +128,10 @@ def test_stopping_lets_the_running_tasks_finish_and_gives_nothing_up(conn, queue
 def test_the_command_line_takes_threads():
     assert worker_parser().parse_args(["--threads", "8", "tasks"]).threads == 8
     assert worker_parser().parse_args(["tasks"]).threads == 1
+
+
+def test_a_plain_function_that_returns_an_awaitable_has_it_awaited(conn, queue, threaded):
+    queue.enqueue(PyTask(tasks.returns_awaitable, ["awaited"]))
+    threaded(queue, 2)
+    wait_for(lambda: results(conn), what="the awaitable to run")
+    assert results(conn) == [repr(("awaited", (), {}))]
