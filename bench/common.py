@@ -38,6 +38,7 @@ class System:
     version = "?"  # the library's version, for the report
     stop_signal = signal.SIGTERM  # what makes one of its workers stop gracefully
     stop_grace = 15.0  # seconds its workers get to exit on stop_signal before SIGKILL
+    signal_group = False  # True: the stop signal goes to each worker's process group, as Ctrl-C does
     has_enqueue_many = True
     # True where a task leaves the remaining count when it starts (no record of a running task, or an
     # ack before the run): the drain then ends one task's run after the count reaches 0
@@ -264,7 +265,10 @@ class Workers:
     def __exit__(self, *exc_info: object) -> None:
         for proc in self.procs:
             if proc.poll() is None:
-                proc.send_signal(self.system.stop_signal)
+                if self.system.signal_group:
+                    os.killpg(proc.pid, self.system.stop_signal)
+                else:
+                    proc.send_signal(self.system.stop_signal)
         deadline = time.monotonic() + self.system.stop_grace
         for proc in self.procs:
             try:

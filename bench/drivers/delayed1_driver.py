@@ -12,6 +12,7 @@ from delayed_driver import Delayed  # noqa: E402
 class DelayedBatch1(Delayed):
     worker_options = ["--batch", "1"]
     settings = "`python -m delayed.worker --concurrency 1|2 --batch 1`"
+    io_settings = "not in the io rows: delayed's column measures the slots"
 
 
 if __name__ == "__main__":

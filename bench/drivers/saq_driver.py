@@ -11,6 +11,9 @@ import common  # noqa: E402
 class Saq(common.AsyncSystem):
     version = version("saq")
     has_enqueue_many = False
+    # `saq --workers 2` runs a worker in its own process and one in a child that it never signals
+    # (and waits for on exit): stopped as from a terminal, the signal to the whole group
+    signal_group = True
     settings = "`saq bench_saq_tasks.settings --workers 1|2 --quiet`: its defaults (`concurrency=10`)"
     io_settings = ("`concurrency=N`; a plain function in saq's own thread pool, `ThreadPoolExecutor()`: "
                    "min(32, CPUs + 4) threads, 6 here, not settable")
