@@ -101,8 +101,8 @@ class Queue:
 
     dequeue_timeout: seconds a worker blocks waiting for a notification.
     keep_alive_timeout: seconds a worker's keep-alive key lives without a refresh.
-    worker_id: the id of the worker using this queue; set by Worker, used by
-    dequeue/release and the keep-alive methods.
+    worker_id: the id keakon's dequeue()/release() and the keep-alive methods use when given
+    none; set it yourself for that API. A Worker never touches it: its ids are its own.
     """
 
     def __init__(
@@ -276,7 +276,7 @@ class Queue:
         """worker_id, else the queue's; a worker method called with neither is a bug, said plainly."""
         chosen = worker_id or self.worker_id
         if chosen is None:
-            raise ValueError("no worker id: pass one, or set queue.worker_id (Worker sets it)")
+            raise ValueError("no worker id: pass one, or set queue.worker_id")
         return chosen
 
     @property

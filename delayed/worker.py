@@ -82,7 +82,9 @@ class Worker:
     keep_alive_interval: seconds between refreshes of the keep-alive keys
     (keep it well under queue.keep_alive_timeout).
     time_limit: seconds a task may run before it is failed (a task's own time_limit
-    wins); enforced with SIGALRM, so only when the worker runs in the main thread.
+    wins). A coroutine is cancelled, anywhere; a plain function is interrupted with
+    SIGALRM in the one-slot mode, so only when the worker runs in the main thread, and
+    by an exception injected into its thread with threads > 1.
     batch: the most tasks claimed per round trip, each under its own worker id.
     The batch grows while batches finish within BATCH_TIME and shrinks when
     they do not, so slow tasks are claimed one at a time; 1 turns batching off.
