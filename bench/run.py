@@ -307,7 +307,8 @@ def report(cfg: Dict, systems: List[SystemSpec], results: Dict, limits: Dict, fa
         f"Python {facts['python']}; {facts['redis']}.",
         "Versions: " + ", ".join(f"{s.label} {s.version}" for s in measured) + ".",
         "",
-        f"Medians of {cfg['reps']} runs{fewer_runs(cfg, measured)}; in brackets the ratio system ÷ delayed (for tasks/s above 1 "
+        f"Medians of {cfg['reps']} runs{fewer_runs(cfg, measured)}; in brackets the ratio system ÷ "
+        "delayed (for tasks/s above 1 "
         "means faster than delayed, for latencies above 1 means slower). Redis was FLUSHALLed "
         "before every run.",
         "",
@@ -379,15 +380,13 @@ def report(cfg: Dict, systems: List[SystemSpec], results: Dict, limits: Dict, fa
               "below N (start-up excluded), t1 = when it is 0, rate = remaining at t0 / (t1 − t0); N is "
               f"sized so a run lasts about {cfg['drain_seconds']} s. Latency: one idle worker, "
               f"{cfg['latency_tasks']} tasks at 200/s, each carrying time.time() at enqueue; the task "
-              "RPUSHes time.time() − that at entry. Workers: delayed `python -m delayed.worker "
-              "[--concurrency 2] [--batch 1] [--threads N]`; keakon `Worker(queue).run()` per process; rq "
-              "`rq worker --worker-class rq.worker.SimpleWorker --quiet` per process; go-delayed `interop/bin/goworker` per process (its "
-              "`NewWorker(...).Run()`), stopped with SIGHUP, draining `GoTask(\"main.Noop\")` that our "
-              "`enqueue_many` queued and timed on the queue's length alone (it never releases its last "
-              "task); its latency tasks are `GoTask(\"main.Elapsed\", ...)` from our `enqueue`, and its "
-              "enqueue row is go-delayed's own producer in Go, `Queue.Enqueue(NewGoTask(\"main.Noop\"))` "
-              "in a loop (interop/bin/goproducer -rate). The other systems' workers: see the settings above; "
-              "the io rows' N tasks, 10 ms each, are sized to last about "
+              "RPUSHes time.time() − that at entry. Workers: see the settings above; go-delayed's "
+              "`interop/bin/goworker` is one process per worker (its `NewWorker(...).Run()`), stopped "
+              "with SIGHUP, draining `GoTask(\"main.Noop\")` that our `enqueue_many` queued and timed on "
+              "the queue's length alone (it never releases its last task); its latency tasks are "
+              "`GoTask(\"main.Elapsed\", ...)` from our `enqueue`, and its enqueue row is go-delayed's own "
+              "producer in Go, `Queue.Enqueue(NewGoTask(\"main.Noop\"))` in a loop (interop/bin/goproducer "
+              "-rate). The io rows' N tasks, 10 ms each, are sized to last about "
               f"{cfg['io_seconds']} s at the ceiling. delayed's 100 processes (`--concurrency 100`) "
               "run once, for their memory. See bench/README.md.", ""]
     return "\n".join(lines)
