@@ -20,6 +20,7 @@ import redis
 
 from .connection import Backoff
 from .keys import new_worker_ids
+from .lifecycle import Lifecycle
 from .queue import Queue
 
 logger = logging.getLogger(__name__)
@@ -96,18 +97,19 @@ class Holding:
     """A running worker's ids, keep-alive, claims and settlements, on one Queue.
 
     capacity: the most tasks held at once (the batch size, or the number of slots);
-    the worker owns twice as many ids. stopping: once set, Redis errors while settling
-    give up (the keep-alive keys then expire and a sweeper requeues what is held).
+    the worker owns twice as many ids. lifecycle: the worker's; once it is stopping, going online
+    and Redis errors while settling give up (the keep-alive keys then expire and a sweeper
+    requeues what is held), and a stop cuts the backoff's waits short.
     Claims, settlements and give-backs may come from several threads (a batch's watcher gives
     back): the ones that talk to Redis take a lock; a release only moves an id between two lists.
     """
 
-    def __init__(self, queue: Queue, capacity: int, stopping: threading.Event) -> None:
+    def __init__(self, queue: Queue, capacity: int, lifecycle: Lifecycle) -> None:
         self.queue = queue
         self.ids: List[str] = []
         self._capacity = capacity
-        self._stopping = stopping
-        self._backoff = Backoff(logger, "worker", wait=stopping.wait)
+        self._lifecycle = lifecycle
+        self._backoff = Backoff(logger, "worker", wait=lifecycle.wait)
         self._held: Dict[str, bytes] = {}  # id -> blob, claimed and not yet settled
         self._finished: List[str] = []  # ids whose task is done, released with the next claim
         self._unsure: List[str] = []  # the claim ids of a claim whose reply was lost: sent again as they were
@@ -128,7 +130,7 @@ class Holding:
     def go_online(self) -> bool:
         """Take fresh ids (SET NX on each keep-alive key); after a Redis error, fresh ones again
         (a lost reply may have set the last). True once online, False if stopped first."""
-        while not self._stopping.is_set():
+        while not self._lifecycle.stopping:
             ids = new_worker_ids(2 * self._capacity)
             try:
                 if self.queue.try_online(ids):
@@ -233,7 +235,7 @@ class Holding:
             try:
                 result = apply(*args)
             except redis.RedisError as exc:
-                if self._stopping.is_set():
+                if self._lifecycle.stopping:
                     logger.error("could not settle tasks of worker %s before stopping; "
                                  "a sweeper will requeue them", self.id)
                     self._abandoned = True

@@ -22,7 +22,7 @@ from typing import Any, Callable, Optional
 import redis
 
 from .background import Every
-from .signals import STOP_SIGNALS
+from .lifecycle import STOP_SIGNALS
 
 logger = logging.getLogger(__name__)
 

@@ -6,10 +6,10 @@ next claim; an idle one blocks on the notification list as go-delayed does.
 What the running worker holds (ids, keep-alive, claims, settlements) is its Holding.
 """
 import asyncio
+import contextlib
 import hashlib
 import inspect
 import logging
-import threading
 import time
 import traceback
 from collections import OrderedDict
@@ -23,9 +23,9 @@ from .forwarder import FORWARD_INTERVAL, forward
 from .functions import Allowed, FunctionRegistry
 from .holding import Bury, Claim, Holding, Release, Requeue, Reschedule, Settlement
 from .keepalive import KeepAlive
+from .lifecycle import Lifecycle
 from .queue import Queue
 from .retry import backoff_seconds
-from .signals import restore, stop_gracefully_then_at_once
 from .slots import CALLERS as SLOT_CALLERS
 from .slots import Job, Slots
 from .task import PyTask
@@ -91,6 +91,8 @@ class Worker:
     threads: tasks run at once (plain functions each in a thread, coroutine functions on one
     event loop); claims then take only as many tasks as there are free slots. A plain task past
     its time limit gets TimeLimitExceeded injected into its thread (see delayed.slots).
+    lifecycle: the worker's Lifecycle (delayed.lifecycle): starting → online → draining → offline;
+    stop(), the stop signals run() takes, and every loop (going online included) go through it.
     """
 
     def __init__(
@@ -118,9 +120,9 @@ class Worker:
         self._warned_time_limit = False
         self._max_batch = batch
         self._batch = 1
-        self._stopping = threading.Event()
+        self.lifecycle = Lifecycle("worker")
         self.threads = threads
-        self.holding = Holding(queue, batch if threads == 1 else threads, self._stopping)
+        self.holding = Holding(queue, batch if threads == 1 else threads, self.lifecycle)
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._forever = RetryForever()
         self._coroutines: Dict[Callable[..., Any], bool] = {}
@@ -136,21 +138,24 @@ class Worker:
         """Every id the worker holds tasks under."""
         return self.holding.ids
 
-    def run(self, handle_signals: bool = True) -> None:
-        """Work until stop() is called; then settle the current task, go offline and return.
+    def run(self, handle_signals: bool = True) -> int:
+        """Work until stop() is called; then settle the current task, go offline and return the
+        exit status (0; a forced stop exits the process at once with 128 + signal).
 
-        handle_signals: in the main thread, SIGTERM, SIGINT and SIGHUP call stop()
-        and a second one exits at once; the previous handlers are restored on return.
+        handle_signals: in the main thread, SIGTERM, SIGINT and SIGHUP call stop() and a second
+        one exits at once (see delayed.lifecycle); the previous handlers are restored on return.
         """
-        handlers = stop_gracefully_then_at_once(self.stop, "worker") if handle_signals else {}
         try:
-            self._run()
+            with (self.lifecycle.signals() if handle_signals else contextlib.nullcontext()):
+                self._run()
         finally:
-            restore(handlers)
+            self.lifecycle.offline()
+        return self.lifecycle.exit_status
 
     def _run(self) -> None:
         if not self.holding.go_online():
             return  # stopped before Redis could be reached
+        self.lifecycle.online()
         # forked first, before this worker starts threads of its own
         keep_alive = KeepAlive(self.keep_alive_interval, self.holding.keep_alive, f"keep-alive of {self.id}")
         forwarder = Every(FORWARD_INTERVAL, lambda: forward([self.queue]), "forwarder")
@@ -162,7 +167,7 @@ class Worker:
             if self.threads > 1:
                 self._work_concurrently()
             else:
-                while not self._stopping.is_set():
+                while not self.lifecycle.stopping:
                     self.work_once()
             self.holding.flush()
         finally:
@@ -175,8 +180,9 @@ class Worker:
             self.holding.go_offline()
 
     def stop(self) -> None:
-        """Ask the loop to stop after the current task (safe from signal handlers and other threads)."""
-        self._stopping.set()
+        """Ask the loop to stop after the current task (from any thread; not from a signal
+        handler: run() takes the stop signals itself)."""
+        self.lifecycle.stop()
 
     def work_once(self) -> int:
         """Claim a batch (or wait dequeue_timeout for one task) and run it; returns how many ran.
@@ -194,7 +200,7 @@ class Worker:
             claim = self._claimed.next()
             if claim is None:
                 break
-            if self._stopping.is_set():
+            if self.lifecycle.stopping:
                 self.holding.give_back([claim, *self._claimed.rest()])
                 break
             self.holding.settle(claim, self.execute(claim.blob))
@@ -208,7 +214,7 @@ class Worker:
         slots = Slots(self.threads)
         held: Dict[Any, Tuple[Claim, PyTask]] = {}
         try:
-            while not self._stopping.is_set():
+            while not self.lifecycle.stopping:
                 self._settle_finished(slots, held)
                 if slots.free:
                     # with tasks running, block briefly: their releases ride on the next claim

@@ -8,11 +8,10 @@ import time
 
 import pytest
 
-from delayed import Queue
+from delayed import Queue, Worker
 from delayed.connection import connect
 from delayed.lifecycle import DRAINING, OFFLINE, ONLINE, STARTING, Lifecycle
 from delayed.scheduler import Periodic, Scheduler
-from delayed.signals import restore, stop_gracefully_then_at_once
 from delayed.sweeper import Sweeper
 from delayed.testing import free_port
 
@@ -34,23 +33,43 @@ def test_the_handlers_only_set_a_flag_the_main_loop_does_the_work(caplog):
     assert signal.getsignal(signal.SIGTERM) == before
 
 
-def test_the_older_signal_helpers_stop_outside_the_handler(caplog):
-    # stop_gracefully_then_at_once used to log and call stop() inside the handler itself, which can
-    # deadlock on a lock the interrupted code holds, or write into a stream it was writing.
+def test_the_worker_goes_through_the_lifecycle_and_stops_outside_the_handler(conn, caplog):
+    # run() in the main thread, as the command line runs it: the handler only sets a flag, the
+    # lifecycle's watcher thread logs and stops the worker, and run() returns the exit status.
     caplog.set_level(logging.INFO)
-    called_in = []
+    worker = Worker(Queue("default", conn, dequeue_timeout=0.1), ["tests.tasks"], keep_alive_interval=1)
+    assert worker.lifecycle.state == STARTING
     before = signal.getsignal(signal.SIGHUP)
-    handlers = stop_gracefully_then_at_once(lambda: called_in.append(threading.current_thread()), "test")
-    try:
+    seen = []
+
+    def signal_once_online():
+        wait_for(lambda: worker.lifecycle.state == ONLINE, what="online")
+        seen.append(worker.lifecycle.state)
         os.kill(os.getpid(), signal.SIGHUP)
-        wait_for(lambda: called_in, what="stop()")
-    finally:
-        restore(handlers)
-    assert called_in != [threading.main_thread()]
-    [record] = caplog.records
-    assert record.getMessage() == "test: SIGHUP received, stopping after the current task"
+
+    threading.Thread(target=signal_once_online, daemon=True).start()
+    assert worker.run() == 0
+    assert seen == [ONLINE] and worker.lifecycle.state == OFFLINE
+    [record] = [record for record in caplog.records if "SIGHUP" in record.getMessage()]
+    assert record.getMessage() == "worker: SIGHUP received, stopping after the current task"
     assert record.threadName != threading.main_thread().name
     assert signal.getsignal(signal.SIGHUP) == before
+    assert conn.keys("delayed-py-*") == []
+
+
+def test_a_worker_stopped_while_redis_is_away_returns_at_once_and_offline():
+    conn = connect(f"redis://127.0.0.1:{free_port()}/0")
+    worker = Worker(Queue("default", conn), ["tests.tasks"])
+    status = []
+    thread = threading.Thread(target=lambda: status.append(worker.run()))
+    thread.start()
+    wait_for(lambda: worker.holding._backoff.failing, what="the worker to see Redis gone")
+    time.sleep(2)  # the backoff has grown past a second
+    started = time.monotonic()
+    worker.stop()
+    thread.join(5)
+    assert not thread.is_alive() and time.monotonic() - started < 0.5
+    assert status == [0] and worker.lifecycle.state == OFFLINE
 
 
 def test_a_stop_before_online_leaves_it_draining_and_callbacks_run_once():

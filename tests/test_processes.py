@@ -56,6 +56,21 @@ def test_a_stop_signal_finishes_the_task_releases_it_and_exits_0(conn, redis_ser
     assert all_worker_keys(conn) == set()
 
 
+@pytest.mark.parametrize("func, threads", [("async_slow", "1"), ("slow", "4"), ("async_slow", "4")])
+def test_ctrl_c_stops_every_mode_gracefully(conn, redis_server, func, threads):
+    # Only the worker's lifecycle takes the stop signals: no event loop or slot installs its own.
+    Queue("default", conn).enqueue(PyTask(f"tests.tasks:{func}", ["s", 1.0]))
+    process = worker(redis_server.url, "--threads", threads)
+    wait_for(lambda: conn.exists("started:s"), what="the task to start")
+    process.send_signal(signal.SIGINT)
+    status, output = finish(process)
+    assert status == 0, output
+    assert "SIGINT received" in output and "Traceback" not in output
+    assert results(conn) == [repr(("s", (), {}))]
+    assert conn.hlen("default_processing") == 0
+    assert all_worker_keys(conn) == set()
+
+
 def test_a_second_signal_exits_at_once_leaving_the_task_for_the_sweeper(conn, redis_server):
     Queue("default", conn).enqueue(PyTask("tests.tasks:slow", ["s", 30]))
     process = worker(redis_server.url)
