@@ -11,6 +11,7 @@ import redis
 
 from .connection import DEFAULT_REDIS_URL, connect, redacted
 from .functions import FunctionRegistry
+from .lifecycle import Lifecycle
 from .queue import DEFAULT_MAX_CRASHES, DEFAULT_MAX_TASK_SIZE, Queue
 from .scheduler import Periodic, Scheduler
 from .supervisor import Supervisor
@@ -72,6 +73,23 @@ def connect_checked(args: argparse.Namespace) -> redis.Redis:
     return conn
 
 
+def _connect_unless_stopped(args: argparse.Namespace, lifecycle: Lifecycle) -> Optional[redis.Redis]:
+    """connect_checked, unless a stop was asked for before or while connecting: then None."""
+    if lifecycle.stopping:
+        return None
+    try:
+        conn = connect_checked(args)
+    except CommandError:
+        lifecycle.poll()  # a signal that came while connecting, not yet handled by the watcher
+        if lifecycle.stopping:
+            return None
+        raise
+    if lifecycle.stopping:
+        conn.close()
+        return None
+    return conn
+
+
 def run_command(prog: str, main: Callable[[argparse.Namespace], int], parser: argparse.ArgumentParser,
          argv: Optional[Sequence[str]]) -> int:
     args = parser.parse_args(argv)
@@ -110,24 +128,34 @@ def worker_parser() -> argparse.ArgumentParser:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as `python -m` does, so ./tasks.py imports
-    try:
-        functions = FunctionRegistry(args.modules)
-    except ImportError as exc:
-        raise CommandError(f"cannot import task module: {exc}", status=2) from None
-    connect_checked(args).close()
+    # The stop signals are taken from here on, before the task modules are imported and Redis is
+    # reached: a stop then ends the start gracefully (exit 0), and later passes on to the duty.
+    lifecycle = Lifecycle("supervisor" if args.concurrency > 1 else "worker")
+    with lifecycle.signals():
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())  # as `python -m` does, so ./tasks.py imports
+        try:
+            functions = FunctionRegistry(args.modules)
+        except ImportError as exc:
+            raise CommandError(f"cannot import task module: {exc}", status=2) from None
+        conn = _connect_unless_stopped(args, lifecycle)
+        if conn is None:
+            return lifecycle.exit_status
+        conn.close()
 
-    def make_worker() -> Worker:
-        queue = Queue(args.queue, _client(args), keep_alive_timeout=args.keep_alive_timeout,
-                      max_task_size=args.max_task_size)
-        return Worker(queue, functions, keep_alive_interval=args.keep_alive_timeout / 4,
-                      batch=args.batch, time_limit=args.time_limit, threads=args.threads)
+        def make_worker() -> Worker:
+            queue = Queue(args.queue, _client(args), keep_alive_timeout=args.keep_alive_timeout,
+                          max_task_size=args.max_task_size)
+            return Worker(queue, functions, keep_alive_interval=args.keep_alive_timeout / 4,
+                          batch=args.batch, time_limit=args.time_limit, threads=args.threads)
 
-    if args.concurrency > 1:
-        return Supervisor(make_worker, args.concurrency).run()
-    make_worker().run()
-    return 0
+        if args.concurrency > 1:
+            supervisor = Supervisor(make_worker, args.concurrency)
+            lifecycle.on_stop(supervisor.stop)
+            return supervisor.run()  # takes the signals itself while it runs
+        worker = make_worker()
+        lifecycle.on_stop(worker.stop)
+        return worker.run(handle_signals=False)
 
 
 def worker_main(argv: Optional[Sequence[str]] = None) -> int:
@@ -150,10 +178,16 @@ def sweeper_parser() -> argparse.ArgumentParser:
 
 
 def _sweeper(args: argparse.Namespace) -> int:
-    conn = connect_checked(args)
-    names: List[str] = args.queues or ["default"]
-    Sweeper([Queue(name, conn) for name in names], interval=args.interval, max_crashes=args.max_crashes).run()
-    return 0
+    lifecycle = Lifecycle("sweeper")  # stop signals while connecting end the start gracefully
+    with lifecycle.signals():
+        conn = _connect_unless_stopped(args, lifecycle)
+        if conn is None:
+            return lifecycle.exit_status
+        names: List[str] = args.queues or ["default"]
+        sweeper = Sweeper([Queue(name, conn) for name in names], interval=args.interval,
+                          max_crashes=args.max_crashes)
+        lifecycle.on_stop(sweeper.stop)
+        return sweeper.run(handle_signals=False)
 
 
 def sweeper_main(argv: Optional[Sequence[str]] = None) -> int:
@@ -187,9 +221,15 @@ def _load_schedule(source: str) -> List[Periodic]:
 
 
 def _scheduler(args: argparse.Namespace) -> int:
-    entries = _load_schedule(args.schedule)
-    Scheduler(connect_checked(args), entries).run()
-    return 0
+    lifecycle = Lifecycle("scheduler")  # stop signals while loading and connecting end the start gracefully
+    with lifecycle.signals():
+        entries = _load_schedule(args.schedule)
+        conn = _connect_unless_stopped(args, lifecycle)
+        if conn is None:
+            return lifecycle.exit_status
+        scheduler = Scheduler(conn, entries)
+        lifecycle.on_stop(scheduler.stop)
+        return scheduler.run(handle_signals=False)
 
 
 def scheduler_main(argv: Optional[Sequence[str]] = None) -> int:

@@ -3,6 +3,7 @@ signals whose handlers only set a flag, exit 0 after a graceful stop and 128 + s
 import logging
 import os
 import signal
+import socket
 import threading
 import time
 
@@ -153,3 +154,68 @@ def test_a_second_signal_exits_at_once_even_while_redis_does_not_answer(conn, re
             process.communicate()
         wait_for(lambda: conn.ping(), timeout=10, what="Redis to answer again")
     assert status == 128 + signal.SIGTERM, output
+
+
+STARTS = {
+    "worker": ("delayed.worker", "tests.slow_import"),
+    "supervisor": ("delayed.worker", "--concurrency", "2", "tests.slow_import"),
+    "sweeper": ("delayed.sweeper",),
+    "scheduler": ("delayed.scheduler", "tests.schedule_slow"),
+}
+
+
+@pytest.mark.parametrize("duty", ["worker", "supervisor", "scheduler"])
+def test_a_stop_signal_while_importing_the_tasks_ends_the_start_with_status_0(redis_server, duty):
+    # Before the duty's own handlers are in place, a stop signal used to get the default action (-15).
+    module, *args = STARTS[duty]
+    process = spawn(module, *args, redis_url=redis_server.url)
+    try:
+        read_until(process, "importing tests.slow_import")
+        process.send_signal(signal.SIGTERM)
+        status, output = finish(process, timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert status == 0, output
+    assert "SIGTERM received" in output and "Traceback" not in output and " online" not in output
+
+
+@pytest.mark.parametrize("duty", ["worker", "supervisor", "sweeper", "scheduler"])
+def test_a_stop_signal_while_connecting_ends_the_start_with_status_0(monkeypatch, duty):
+    module, *args = STARTS[duty]
+    monkeypatch.setenv("SLOW_IMPORT_SECONDS", "0")
+    with socket.socket() as server:  # a "Redis" that accepts and never answers
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        process = spawn(module, *args, redis_url=f"redis://127.0.0.1:{server.getsockname()[1]}/0")
+        try:
+            server.settimeout(10)
+            connection, _ = server.accept()  # it is connecting: PING sent, no reply yet
+            with connection:
+                process.send_signal(signal.SIGTERM)
+                read_until(process, "SIGTERM received")
+            status, output = finish(process, timeout=10)  # the PING fails: closed under it
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+    assert status == 0, output
+    assert "Traceback" not in output and "cannot reach Redis" not in output
+
+
+def test_a_second_stop_signal_while_importing_the_tasks_exits_at_once(monkeypatch, redis_server):
+    monkeypatch.setenv("SLOW_IMPORT_SECONDS", "30")
+    process = spawn(*STARTS["worker"], redis_url=redis_server.url)
+    try:
+        read_until(process, "importing tests.slow_import")
+        process.send_signal(signal.SIGINT)
+        read_until(process, "SIGINT received")
+        started = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        status, output = finish(process, timeout=10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert status == 128 + signal.SIGINT and time.monotonic() - started < 2, output
