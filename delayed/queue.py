@@ -1,5 +1,5 @@
 """Queue operations on Redis: every command a producer, worker or sweeper sends lives here
-(the scheduler's tick is in scheduler.py, the operators' reads in admin.py)."""
+(the scheduler's tick is in delayed.scheduler, the operators' reads in admin.py)."""
 import datetime
 import hashlib
 import os

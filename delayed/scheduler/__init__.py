@@ -15,11 +15,11 @@ from typing import Dict, Optional, Sequence, Union, cast
 import croniter
 import redis
 
-from . import scripts
-from .connection import Backoff
-from .keys import PERIODIC_KEY, QueueKeys
-from .lifecycle import Lifecycle
-from .task import GoTask, PyTask
+from .. import scripts
+from ..connection import Backoff
+from ..keys import PERIODIC_KEY, QueueKeys
+from ..lifecycle import Lifecycle
+from ..task import GoTask, PyTask
 
 logger = logging.getLogger(__name__)
 
@@ -130,8 +130,3 @@ class Scheduler:
         """Stop after the current tick (from any thread)."""
         self.lifecycle.stop()
 
-
-if __name__ == "__main__":
-    from .cli import scheduler_main
-
-    raise SystemExit(scheduler_main())

@@ -15,22 +15,22 @@ import traceback
 from collections import OrderedDict
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
-from . import dead_letter
-from .background import Every
-from .batch import Batch
-from .errors import FunctionNotAllowedError, MalformedTaskError, SkipRetry
-from .forwarder import FORWARD_INTERVAL, forward
-from .functions import Allowed, FunctionRegistry
-from .holding import Bury, Claim, Holding, Release, Requeue, Reschedule, Settlement
-from .keepalive import KeepAlive
-from .lifecycle import Lifecycle
-from .queue import Queue
-from .retry import backoff_seconds
-from .slots import CALLERS as SLOT_CALLERS
-from .slots import Job, Slots
-from .task import PyTask
-from .time_limit import TimeLimitExceeded, can_enforce, within
-from .time_limit import call as call_limited
+from .. import dead_letter
+from ..background import Every
+from ..batch import Batch
+from ..errors import FunctionNotAllowedError, MalformedTaskError, SkipRetry
+from ..forwarder import FORWARD_INTERVAL, forward
+from ..functions import Allowed, FunctionRegistry
+from ..holding import Bury, Claim, Holding, Release, Requeue, Reschedule, Settlement
+from ..keepalive import KeepAlive
+from ..lifecycle import Lifecycle
+from ..queue import Queue
+from ..retry import backoff_seconds
+from ..slots import CALLERS as SLOT_CALLERS
+from ..slots import Job, Slots
+from ..task import PyTask
+from ..time_limit import TimeLimitExceeded, can_enforce, within
+from ..time_limit import call as call_limited
 
 logger = logging.getLogger(__name__)
 
@@ -357,8 +357,3 @@ class Worker:
             self._loop = asyncio.new_event_loop()
         return self._loop
 
-
-if __name__ == "__main__":
-    from .cli import worker_main
-
-    raise SystemExit(worker_main())

@@ -6,10 +6,10 @@ from typing import Sequence
 
 import redis
 
-from .connection import Backoff
-from .forwarder import FORWARD_INTERVAL, forward
-from .queue import DEFAULT_MAX_CRASHES, Queue
-from .lifecycle import Lifecycle
+from ..connection import Backoff
+from ..forwarder import FORWARD_INTERVAL, forward
+from ..queue import DEFAULT_MAX_CRASHES, Queue
+from ..lifecycle import Lifecycle
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +76,3 @@ class Sweeper:
         """Stop after the current pass (from any thread)."""
         self.lifecycle.stop()
 
-
-if __name__ == "__main__":
-    from .cli import sweeper_main
-
-    raise SystemExit(sweeper_main())
