@@ -39,7 +39,10 @@ API
 - poll(): handle the signals that arrived, without waiting. fileno(): a descriptor that turns
   readable when a signal or stop() arrives, for loops that select on other things too.
 - after_fork(): in a forked child, drop the parent's wakeup pipe before installing its own.
+- run(body, handle_signals=True): body() with signals() (if asked), offline() after; the exit
+  status. A duty's run() is this around its loop.
 """
+import contextlib
 import logging
 import os
 import select
@@ -88,6 +91,16 @@ class Lifecycle:
 
     def offline(self) -> None:
         self.state = OFFLINE
+
+    def run(self, body: Callable[[], Any], handle_signals: bool = True) -> int:
+        """Run a duty's loop under this lifecycle: with its stop signals taken (main thread only)
+        if handle_signals, offline once body returns or raises; the exit status."""
+        try:
+            with self.signals() if handle_signals else contextlib.nullcontext():
+                body()
+        finally:
+            self.offline()
+        return self.exit_status
 
     @property
     def stopping(self) -> bool:

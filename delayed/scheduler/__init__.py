@@ -102,17 +102,9 @@ class Scheduler:
         handle_signals: in the main thread, SIGTERM, SIGINT and SIGHUP stop it after the current
         tick and a second one exits at once (status 128 + signal), as for a worker.
         """
-        lifecycle = self.lifecycle
-        try:
-            if handle_signals:
-                with lifecycle.signals():
-                    self._run()
-            else:
-                self._run()
-        finally:
-            lifecycle.offline()
+        status = self.lifecycle.run(self._run, handle_signals)
         logger.info("scheduler stopped")
-        return lifecycle.exit_status
+        return status
 
     def _run(self) -> None:
         logger.info("scheduling %d entries", len(self.entries))

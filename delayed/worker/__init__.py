@@ -6,7 +6,6 @@ next claim; an idle one blocks on the notification list as go-delayed does.
 What the running worker holds (ids, keep-alive, claims, settlements) is its Holding.
 """
 import asyncio
-import contextlib
 import hashlib
 import inspect
 import logging
@@ -145,12 +144,7 @@ class Worker:
         handle_signals: in the main thread, SIGTERM, SIGINT and SIGHUP call stop() and a second
         one exits at once (see delayed.lifecycle); the previous handlers are restored on return.
         """
-        try:
-            with (self.lifecycle.signals() if handle_signals else contextlib.nullcontext()):
-                self._run()
-        finally:
-            self.lifecycle.offline()
-        return self.lifecycle.exit_status
+        return self.lifecycle.run(self._run, handle_signals)
 
     def _run(self) -> None:
         if not self.holding.go_online():
