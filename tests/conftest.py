@@ -32,11 +32,12 @@ def conn(redis_server):
 
 @pytest.fixture
 def run_worker(queue):
-    """Start a Worker on the test module's `queue` fixture in a thread; stopped and joined after the test."""
+    """Start a Worker on the test module's `queue` fixture in a thread (options such as threads=N go
+    to Worker); stopped and joined after the test."""
     started = []
 
-    def start(allow=("tests.tasks",)):
-        worker = Worker(queue, allow, keep_alive_interval=1)
+    def start(allow=("tests.tasks",), **options):
+        worker = Worker(queue, allow, keep_alive_interval=1, **options)
         thread = threading.Thread(target=worker.run)
         thread.start()
         started.append((worker, thread))

@@ -1,11 +1,10 @@
 """Worker(threads=N): up to N tasks at once in one process, each held under its own id."""
 import logging
-import threading
 import time
 
 import pytest
 
-from delayed import PyTask, Queue, Worker
+from delayed import PyTask, Queue
 from delayed.cli import worker_parser
 from delayed.dead_letter import parse
 
@@ -18,24 +17,6 @@ def queue(conn):
     return Queue("q", conn, dequeue_timeout=0.05, keep_alive_timeout=5)
 
 
-@pytest.fixture
-def threaded():
-    started = []
-
-    def start(queue, threads, **options):
-        worker = Worker(queue, ["tests.tasks"], keep_alive_interval=1, threads=threads, **options)
-        thread = threading.Thread(target=worker.run)
-        thread.start()
-        started.append((worker, thread))
-        return worker
-
-    yield start
-    for worker, thread in started:
-        worker.stop()
-        thread.join(10)
-        assert not thread.is_alive()
-
-
 def dead(conn):
     return [parse(item) for item in conn.lrange("q_dead", 0, -1)]
 
@@ -45,19 +26,19 @@ def drained(conn):
 
 
 @pytest.mark.parametrize("func", [tasks.slow, tasks.async_slow])
-def test_plain_and_coroutine_tasks_run_at_once(conn, queue, threaded, func):
+def test_plain_and_coroutine_tasks_run_at_once(conn, queue, run_worker, func):
     queue.enqueue_many([PyTask(func, [f"t{i}", 0.5]) for i in range(10)])
     started = time.monotonic()
-    threaded(queue, 10)
+    run_worker(threads=10)
     wait_for(lambda: conn.llen("results") == 10, what="ten half-second tasks")
     assert time.monotonic() - started < 2  # one at a time would take 5 s
     wait_for(lambda: drained(conn), what="release")
     assert sorted(results(conn)) == sorted(repr((f"t{i}", (), {})) for i in range(10))
 
 
-def test_claims_only_as_many_tasks_as_there_are_free_slots(conn, queue, threaded):
+def test_claims_only_as_many_tasks_as_there_are_free_slots(conn, queue, run_worker):
     queue.enqueue_many([PyTask(tasks.slow, [f"t{i}", 0.2]) for i in range(12)])
-    threaded(queue, 3)
+    run_worker(threads=3)
     most = 0
     while conn.llen("results") < 12:
         most = max(most, conn.hlen("q_processing"))
@@ -66,20 +47,20 @@ def test_claims_only_as_many_tasks_as_there_are_free_slots(conn, queue, threaded
     wait_for(lambda: drained(conn), what="release")
 
 
-def test_two_threaded_workers_share_a_queue_and_run_everything_once(conn, queue, threaded):
+def test_two_threaded_workers_share_a_queue_and_run_everything_once(conn, queue, run_worker):
     queue.enqueue_many([PyTask(tasks.record, [i]) for i in range(1000)])
-    threaded(queue, 4)
-    threaded(queue, 4)
+    run_worker(threads=4)
+    run_worker(threads=4)
     wait_for(lambda: conn.llen("results") == 1000, what="1000 tasks")
     wait_for(lambda: drained(conn), what="release")
     assert sorted(results(conn)) == sorted(repr((i, (), {})) for i in range(1000))
 
 
-def test_a_plain_task_past_its_time_limit_is_interrupted_in_its_thread(conn, queue, threaded):
+def test_a_plain_task_past_its_time_limit_is_interrupted_in_its_thread(conn, queue, run_worker):
     # (a blocking call, time.sleep(3) say, is interrupted only when it returns to the interpreter)
     queue.enqueue(PyTask(tasks.busy, ["stuck", 3], time_limit=0.2))
     queue.enqueue(PyTask(tasks.record, ["after"]))
-    threaded(queue, 2)
+    run_worker(threads=2)
     wait_for(lambda: dead(conn), timeout=2, what="the time-out")
     [entry] = dead(conn)
     assert entry["reason"] == "timed_out" and "TimeLimitExceeded" in entry["error"]
@@ -87,10 +68,10 @@ def test_a_plain_task_past_its_time_limit_is_interrupted_in_its_thread(conn, que
     wait_for(lambda: drained(conn), what="release")
 
 
-def test_a_thread_that_will_not_stop_stays_held_keeps_its_slot_and_is_reported(conn, queue, threaded, caplog):
+def test_a_thread_that_will_not_stop_stays_held_keeps_its_slot_and_is_reported(conn, queue, run_worker, caplog):
     caplog.set_level(logging.WARNING, "delayed")
     queue.enqueue_many([PyTask(tasks.unstoppable, [f"mule{i}", 1.5], time_limit=0.3) for i in range(2)])
-    worker = threaded(queue, 2)
+    worker = run_worker(threads=2)
     wait_for(lambda: conn.exists("started:mule0", "started:mule1") == 2, what="both to start")
     queue.enqueue(PyTask(tasks.record, ["waits"]))
     wait_for(lambda: "past its time limit" in caplog.text, timeout=2, what="the overrun warning")
@@ -104,20 +85,20 @@ def test_a_thread_that_will_not_stop_stays_held_keeps_its_slot_and_is_reported(c
     wait_for(lambda: drained(conn), what="release")
 
 
-def test_a_coroutine_past_its_time_limit_is_cancelled_in_threaded_mode(conn, queue, threaded):
+def test_a_coroutine_past_its_time_limit_is_cancelled_in_threaded_mode(conn, queue, run_worker):
     queue.enqueue(PyTask(tasks.async_slow, ["late", 0.5], time_limit=0.1))
     queue.enqueue(PyTask(tasks.async_slow, ["next", 0.8]))
-    threaded(queue, 2)
+    run_worker(threads=2)
     wait_for(lambda: results(conn), what="the next coroutine")
     time.sleep(0.1)
     assert results(conn) == [repr(("next", (), {}))]
     assert [entry["reason"] for entry in dead(conn)] == ["timed_out"]
 
 
-def test_stopping_lets_the_running_tasks_finish_and_gives_nothing_up(conn, queue, threaded):
+def test_stopping_lets_the_running_tasks_finish_and_gives_nothing_up(conn, queue, run_worker):
     queue.enqueue_many([PyTask(tasks.slow, [f"t{i}", 0.4]) for i in range(3)] +
                        [PyTask(tasks.record, ["later"])])
-    worker = threaded(queue, 3)
+    worker = run_worker(threads=3)
     wait_for(lambda: all(conn.exists(f"started:t{i}") for i in range(3)), what="three tasks running")
     worker.stop()
     wait_for(lambda: not conn.exists(worker.id), what="the worker to go offline")
@@ -130,8 +111,8 @@ def test_the_command_line_takes_threads():
     assert worker_parser().parse_args(["tasks"]).threads == 1
 
 
-def test_a_plain_function_that_returns_an_awaitable_has_it_awaited(conn, queue, threaded):
+def test_a_plain_function_that_returns_an_awaitable_has_it_awaited(conn, queue, run_worker):
     queue.enqueue(PyTask(tasks.returns_awaitable, ["awaited"]))
-    threaded(queue, 2)
+    run_worker(threads=2)
     wait_for(lambda: results(conn), what="the awaitable to run")
     assert results(conn) == [repr(("awaited", (), {}))]
