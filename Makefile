@@ -24,7 +24,7 @@ demo: $(INSTALLED) redis-server
 chaos: $(INSTALLED) redis-server
 	$(PY) -m tests.chaos $(CHAOS_ARGS)
 
-# Us and our peers side by side on one throwaway Redis; writes BENCHMARKS.md (about 6 minutes).
+# Us and our peers side by side on one throwaway Redis; writes BENCHMARKS.md (about 14 minutes).
 bench: $(INSTALLED) redis-server
 	BENCH_COMMAND="make bench" $(PY) bench/run.py $(BENCH_ARGS)
 
