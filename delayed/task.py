@@ -115,20 +115,35 @@ class PyTask:
         time_limit: Optional[float] = None,
         options: Optional[Dict[str, Any]] = None,
     ) -> None:
-        self.func_path = func if isinstance(func, str) else func_path_of(func)
+        func_path = func if isinstance(func, str) else func_path_of(func)
         if args is not None and not isinstance(args, (list, tuple)):
             raise TypeError(f"args must be a list or a tuple, not {type(args).__name__}")
         if kwargs is not None and not isinstance(kwargs, dict):
             raise TypeError(f"kwargs must be a dict, not {type(kwargs).__name__}")
+        merged = dict(options or {})
+        for name, value in (("max_retries", max_retries), ("backoff", backoff), ("time_limit", time_limit)):
+            if value is not None:
+                merged[name] = value
+        _check_options(merged, TypeError)
+        self._fill(func_path, args, kwargs, retry, merged, None)
+
+    def _fill(self, func_path: str, args: Optional[Sequence[Any]], kwargs: Optional[Dict[str, Any]], retry: int,
+              options: Dict[str, Any], data: Optional[bytes]) -> None:
+        """Set the fields, once __init__ or decode_task has checked them."""
+        self.func_path = func_path
         self.args = () if args is None else args
         self.kwargs = {} if kwargs is None else kwargs
         self.retry = retry
-        self.options: Dict[str, Any] = dict(options or {})
-        for name, value in (("max_retries", max_retries), ("backoff", backoff), ("time_limit", time_limit)):
-            if value is not None:
-                self.options[name] = value
-        _check_options(self.options, TypeError)
-        self._data: Optional[bytes] = None
+        self.options: Dict[str, Any] = options
+        self._data: Optional[bytes] = data
+
+    @classmethod
+    def _decoded(cls, func_path: str, args: Optional[Sequence[Any]], kwargs: Optional[Dict[str, Any]], retry: int,
+                 options: Dict[str, Any], data: bytes) -> "PyTask":
+        """A PyTask from fields decode_task has checked: the worker's hot path checks them once, not twice."""
+        task = cls.__new__(cls)
+        task._fill(func_path, args, kwargs, retry, options, data)
+        return task
 
     @property
     def time_limit(self) -> Optional[float]:
@@ -226,29 +241,27 @@ def decode_task(data: bytes) -> Union[PyTask, GoTask]:
     def malformed(message: str) -> MalformedTaskError:
         return MalformedTaskError(message, func_path=func_path)
 
-    task: Union[PyTask, GoTask]
     if len(fields) == 2 and (isinstance(fields[1], bytes) or fields[1] is None):
         try:
             task = GoTask(func_path, None if fields[1] is None else _unpack(fields[1]))
         except MalformedTaskError as exc:
             raise malformed(f"GoTask payload: {exc}") from None
-    else:
-        _, args, kwargs, retry, options = fields + [None, None, 0, None][len(fields) - 1 :]
-        if args is not None and not isinstance(args, list):
-            raise malformed(f"task args must be an array or nil, got {_brief(args)}")
-        if isinstance(kwargs, list):
-            raise malformed("task kwargs is an array, not a map: go-delayed's NewPyTask writes a Go struct's "
-                            "fields without their names; pass kwargs as a map[string]interface{}")
-        if kwargs is not None and not (isinstance(kwargs, dict) and all(isinstance(k, str) for k in kwargs)):
-            raise malformed(f"task kwargs must be a map with string keys or nil, got {_brief(kwargs)}")
-        if not isinstance(retry, int) or isinstance(retry, bool):
-            raise malformed(f"task retry must be an integer, got {_brief(retry)}")
-        if options is not None and not (isinstance(options, dict) and all(isinstance(k, str) for k in options)):
-            raise malformed(f"task options must be a map with string keys, got {_brief(options)}")
-        _check_options(options or {}, malformed)
-        task = PyTask(func_path, args, kwargs, retry, options=options)
-    task._data = data
-    return task
+        task._data = data
+        return task
+    _, args, kwargs, retry, options = fields + [None, None, 0, None][len(fields) - 1 :]
+    if args is not None and not isinstance(args, list):
+        raise malformed(f"task args must be an array or nil, got {_brief(args)}")
+    if isinstance(kwargs, list):
+        raise malformed("task kwargs is an array, not a map: go-delayed's NewPyTask writes a Go struct's "
+                        "fields without their names; pass kwargs as a map[string]interface{}")
+    if kwargs is not None and not (isinstance(kwargs, dict) and all(isinstance(k, str) for k in kwargs)):
+        raise malformed(f"task kwargs must be a map with string keys or nil, got {_brief(kwargs)}")
+    if not isinstance(retry, int) or isinstance(retry, bool):
+        raise malformed(f"task retry must be an integer, got {_brief(retry)}")
+    if options is not None and not (isinstance(options, dict) and all(isinstance(k, str) for k in options)):
+        raise malformed(f"task options must be a map with string keys, got {_brief(options)}")
+    _check_options(options or {}, malformed)
+    return PyTask._decoded(func_path, args, kwargs, retry, options or {}, data)
 
 
 def _check_options(options: Dict[str, Any], error: Callable[[str], Exception]) -> None:
