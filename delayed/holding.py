@@ -96,7 +96,7 @@ class Bury(Settlement):
 class Holding:
     """A running worker's ids, keep-alive, claims and settlements, on one Queue.
 
-    capacity: the most tasks held at once (the batch size, or the number of slots);
+    capacity: the most tasks held at once (the batch size, or the slots and as many kept ready);
     the worker owns twice as many ids. lifecycle: the worker's; once it is stopping, going online
     and Redis errors while settling give up (the keep-alive keys then expire and a sweeper
     requeues what is held), and a stop cuts the backoff's waits short.

@@ -1,6 +1,11 @@
 """How a worker runs several tasks at once: plain functions each in a slot thread, coroutine
 functions as tasks on one event loop (a thread running it).
 
+Jobs wait in a ready queue (a delayed.batch.Batch, whose watcher gives back the ones that wait
+too long). The worker's main thread starts them in free slots (fill); a coroutine that finishes
+takes the next ready job itself, on the event loop, so a coroutine slot is refilled without a
+hop through the main thread (a plain job it takes is handed to the main thread to start).
+
 A thread cannot be killed: a plain task past its time limit gets TimeLimitExceeded injected
 into its thread (PyThreadState_SetAsyncExc), as SIGALRM raises it in the main thread. If it
 still runs, it stays held (its keep-alive goes on, so it never runs twice at once) and keeps
@@ -19,6 +24,7 @@ import time
 from collections import deque
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set
 
+from .batch import Batch
 from .time_limit import TimeLimitExceeded, within
 
 _inject = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.py_object)(
@@ -85,18 +91,20 @@ def _raised_here(exc: BaseException) -> bool:
 
 
 class Slots:
-    """Up to `size` jobs at once; finished jobs are reported through `finished`, with `wake` released."""
+    """Up to `size` jobs at once, taken from `ready`; finished jobs are reported through `finished`,
+    with `wake` released (as it is when a job is handed to the main thread)."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, ready: Batch[Job]) -> None:
         self.size = size
-        self.running: Dict[Any, Job] = {}
+        self.ready = ready
+        self.running: Dict[Any, Job] = {}  # started (or taken to start) and not yet collected
         self.finished: Deque[Job] = deque()
         self.wake = threading.Lock()
         self.wake.acquire()
+        self._handed: Deque[Job] = deque()  # plain jobs a finished coroutine took: the main thread starts them
         self._idle: List["_SlotThread"] = []
         self._threads: List["_SlotThread"] = []
         self._slot_of: Dict[Any, "_SlotThread"] = {}
-        self._to_launch: List[Job] = []
         self._tasks: Set["asyncio.Task[None]"] = set()
         self._limited = 0  # plain jobs running with a time limit
         self._next_check = 0.0
@@ -105,25 +113,33 @@ class Slots:
 
     @property
     def free(self) -> int:
-        return self.size - len(self.running)
+        # (a coroutine that took the next job before its own was collected counts twice for a moment)
+        return max(0, self.size - len(self.running))
 
-    def start(self, job: Job) -> None:
-        """Start a plain job in a thread; a coroutine job waits for launch()."""
-        self.running[job.key] = job
-        if job.coroutine:
-            self._to_launch.append(job)
-        else:
-            if job.limit:
-                self._limited += 1
-            slot = self._idle.pop() if self._idle else self._new_thread()
-            self._slot_of[job.key] = slot
-            slot.give(job)
+    def fill(self) -> None:
+        """Start ready jobs in the free slots (main thread only): plain ones each in a thread,
+        coroutines all in one wake-up of the event loop."""
+        while self._handed:
+            self._start_plain(self._handed.popleft())
+        coroutines = []
+        while self.free:
+            job = self.ready.next()
+            if job is None:
+                break
+            self.running[job.key] = job
+            if job.coroutine:
+                coroutines.append(job)
+            else:
+                self._start_plain(job)
+        if coroutines:
+            self._event_loop().call_soon_threadsafe(self._create_tasks, coroutines)
 
-    def launch(self) -> None:
-        """Start the coroutine jobs given since the last call on the event loop, in one wake-up of it."""
-        if self._to_launch:
-            jobs, self._to_launch = self._to_launch, []
-            self._event_loop().call_soon_threadsafe(self._create_tasks, jobs)
+    def _start_plain(self, job: Job) -> None:
+        if job.limit:
+            self._limited += 1
+        slot = self._idle.pop() if self._idle else self._new_thread()
+        self._slot_of[job.key] = slot
+        slot.give(job)
 
     def _create_tasks(self, jobs: List[Job]) -> None:
         assert self._loop is not None
@@ -133,8 +149,8 @@ class Slots:
             task.add_done_callback(self._tasks.discard)
 
     def wait(self, timeout: float) -> None:
-        """Until a job finishes or timeout seconds pass."""
-        if not self.finished:
+        """Until a job finishes (or is handed over) or timeout seconds pass."""
+        if not self.finished and not self._handed:
             self.wake.acquire(timeout=timeout)
 
     def collect(self) -> List[Job]:
@@ -186,10 +202,13 @@ class Slots:
 
     def _report(self, job: Job) -> None:
         self.finished.append(job)
+        self._wake()
+
+    def _wake(self) -> None:
         try:
             if self.wake.locked():
                 self.wake.release()
-        except RuntimeError:  # another slot released it first
+        except RuntimeError:  # another thread released it first
             pass
 
     async def _run_coroutine(self, job: Job) -> None:
@@ -200,6 +219,14 @@ class Slots:
             job.outcome = exc
         job.done = True
         self._report(job)
+        following = self.ready.next()
+        if following is not None:
+            self.running[following.key] = following
+            if following.coroutine:
+                self._create_tasks([following])  # its own task: no context or cancellation shared
+            else:
+                self._handed.append(following)
+                self._wake()
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:

@@ -5,6 +5,7 @@ import time
 import pytest
 
 from delayed import PyTask, Queue
+from delayed.batch import Lookahead
 from delayed.cli import worker_parser
 from delayed.dead_letter import parse
 
@@ -45,6 +46,42 @@ def test_claims_only_as_many_tasks_as_there_are_free_slots(conn, queue, run_work
         time.sleep(0.01)
     assert most == 3
     wait_for(lambda: drained(conn), what="release")
+
+
+def test_tasks_kept_ready_for_busy_slots_go_back_to_the_queue_for_another_worker(conn, queue, run_worker):
+    # Quick tasks teach the worker to keep tasks ready for its slots; then both slots take a 3 s
+    # task, and the tasks it kept ready must go back for the second worker rather than wait 3 s.
+    queue.enqueue_many([PyTask(tasks.stamp, [f"noop{i}"]) for i in range(500)] +
+                       [PyTask(tasks.stamp, [f"slow{i}", 3]) for i in range(2)] +
+                       [PyTask(tasks.stamp, [f"quick{i}"]) for i in range(40)])
+    run_worker(threads=2)
+    wait_for(lambda: conn.hexists("stamps", "slow0") and conn.hexists("stamps", "slow1"), what="both slow tasks")
+    run_worker(threads=2)
+    wait_for(lambda: conn.hlen("stamps") == 542, what="every task to start")
+    stamps = {tag.decode(): float(at) for tag, at in conn.hgetall("stamps").items()}
+    late = max(stamps[f"quick{i}"] for i in range(40)) - max(stamps["slow0"], stamps["slow1"])
+    assert late < 1.5, f"a quick task started {late:.2f} s after the slow ones, kept ready behind them"
+    wait_for(lambda: drained(conn), what="release")
+
+
+def test_ready_tasks_follow_the_mean_run_time():
+    lookahead = Lookahead(10, patience=0.02)
+    assert lookahead.ahead(given_back=0) == 0  # nothing known yet: claim only for free slots
+    lookahead.finished(0.0001)
+    assert lookahead.ahead(given_back=0) == 10  # quick tasks: one per slot
+    for _ in range(100):
+        lookahead.finished(0.01)
+    assert lookahead.ahead(given_back=0) == 10  # a round of 10 ms tasks starts within the patience
+    for _ in range(100):
+        lookahead.finished(0.05)
+    assert lookahead.ahead(given_back=0) == 3  # 50 ms tasks: 10 slots free one every 5 ms
+    assert lookahead.ahead(given_back=2) == 0  # the watcher gave some back: none until a task finishes
+    assert lookahead.ahead(given_back=2) == 0
+    lookahead.finished(0.05)
+    assert lookahead.ahead(given_back=2) == 3
+    for _ in range(100):
+        lookahead.finished(3)
+    assert lookahead.ahead(given_back=2) == 0
 
 
 def test_two_threaded_workers_share_a_queue_and_run_everything_once(conn, queue, run_worker):

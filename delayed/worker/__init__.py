@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 from .. import dead_letter
 from ..background import Every
-from ..batch import Batch
+from ..batch import Batch, Lookahead
 from ..errors import FunctionNotAllowedError, MalformedTaskError, SkipRetry
 from ..forwarder import FORWARD_INTERVAL, forward
 from ..functions import Allowed, FunctionRegistry
@@ -34,11 +34,17 @@ from ..time_limit import call as call_limited
 logger = logging.getLogger(__name__)
 
 DEFAULT_BATCH = 32
-BATCH_TIME = 0.01
-"""Seconds a batch may take before the next one shrinks: bounds how long a claimed task waits."""
+BATCH_TIME = 0.02
+"""Seconds a claimed task may wait behind running ones before it goes back to the queue (and a
+one-slot worker's batch may take before the next one shrinks): enough for a round of 10 ms tasks
+to wait ready for the slots running the round before it."""
 RELEASE = Release()
 POLL = 0.05
 """Seconds a worker with tasks running in threads waits for news (a finished task, a new one)."""
+FINISH_SLACK = 1.25
+"""A running task should have finished by its start + this x the mean run time (or it is a slow one)."""
+MIN_POLL = 0.001
+"""The shortest wait for a task on an empty queue (Redis rounds a BLPOP timeout up to a millisecond; 0 is forever)."""
 RETRY_FOREVER_FIRST = 0.1
 RETRY_FOREVER_MAX = 60.0
 """A retry=-1 task that keeps failing waits 0.1 s, 0.2 s, 0.4 s ... up to a minute between runs."""
@@ -88,8 +94,9 @@ class Worker:
     The batch grows while batches finish within BATCH_TIME and shrinks when
     they do not, so slow tasks are claimed one at a time; 1 turns batching off.
     threads: tasks run at once (plain functions each in a thread, coroutine functions on one
-    event loop); claims then take only as many tasks as there are free slots. A plain task past
-    its time limit gets TimeLimitExceeded injected into its thread (see delayed.slots).
+    event loop), with up to as many claimed tasks kept ready for the next free slots (see
+    delayed.batch.Lookahead). A plain task past its time limit gets TimeLimitExceeded injected
+    into its thread (see delayed.slots).
     lifecycle: the worker's Lifecycle (delayed.lifecycle): starting → online → draining → offline;
     stop(), the stop signals run() takes, and every loop (going online included) go through it.
     """
@@ -121,11 +128,12 @@ class Worker:
         self._batch = 1
         self.lifecycle = Lifecycle("worker")
         self.threads = threads
-        self.holding = Holding(queue, batch if threads == 1 else threads, self.lifecycle)
+        # threaded: a task per slot, and as many again waiting ready for one (see Lookahead)
+        self.holding = Holding(queue, batch if threads == 1 else 2 * threads, self.lifecycle)
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._forever = RetryForever()
         self._coroutines: Dict[Callable[..., Any], bool] = {}
-        self._claimed: Optional[Batch] = None  # the one-slot runner's batch, with its watcher
+        self._claimed: Optional[Batch[Claim]] = None  # the one-slot runner's batch, with its watcher
 
     @property
     def id(self) -> Optional[str]:
@@ -185,7 +193,7 @@ class Worker:
         has run longer than BATCH_TIME, the batch's watcher gives the tasks behind it back.
         """
         if self._claimed is None:
-            self._claimed = Batch(self.holding, BATCH_TIME)
+            self._claimed = Batch(self.holding.give_back, BATCH_TIME)
         claims = self.holding.claim(self._batch)
         started = time.monotonic()
         self._claimed.load(claims)
@@ -204,40 +212,74 @@ class Worker:
         return ran
 
     def _work_concurrently(self) -> None:
-        """Keep up to self.threads tasks running until stopped, then let the running ones finish."""
-        slots = Slots(self.threads)
+        """Keep up to self.threads tasks running until stopped, then let the running ones finish.
+
+        A few claimed tasks wait ready for the next free slot (see Lookahead), so a slot that frees
+        starts one at once and the claim's round trip overlaps the running tasks; the ready ones
+        that no slot takes within BATCH_TIME go back to the queue (the Batch's watcher).
+        """
         held: Dict[Any, Tuple[Claim, PyTask]] = {}
+
+        def give_back(jobs: List[Job]) -> None:
+            self.holding.give_back([held.pop(job.key)[0] for job in jobs])
+
+        ready: Batch[Job] = Batch(give_back, BATCH_TIME)
+        slots = Slots(self.threads, ready)
+        lookahead = Lookahead(self.threads, BATCH_TIME)
         try:
             while not self.lifecycle.stopping:
-                self._settle_finished(slots, held)
-                if slots.free:
-                    # with tasks running, block briefly: their releases ride on the next claim
-                    timeout = POLL if slots.running else None
-                    for claim in self.holding.claim(slots.free, timeout=timeout):
-                        self._start(slots, held, claim)
-                    slots.launch()
-                else:
-                    slots.wait(POLL)
+                self._settle_finished(slots, held, lookahead)
+                slots.fill()
+                wanted = slots.free + lookahead.ahead(ready.given_back) - ready.waiting
+                if wanted > 0:
+                    block = slots.free > 0 and not ready.waiting  # a free slot and nothing ready
+                    claims = self.holding.claim(wanted, block=block, timeout=self._claim_timeout(slots, lookahead))
+                    ready.load(self._jobs(claims, held), starting_now=slots.free)
+                    slots.fill()
+                    if slots.free or len(claims) == wanted:
+                        continue
+                slots.wait(POLL)  # every slot busy and as many ready as the queue had
+            give_back(ready.rest())
             while slots.running:  # draining: the running tasks finish and are settled
                 slots.wait(POLL)
-                self._settle_finished(slots, held)
+                self._settle_finished(slots, held, lookahead)
         finally:
             slots.close()
+            ready.close()
 
-    def _start(self, slots: Slots, held: Dict[Any, Tuple[Claim, PyTask]], claim: Claim) -> None:
-        prepared = self._prepare(claim.blob)
-        if isinstance(prepared, Settlement):
-            self.holding.settle(claim, prepared)
-            return
-        task, func = prepared
-        held[claim.worker_id] = (claim, task)
-        slots.start(Job(claim.worker_id, func, task.args, task.kwargs, task.time_limit or self.time_limit,
-                        self._is_coroutine(func)))
+    @staticmethod
+    def _claim_timeout(slots: Slots, lookahead: Lookahead) -> Optional[float]:
+        """How long a claim may block on an empty queue: idle, dequeue_timeout (None); with tasks running,
+        until the next one should have finished (its release rides on the next claim), at most POLL."""
+        if not slots.running:
+            return None
+        if lookahead.mean is None:
+            return POLL
+        now = time.monotonic()
+        expected = [(job.started_at or now) + FINISH_SLACK * lookahead.mean for job in list(slots.running.values())]
+        soonest = min((at for at in expected if at > now), default=now + POLL)
+        return min(POLL, max(MIN_POLL, soonest - now))
 
-    def _settle_finished(self, slots: Slots, held: Dict[Any, Tuple[Claim, PyTask]]) -> None:
+    def _jobs(self, claims: List[Claim], held: Dict[Any, Tuple[Claim, PyTask]]) -> List[Job]:
+        """The claimed tasks as jobs to run, now held; the ones that cannot run are settled at once."""
+        jobs = []
+        for claim in claims:
+            prepared = self._prepare(claim.blob)
+            if isinstance(prepared, Settlement):
+                self.holding.settle(claim, prepared)
+                continue
+            task, func = prepared
+            held[claim.worker_id] = (claim, task)
+            jobs.append(Job(claim.worker_id, func, task.args, task.kwargs, task.time_limit or self.time_limit,
+                            self._is_coroutine(func)))
+        return jobs
+
+    def _settle_finished(self, slots: Slots, held: Dict[Any, Tuple[Claim, PyTask]], lookahead: Lookahead) -> None:
+        now = time.monotonic()
         for job in slots.collect():
             claim, task = held.pop(job.key)
             self.holding.settle(claim, self._settlement(task, job.outcome))
+            lookahead.finished(now - (job.started_at or now))
         self.holding.unlock()
         slots.enforce_limits(self._warn_overrun)
 
