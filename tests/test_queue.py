@@ -258,6 +258,16 @@ def test_a_claim_whose_reply_was_lost_is_delivered_again_not_overwritten(conn, q
     assert queue.claim() == blobs[0]     # the single claim, too, re-delivers what "a" holds
 
 
+def test_a_claim_id_that_still_holds_a_task_leaves_the_head_of_the_queue_to_the_next_id(conn, queue):
+    blobs = [PyTask("m:f", [i]).serialize() for i in range(3)]
+    conn.rpush("q", *blobs)
+    conn.rpush("q_noti", *[1] * 3)
+    conn.hset("q_processing", "b", b"held since a lost reply")
+    assert queue.claim_batch([], ["a", "b", "c"]) == [("a", blobs[0]), ("b", b"held since a lost reply"),
+                                                      ("c", blobs[1])]
+    assert conn.lrange("q", 0, -1) == [blobs[2]] and conn.llen("q_noti") == 1
+
+
 def test_give_back_returns_unstarted_tasks_to_the_head_in_order(conn, queue):
     blobs = [PyTask("m:f", [i]).serialize() for i in range(4)]
     conn.rpush("q", *blobs)

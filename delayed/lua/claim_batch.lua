@@ -1,10 +1,11 @@
 -- A busy worker's one round trip per batch: release the tasks it finished and
 -- claim up to one task per free worker id, each held under its own id (so any
 -- sweeper, Python or Go, requeues it if that id's keep-alive key expires), and
--- consume one notification per task popped.
+-- consume one notification per task taken.
 -- An id that still holds a task (the reply to the last claim was lost) gets that
--- task again, so a retried claim never overwrites, and so never loses, a task.
--- It pops no more tasks than there are notifications left: a go-delayed worker
+-- task again (HSETNX refuses to overwrite it, and the task read for it stays at
+-- the head of the queue for the next id), so a retried claim never loses a task.
+-- It takes no more tasks than there are notifications left: a go-delayed worker
 -- that BLPOPed a notification pops the queue in a second round trip, and if we
 -- took its task its dequeue script errors on the empty list and it backs off
 -- (1 s, 2 s, 4 s ... up to a minute).
@@ -16,27 +17,28 @@ local released = tonumber(ARGV[1])
 if released > 0 then
     redis.call('hdel', KEYS[3], unpack(ARGV, 2, released + 1))
 end
+local first = released + 2
+local wanted = math.min(#ARGV - first + 1, redis.call('llen', KEYS[2]))
+local head = {}
+if wanted > 0 then
+    head = redis.call('lrange', KEYS[1], 0, wanted - 1)
+end
 local claimed = {}
-local popped = 0
-local notified = redis.call('llen', KEYS[2])
-local empty = false
-for i = released + 2, #ARGV do
-    local task = redis.call('hget', KEYS[3], ARGV[i])
-    if not task and not empty and popped < notified then
-        task = redis.call('lpop', KEYS[1])
-        if task then
-            redis.call('hset', KEYS[3], ARGV[i], task)
-            popped = popped + 1
-        else
-            empty = true
-        end
+local taken = 0
+for i = first, #ARGV do
+    local task = head[taken + 1]
+    if task and redis.call('hsetnx', KEYS[3], ARGV[i], task) == 1 then
+        taken = taken + 1
+    else
+        task = redis.call('hget', KEYS[3], ARGV[i])
     end
     if task then
         claimed[#claimed + 1] = ARGV[i]
         claimed[#claimed + 1] = task
     end
 end
-if popped > 0 then
-    redis.call('ltrim', KEYS[2], popped, -1)
+if taken > 0 then
+    redis.call('ltrim', KEYS[1], taken, -1)
+    redis.call('ltrim', KEYS[2], taken, -1)
 end
 return claimed
