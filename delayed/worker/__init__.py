@@ -241,6 +241,7 @@ class Worker:
                 slots.wait(POLL)  # every slot busy and as many ready as the queue had
             give_back(ready.rest())
             while slots.running:  # draining: the running tasks finish and are settled
+                slots.fill()  # (a job a coroutine took just before the give-back: it is held, so it runs)
                 slots.wait(POLL)
                 self._settle_finished(slots, held, lookahead)
         finally:
