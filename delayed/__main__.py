@@ -24,12 +24,14 @@ def table(rows: List[Dict[str, Any]], columns: Sequence[str]) -> str:
 
 
 def _cell(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        value = json.dumps(value)
     text = "" if value is None else str(value).replace("\n", " ")
     return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _show(args: argparse.Namespace, rows: List[Dict[str, Any]], columns: Sequence[str]) -> None:
-    print(json.dumps(rows, default=str) if args.json else table(rows, columns), flush=True)
+    print(json.dumps(rows) if args.json else table(rows, columns), flush=True)
 
 
 def _names(conn: redis.Redis, args: argparse.Namespace) -> List[str]:
@@ -97,7 +99,9 @@ def _enqueue(conn: redis.Redis, args: argparse.Namespace) -> None:
             raise CommandError(f"--kwargs is not JSON: {exc}", status=2) from None
         task = PyTask(args.func, values, kwargs, args.retry)
     Queue(args.queue, conn).enqueue(task, delay=args.delay)
-    print(json.dumps({"enqueued": repr(task)}) if args.json else f"enqueued {task!r} into {args.queue}")
+    described = admin.describe_task(task.serialize())
+    print(json.dumps({"enqueued": described, "queue": args.queue}) if args.json else
+          f"enqueued {json.dumps(described)} into {args.queue}")
 
 
 COMMANDS = {"stats": _stats, "workers": _workers, "dead": _dead, "scheduled": _scheduled, "enqueue": _enqueue}
