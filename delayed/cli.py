@@ -9,8 +9,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import redis
 
-from .connection import DEFAULT_REDIS_URL, connect, redacted
-from .functions import FunctionRegistry
+from .connection import DEFAULT_REDIS_URL, connect, misplaced_password, redacted, scrubbed, secrets_of
+from .functions import FunctionRegistry, submodule_names
 from .lifecycle import Lifecycle
 from .queue import DEFAULT_MAX_CRASHES, DEFAULT_MAX_TASK_SIZE, Queue
 from .scheduler import Periodic, Scheduler
@@ -63,13 +63,23 @@ def _client(args: argparse.Namespace) -> redis.Redis:
 
 
 def connect_checked(args: argparse.Namespace) -> redis.Redis:
-    """A client for args.redis_url that has answered a PING, or a CommandError that says why not."""
+    """A client for args.redis_url that has answered a PING, or a CommandError that says why not.
+
+    No message holds the URL's password: the URL is shown redacted, and redis-py's own message
+    is scrubbed of it (or left out for a URL that does not parse, which may quote any piece of it).
+    """
     url = args.redis_url
+    if misplaced_password(url):
+        raise CommandError(f"the password in {redacted(url)} holds a '/': percent-encode it as %2F",
+                           status=2)
     try:
         conn = _client(args)
         conn.ping()
-    except (redis.RedisError, OSError, ValueError, TypeError) as exc:  # unreachable, refused, or a bad URL
-        raise CommandError(f"cannot reach Redis at {redacted(url)}: {exc}") from None
+    except (ValueError, TypeError) as exc:  # a URL that does not parse
+        detail = "not a valid Redis URL" if secrets_of(url) else f"not a valid Redis URL ({exc})"
+        raise CommandError(f"cannot reach Redis at {redacted(url)}: {detail}") from None
+    except (redis.RedisError, OSError) as exc:  # unreachable, refused, or refused our password
+        raise CommandError(f"cannot reach Redis at {redacted(url)}: {scrubbed(str(exc), url)}") from None
     return conn
 
 
@@ -127,6 +137,29 @@ def worker_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _allowed_functions(names: Sequence[str]) -> FunctionRegistry:
+    """The allowlist of the task modules names, or a CommandError (exit 2) saying in one line why
+    there is none: a module that fails to import, whatever it raises, or no function to allow."""
+    modules = []
+    for name in names:
+        try:
+            modules.append(importlib.import_module(name))
+        except ImportError as exc:
+            raise CommandError(f"cannot import task module: {exc}", status=2) from None
+        except Exception as exc:  # the operator's code, failing as it imports: one line, not a traceback
+            raise CommandError(f"cannot import task module: {name} raised {type(exc).__name__}: {exc}",
+                               status=2) from None
+    functions = FunctionRegistry(modules)
+    if not len(functions):
+        inside = [sub for module in modules for sub in submodule_names(module)]
+        instead = f" such as {', '.join(inside)}" if inside else ""
+        raise CommandError(f"{' '.join(names)} define no function to allow (a module allows only the public "
+                           f"functions defined in it, not those it imports): pass the modules that define "
+                           f"them{instead}", status=2)
+    logging.getLogger("delayed.worker").debug("allowed functions: %s", ", ".join(functions.paths()))
+    return functions
+
+
 def _worker(args: argparse.Namespace) -> int:
     # The stop signals are taken from here on, before the task modules are imported and Redis is
     # reached: a stop then ends the start gracefully (exit 0), and later passes on to the duty.
@@ -134,10 +167,7 @@ def _worker(args: argparse.Namespace) -> int:
     with lifecycle.signals():
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())  # as `python -m` does, so ./tasks.py imports
-        try:
-            functions = FunctionRegistry(args.modules)
-        except ImportError as exc:
-            raise CommandError(f"cannot import task module: {exc}", status=2) from None
+        functions = _allowed_functions(args.modules)
         conn = _connect_unless_stopped(args, lifecycle)
         if conn is None:
             return lifecycle.exit_status

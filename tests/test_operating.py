@@ -1,19 +1,23 @@
 """Operating the queues from the command line: discovery in a shared database, --json all the way
 down, --watch through a Redis restart, password masking, task module errors, the `delayed` script."""
 import json
+import os
 import subprocess
 import sys
 import time
 
+import pytest
+
 from delayed import GoTask, PyTask, Queue, admin
 from delayed.dead_letter import record
+from delayed.testing import RedisServer, free_port
 
 from .conftest import ROOT
 
 
-def run(*args, url="", cwd=ROOT, **options):
-    """`python -m delayed ARGS` (with --redis-url url if given) from the worktree: (status, stdout, stderr)."""
-    command = [sys.executable, "-m", "delayed", *args, *(["--redis-url", url] if url else [])]
+def run(*args, url="", module="delayed", cwd=ROOT, **options):
+    """`python -m module ARGS` (with --redis-url url if given) from the worktree: (status, stdout, stderr)."""
+    command = [sys.executable, "-m", module, *args, *(["--redis-url", url] if url else [])]
     process = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=30, **options)
     return process.returncode, process.stdout, process.stderr
 
@@ -60,3 +64,70 @@ def test_json_output_is_json_all_the_way_down(conn, redis_server):
                                            "options": {}}
     status, out, err = run("scheduled", "list", "--queue", "q", url=redis_server.url)
     assert '{"go": true, "func": "main.F", "payload": [1, "a"]}' in out and "GoTask(" not in out
+
+
+def worker_in(directory, *args, url="redis://127.0.0.1:1/0"):
+    """`python -m delayed.worker ARGS` run in directory (its modules importable), delayed from the worktree."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "delayed.worker", "--redis-url", url, *args], cwd=directory,
+                          env=env, capture_output=True, text=True, timeout=30)
+
+
+def test_a_task_module_that_raises_as_it_imports_is_one_line_and_exit_2(tmp_path):
+    (tmp_path / "raising.py").write_text("raise RuntimeError('no config')\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from . import broken\n")
+    (tmp_path / "pkg" / "broken.py").write_text("def f(:\n")
+    for module, message in (("raising", "raising raised RuntimeError: no config"),
+                            ("pkg", "pkg raised SyntaxError: invalid syntax")):
+        process = worker_in(tmp_path, module)
+        assert process.returncode == 2 and process.stdout == ""
+        assert process.stderr.count("\n") == 1 and "Traceback" not in process.stderr
+        assert process.stderr.startswith(f"delayed.worker: cannot import task module: {message}")
+
+
+def test_a_worker_with_nothing_to_allow_refuses_to_start_saying_what_to_pass(tmp_path):
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "__init__.py").write_text("from .mail import send\n")
+    (tmp_path / "jobs" / "mail.py").write_text("def send(to):\n    pass\n")
+    process = worker_in(tmp_path, "jobs")
+    assert process.returncode == 2 and process.stderr.count("\n") == 1
+    assert process.stderr.startswith("delayed.worker: jobs define no function to allow")
+    assert process.stderr.rstrip().endswith("pass the modules that define them such as jobs.mail")
+
+
+def test_debug_logging_lists_the_allowed_functions(tmp_path, redis_server):
+    (tmp_path / "jobs.py").write_text("def send(to):\n    pass\n\ndef _private():\n    pass\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    process = subprocess.Popen([sys.executable, "-m", "delayed.worker", "--redis-url", redis_server.url,
+                                "--log-level", "DEBUG", "jobs"], cwd=tmp_path, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        line = next(line for line in process.stdout if "allowed functions" in line or "online" in line)
+    finally:
+        process.terminate()
+        process.communicate(timeout=15)
+    assert line.rstrip().endswith("allowed functions: jobs:send")
+
+
+@pytest.mark.parametrize("url, secrets", [
+    ("redis://user:p@ss:word@127.0.0.1:{port}/0", ["p@ss", "ss:word"]),
+    ("redis://127.0.0.1:{port}/0?password=hunter2", ["hunter2"]),
+    ("rediss://:s3cret@127.0.0.1:{port}/0", ["s3cret"]),
+    ("redis://:pa%40ss@127.0.0.1:{port}/0", ["pa%40ss", "pa@ss"]),
+    ("redis://:pa:ss@127.0.0.1:notaport/0", ["pa:ss"]),
+    ("redis://:se:cret@[::1/0", ["se:cret"]),
+    ("redis://:ab12/cd34@127.0.0.1:{port}/0", ["ab12", "cd34"]),
+])
+def test_no_message_shows_the_redis_password(url, secrets):
+    url = url.format(port=free_port())
+    for module, argument in (("delayed", "stats"), ("delayed.worker", "tests.tasks")):
+        status, out, err = run(argument, url=url, module=module)
+        assert status in (1, 2) and out == "" and err.count("\n") == 1, err
+        assert err.startswith("delayed") and "***" in err and not any(secret in err for secret in secrets), err
+
+
+def test_a_wrong_password_is_masked_too(tmp_path):
+    with RedisServer(tmp_path, ["--requirepass", "right"]) as server:
+        status, _, err = run("stats", url=f"redis://:wr@ng:pw@127.0.0.1:{server.port}/0")
+    assert status == 1 and "wr@ng" not in err and "ng:pw" not in err and "***" in err
