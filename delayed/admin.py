@@ -4,7 +4,7 @@ import datetime
 import json
 import re
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple, cast
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import redis
 
@@ -94,6 +94,26 @@ def stats(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
         counts = pipe.execute()
     fields = ("pending", "processing", "scheduled", "dead", "workers")
     return [{"queue": name, **dict(zip(fields, counts[i * 5:i * 5 + 5]))} for i, name in enumerate(names)]
+
+
+def with_rates(rows: List[Row], previous: List[Row], seconds: float) -> List[Row]:
+    """rows with how fast each queue's counts changed since previous (the same queues, seconds ago).
+
+    net_per_s: the change of pending + processing + scheduled per second: above 0 the queue
+    fills (tasks come in faster than they finish), below 0 it drains. Counts give only this
+    difference, not what came in and what went out separately. dead_per_s: dead letters added per
+    second (less any deleted meanwhile). None for a queue seen for the first time.
+    """
+    before = {row["queue"]: row for row in previous}
+
+    def held(row: Row) -> int:
+        return row["pending"] + row["processing"] + row["scheduled"]
+
+    def rate(row: Row, then: Optional[Row], count: Callable[[Row], int]) -> Optional[float]:
+        return None if then is None else round((count(row) - count(then)) / seconds, 1)
+
+    return [{**row, "net_per_s": rate(row, before.get(row["queue"]), held),
+             "dead_per_s": rate(row, before.get(row["queue"]), lambda r: r["dead"])} for row in rows]
 
 
 def workers(conn: redis.Redis, names: Sequence[str]) -> List[Row]:

@@ -2,6 +2,7 @@
 import argparse
 import importlib
 import logging
+import math
 import os
 import runpy
 import sys
@@ -29,24 +30,33 @@ class CommandError(Exception):
         self.status = status
 
 
-def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+def positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+    """An argparse type: a finite number above 0 (argparse reports anything else, exit status 2)."""
     def parse(text: str) -> float:
         value = kind(text)
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        if not 0 < value < math.inf:
+            raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
         return value
 
+    parse.__name__ = kind.__name__  # argparse's "invalid float value: 'x'" names the type by it
     return parse
 
 
-def add_connection_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--redis-url", default=os.environ.get("DELAYED_REDIS_URL", DEFAULT_REDIS_URL),
+def add_connection_options(parser: argparse.ArgumentParser, defaults: bool = True) -> None:
+    """--redis-url, the TLS files and --log-level; defaults=False leaves unset options out of the
+    namespace (for options given before a subcommand, which passes them on)."""
+    def default(value: Optional[str]) -> Optional[str]:
+        return value if defaults else argparse.SUPPRESS
+
+    parser.add_argument("--redis-url", default=default(os.environ.get("DELAYED_REDIS_URL", DEFAULT_REDIS_URL)),
                         help="redis://[user:password@]host:port/db, rediss://... for TLS, or "
-                             "unix:///path/redis.sock (default: $DELAYED_REDIS_URL, else %(default)s)")
-    parser.add_argument("--tls-ca", metavar="FILE", help="CA certificate to verify a rediss:// server with")
-    parser.add_argument("--tls-cert", metavar="FILE", help="client certificate, for servers that require one")
-    parser.add_argument("--tls-key", metavar="FILE", help="the client certificate's private key")
-    parser.add_argument("--log-level", default="INFO", type=str.upper,
+                             f"unix:///path/redis.sock (default: $DELAYED_REDIS_URL, else {DEFAULT_REDIS_URL})")
+    parser.add_argument("--tls-ca", metavar="FILE", default=default(None),
+                        help="CA certificate to verify a rediss:// server with")
+    parser.add_argument("--tls-cert", metavar="FILE", default=default(None),
+                        help="client certificate, for servers that require one")
+    parser.add_argument("--tls-key", metavar="FILE", default=default(None), help="the client certificate's private key")
+    parser.add_argument("--log-level", default=default("INFO"), type=str.upper,
                         choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
 
@@ -117,20 +127,20 @@ def worker_parser() -> argparse.ArgumentParser:
         description="Run PyTasks from a go-delayed queue, calling only functions defined in MODULE...")
     add_connection_options(parser)
     parser.add_argument("--queue", default="default", help="queue name (default: %(default)s)")
-    parser.add_argument("--concurrency", type=_positive(int), default=1,
+    parser.add_argument("--concurrency", type=positive(int), default=1,
                         help="worker processes, each with its own id (default: %(default)s)")
-    parser.add_argument("--threads", type=_positive(int), default=1,
+    parser.add_argument("--threads", type=positive(int), default=1,
                         help="tasks each process runs at once: plain functions each in a thread, coroutine "
                              "functions on one event loop (default: %(default)s)")
-    parser.add_argument("--keep-alive-timeout", type=_positive(float), default=60,
+    parser.add_argument("--keep-alive-timeout", type=positive(float), default=60,
                         help="seconds a dead worker's task waits before a sweeper requeues it "
                              "(default: %(default)s); refreshed every quarter of it")
-    parser.add_argument("--batch", type=_positive(int), default=DEFAULT_BATCH,
+    parser.add_argument("--batch", type=positive(int), default=DEFAULT_BATCH,
                         help="most tasks claimed per round trip, each under its own worker id; "
                              "1 claims one at a time (default: %(default)s)")
-    parser.add_argument("--time-limit", type=_positive(float), metavar="SECONDS",
+    parser.add_argument("--time-limit", type=positive(float), metavar="SECONDS",
                         help="fail a task that runs longer (a task's own time_limit wins; default: none)")
-    parser.add_argument("--max-task-size", type=_positive(int), default=DEFAULT_MAX_TASK_SIZE,
+    parser.add_argument("--max-task-size", type=positive(int), default=DEFAULT_MAX_TASK_SIZE,
                         help="bytes; larger tasks go to the dead-letter list (default: %(default)s)")
     parser.add_argument("modules", metavar="MODULE", nargs="+",
                         help="module whose public functions tasks may call")
@@ -199,7 +209,7 @@ def sweeper_parser() -> argparse.ArgumentParser:
     add_connection_options(parser)
     parser.add_argument("--queue", action="append", dest="queues", metavar="NAME",
                         help="queue to sweep; repeat for several (default: default)")
-    parser.add_argument("--interval", type=_positive(float), default=60,
+    parser.add_argument("--interval", type=positive(float), default=60,
                         help="seconds between sweeps (default: %(default)s)")
     parser.add_argument("--max-crashes", type=int, default=DEFAULT_MAX_CRASHES,
                         help="dead-letter a task once workers died holding it more often than this; "
