@@ -1,15 +1,19 @@
-"""`python -m delayed`: look at and operate the queues (stats, dead letters, scheduled tasks,
-workers) and enqueue a task by hand. Tables for people, --json for scripts."""
+"""`delayed` (or `python -m delayed`): look at and operate the queues (stats, dead letters,
+scheduled tasks, workers), enqueue a task by hand, and run a worker, sweeper or scheduler.
+Tables for people, --json for scripts."""
 import argparse
 import json
+import logging
 import sys
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import redis
 
-from . import admin
-from .cli import CommandError, add_connection_options, connect_checked, run_command
+from . import __version__, admin
+from .cli import (CommandError, add_connection_options, connect_checked, positive, run_command, scheduler_main,
+                  sweeper_main, worker_main)
+from .connection import Backoff
 from .queue import Queue
 from .task import GoTask, PyTask
 
@@ -38,14 +42,30 @@ def _names(conn: redis.Redis, args: argparse.Namespace) -> List[str]:
     return args.queue or admin.queue_names(conn)
 
 
+STATS_COLUMNS = ("queue", "pending", "processing", "scheduled", "dead", "workers")
+
+
 def _stats(conn: redis.Redis, args: argparse.Namespace) -> None:
+    if not args.watch:
+        _show(args, admin.stats(conn, _names(conn, args)), STATS_COLUMNS)
+        return
+    outage = Backoff(logging.getLogger("delayed.stats"), "stats --watch", initial=args.watch,
+                     maximum=max(args.watch, 10))
+    previous: List[Dict[str, Any]] = []
+    then = time.monotonic()
     while True:
-        rows = admin.stats(conn, _names(conn, args))
-        if args.watch and not args.json:
+        try:
+            rows = admin.stats(conn, _names(conn, args))
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            outage.failed(exc)  # says so once per outage, then waits
+            previous = []  # counts from before the outage make no rate (Redis may have restarted empty)
+            continue
+        outage.succeeded()
+        now = time.monotonic()
+        rows, previous, then = admin.with_rates(rows, previous, now - then), rows, now
+        if not args.json:
             print("\033[H\033[J" + time.strftime("%H:%M:%S"), flush=True)
-        _show(args, rows, ("queue", "pending", "processing", "scheduled", "dead", "workers"))
-        if not args.watch:
-            return
+        _show(args, rows, STATS_COLUMNS + ("net_per_s", "dead_per_s"))
         time.sleep(args.watch)
 
 
@@ -107,17 +127,40 @@ def _enqueue(conn: redis.Redis, args: argparse.Namespace) -> None:
 COMMANDS = {"stats": _stats, "workers": _workers, "dead": _dead, "scheduled": _scheduled, "enqueue": _enqueue}
 
 
-def parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    add_connection_options(common)
-    common.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    top = argparse.ArgumentParser(prog="python -m delayed", description=__doc__)
-    commands = top.add_subparsers(dest="command", required=True)
+RUNNERS: Dict[str, Callable[[Optional[Sequence[str]]], int]] = {
+    "worker": worker_main, "sweeper": sweeper_main, "scheduler": scheduler_main}
 
+
+def _common(defaults: bool) -> argparse.ArgumentParser:
+    """The options every command takes, before or after its name."""
+    common = argparse.ArgumentParser(add_help=False)
+    add_connection_options(common, defaults)
+    common.add_argument("--json", action="store_true", default=False if defaults else argparse.SUPPRESS,
+                        help="print JSON instead of a table")
+    return common
+
+
+def front_parser() -> argparse.ArgumentParser:
+    """The command name and the options given before it; the rest goes to the command's own parser."""
+    front = argparse.ArgumentParser(
+        prog="delayed", parents=[_common(defaults=False)], description=__doc__,
+        epilog="commands: stats, workers, dead, scheduled, enqueue (operate the queues); worker, sweeper, "
+               "scheduler (run one, as python -m delayed.worker etc.). `delayed COMMAND --help` for each.")
+    front.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    front.add_argument("command", choices=[*COMMANDS, *RUNNERS], metavar="COMMAND")
+    front.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    return front
+
+
+def parser() -> argparse.ArgumentParser:
+    common = _common(defaults=True)
+    top = argparse.ArgumentParser(prog="delayed", description=__doc__)
+    commands = top.add_subparsers(dest="command", required=True)
     stats = commands.add_parser("stats", parents=[common], help="per queue: pending, processing, scheduled, "
                                 "dead, live workers")
     stats.add_argument("--queue", action="append", help="a queue (repeatable; default: every queue found)")
-    stats.add_argument("--watch", type=float, metavar="SECONDS", help="refresh every SECONDS until Ctrl-C")
+    stats.add_argument("--watch", type=positive(float), metavar="SECONDS",
+                       help="refresh every SECONDS until Ctrl-C, with rates, riding out Redis outages")
     workers = commands.add_parser("workers", parents=[common], help="our live workers and what they hold")
     workers.add_argument("--queue", action="append", help="a queue (repeatable; default: every queue found)")
 
@@ -157,6 +200,13 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """`delayed [OPTIONS] COMMAND ...`: the options before COMMAND go after it, to COMMAND's own parser."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    first = front_parser().parse_args(words)
+    given = words[: len(words) - len(first.rest) - 1]
+    if first.command in RUNNERS:
+        return RUNNERS[first.command]([*first.rest, *given])
+
     def command(args: argparse.Namespace) -> int:
         try:
             COMMANDS[args.command](connect_checked(args), args)
@@ -164,7 +214,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             pass
         return 0
 
-    return run_command("delayed", command, parser(), argv)
+    return run_command("delayed", command, parser(), [first.command, *first.rest, *given])
 
 
 if __name__ == "__main__":

@@ -2,17 +2,21 @@
 down, --watch through a Redis restart, password masking, task module errors, the `delayed` script."""
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 
 import pytest
+import redis
 
+import delayed
 from delayed import GoTask, PyTask, Queue, admin
+from delayed.__main__ import main
 from delayed.dead_letter import record
 from delayed.testing import RedisServer, free_port
 
-from .conftest import ROOT
+from .conftest import ROOT, results, spawn, wait_for
 
 
 def run(*args, url="", module="delayed", cwd=ROOT, **options):
@@ -131,3 +135,99 @@ def test_a_wrong_password_is_masked_too(tmp_path):
     with RedisServer(tmp_path, ["--requirepass", "right"]) as server:
         status, _, err = run("stats", url=f"redis://:wr@ng:pw@127.0.0.1:{server.port}/0")
     assert status == 1 and "wr@ng" not in err and "ng:pw" not in err and "***" in err
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "nan", "inf", "soon"])
+def test_watch_takes_only_a_positive_number_of_seconds(value):
+    status, out, err = run("stats", "--watch", value, url="redis://127.0.0.1:1/0")
+    assert status == 2 and out == "" and "Traceback" not in err
+    assert err.splitlines()[-1].startswith("delayed stats: error: argument --watch: ")
+
+
+def read_until(process, predicate):
+    """Lines of process's output up to the first one predicate accepts, which is returned."""
+    for line in process.stdout:
+        if predicate(line):
+            return line
+    pytest.fail("the process ended first")
+
+
+def rows(line):
+    return json.loads(line) if line.startswith("[") else None
+
+
+def test_stats_watch_shows_rates_and_rides_out_a_redis_restart(tmp_path):
+    server = RedisServer(tmp_path).start()
+    conn = redis.Redis.from_url(server.url)
+    queue = Queue("q", conn)
+    queue.enqueue_many(PyTask("tests.tasks:record", [i]) for i in range(10))
+    watch = subprocess.Popen([sys.executable, "-m", "delayed", "stats", "--watch", "0.2", "--json", "--queue", "q",
+                              "--redis-url", server.url], cwd=ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    try:
+        [first] = rows(read_until(watch, rows))
+        assert first["pending"] == 10 and first["net_per_s"] is None and first["dead_per_s"] is None
+        queue.enqueue_many(PyTask("tests.tasks:record", [i]) for i in range(1000))
+        [filling] = rows(read_until(watch, lambda line: rows(line) and rows(line)[0]["pending"] == 1010))
+        assert filling["net_per_s"] > 0 and filling["dead_per_s"] == 0
+        server.stop()
+        outage = read_until(watch, lambda line: "Redis" in line)
+        assert "Redis error" in outage and "retrying" in outage
+        server.start()
+        queue.enqueue_many(PyTask("tests.tasks:record", [i]) for i in range(3))
+        assert "Redis is back" in read_until(watch, lambda line: "Redis" in line)
+        [back] = rows(read_until(watch, lambda line: rows(line) and rows(line)[0]["pending"] == 3))
+        assert back["net_per_s"] is None  # no rate across the restart: Redis came back empty
+        [draining] = rows(read_until(watch, rows))
+        assert draining["net_per_s"] == 0
+    finally:
+        watch.send_signal(signal.SIGINT)
+        rest, _ = watch.communicate(timeout=15)
+        server.stop()
+    assert watch.returncode == 0, rest
+    assert "Traceback" not in rest
+
+
+def test_the_delayed_console_script_is_delayed_main():
+    assert "delayed = delayed.__main__:main" in (ROOT / "setup.cfg").read_text()
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["--version"])
+    assert stopped.value.code == 0 and capsys.readouterr().out == f"delayed {delayed.__version__}\n"
+    status, out, _ = run("--version")
+    assert status == 0 and out == f"delayed {delayed.__version__}\n"
+
+
+def test_global_options_go_before_or_after_the_command(conn, redis_server, capsys):
+    Queue("q", conn).enqueue(PyTask("tests.tasks:record", ["a"]))
+    assert main(["--redis-url", redis_server.url, "--json", "stats", "--queue", "q"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["pending"] == 1
+    assert main(["stats", "--queue", "q", "--json", "--redis-url", redis_server.url]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["pending"] == 1
+    assert main(["--redis-url", "redis://:pw@127.0.0.1:1/0", "sweeper"]) == 1  # the URL reached the sweeper
+    assert capsys.readouterr().err.startswith("delayed.sweeper: cannot reach Redis at redis://:***@127.0.0.1:1/0")
+
+
+def test_delayed_worker_sweeper_and_scheduler_run_as_their_own_modules_do(conn, redis_server, tmp_path):
+    queue = Queue("default", conn)
+    queue.enqueue(PyTask("tests.tasks:record", ["soon"]), delay=0.2)
+    (tmp_path / "every_second.py").write_text(
+        "from delayed.scheduler import Periodic\nSCHEDULE = [Periodic('tests.tasks:record', every=1, queue='ticks')]\n")
+    sweeper = spawn("delayed", "sweeper", "--interval", "0.1", redis_url=redis_server.url)
+    scheduler = spawn("delayed", "scheduler", str(tmp_path / "every_second.py"), redis_url=redis_server.url)
+    try:
+        wait_for(lambda: conn.llen("default") == 1, what="the sweeper to move the due task")
+        wait_for(lambda: conn.llen("ticks"), what="the scheduler to enqueue a tick")
+        worker = spawn("delayed", "worker", "--queue", "default", "tests.tasks", redis_url=redis_server.url)
+        try:
+            wait_for(lambda: results(conn), what="the worker to run the task")
+        finally:
+            worker.terminate()
+            assert worker.wait(15) == 0
+    finally:
+        for process in (sweeper, scheduler):
+            process.terminate()
+            assert process.wait(15) == 0, process.communicate()[0]
+    assert results(conn) == [repr(("soon", (), {}))]
