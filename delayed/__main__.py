@@ -212,6 +212,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             COMMANDS[args.command](connect_checked(args), args)
         except KeyboardInterrupt:
             pass
+        except redis.RedisError as exc:  # e.g. --queue naming another program's key: WRONGTYPE
+            raise CommandError(f"Redis error: {exc}") from None
         return 0
 
     return run_command("delayed", command, parser(), [first.command, *first.rest, *given])

@@ -231,3 +231,13 @@ def test_delayed_worker_sweeper_and_scheduler_run_as_their_own_modules_do(conn, 
             process.terminate()
             assert process.wait(15) == 0, process.communicate()[0]
     assert results(conn) == [repr(("soon", (), {}))]
+
+
+def test_a_queue_name_that_is_another_programs_key_is_one_line(conn, redis_server):
+    conn.set("cache", "a string")
+    conn.set("cache_scheduled", "a string")
+    for command in (["stats", "--queue", "cache"], ["scheduled", "list", "--queue", "cache"]):
+        status, out, err = run(*command, url=redis_server.url)
+        assert status == 1 and out == "" and err.count("\n") == 1, err
+        assert err.startswith("delayed: Redis error: ") and "WRONGTYPE" in err and "Traceback" not in err
+    assert conn.get("cache") == b"a string" and conn.get("cache_scheduled") == b"a string"
