@@ -241,3 +241,10 @@ def test_a_queue_name_that_is_another_programs_key_is_one_line(conn, redis_serve
         assert status == 1 and out == "" and err.count("\n") == 1, err
         assert err.startswith("delayed: Redis error: ") and "WRONGTYPE" in err and "Traceback" not in err
     assert conn.get("cache") == b"a string" and conn.get("cache_scheduled") == b"a string"
+
+
+def test_help_does_not_show_the_password_in_delayed_redis_url():
+    env = dict(os.environ, DELAYED_REDIS_URL="redis://:envsecret@127.0.0.1:1/0")
+    for module, words in (("delayed", ["stats", "--help"]), ("delayed", ["--help"]), ("delayed.worker", ["--help"])):
+        status, out, err = run(*words, module=module, env=env)
+        assert status == 0 and "--redis-url" in out and "envsecret" not in out + err
