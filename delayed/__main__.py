@@ -143,11 +143,12 @@ def _common(defaults: bool) -> argparse.ArgumentParser:
 def front_parser() -> argparse.ArgumentParser:
     """The command name and the options given before it; the rest goes to the command's own parser."""
     front = argparse.ArgumentParser(
-        prog="delayed", parents=[_common(defaults=False)], description=__doc__,
+        prog="delayed", usage="%(prog)s [-h] [--version] [OPTIONS] COMMAND ...", parents=[_common(defaults=False)],
+        description=__doc__,
         epilog="commands: stats, workers, dead, scheduled, enqueue (operate the queues); worker, sweeper, "
                "scheduler (run one, as python -m delayed.worker etc.). `delayed COMMAND --help` for each.")
     front.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    front.add_argument("command", choices=[*COMMANDS, *RUNNERS], metavar="COMMAND")
+    front.add_argument("command", choices=[*COMMANDS, *RUNNERS], metavar="COMMAND", nargs="?")
     front.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return front
 
@@ -202,7 +203,10 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """`delayed [OPTIONS] COMMAND ...`: the options before COMMAND go after it, to COMMAND's own parser."""
     words = list(sys.argv[1:] if argv is None else argv)
-    first = front_parser().parse_args(words)
+    front = front_parser()
+    first = front.parse_args(words)
+    if first.command is None:
+        front.error(f"a COMMAND is needed, one of: {', '.join([*COMMANDS, *RUNNERS])}")
     given = words[: len(words) - len(first.rest) - 1]
     if first.command in RUNNERS:
         return RUNNERS[first.command]([*first.rest, *given])
