@@ -19,7 +19,7 @@ Row = Dict[str, Any]
 
 
 _SUFFIXES = (NOTI_SUFFIX, PROCESSING_SUFFIX, DEAD_SUFFIX, SCHEDULED_SUFFIX, WORKERS_SUFFIX)
-_WORKER_ID = re.compile(r"([0-9a-f]{32}|" + re.escape(WORKER_ID_PREFIX) + r"[0-9a-f]{32}(-[0-9]+)?)")
+_WORKER_ID = re.compile(r"([0-9a-fA-F]{32}|" + re.escape(WORKER_ID_PREFIX) + r"[0-9a-f]{32}(-[0-9]+)?)")
 """go-delayed's worker ids (32 hex digits) and ours (delayed-py-, 32 hex digits, maybe -N for an extra slot)."""
 
 
