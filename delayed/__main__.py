@@ -4,6 +4,7 @@ Tables for people, --json for scripts."""
 import argparse
 import json
 import logging
+import re
 import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
@@ -14,6 +15,7 @@ from . import __version__, admin
 from .cli import (CommandError, add_connection_options, connect_checked, positive, run_command, scheduler_main,
                   sweeper_main, worker_main)
 from .connection import Backoff
+from .errors import TaskTooLargeError
 from .queue import Queue
 from .task import GoTask, PyTask
 
@@ -108,20 +110,40 @@ def _argument(text: str) -> Any:
         return text
 
 
+_PY_FUNC_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+
+
 def _enqueue(conn: redis.Redis, args: argparse.Namespace) -> None:
     values = [_argument(text) for text in args.args]
     if args.go:
+        if not args.func.strip():
+            raise CommandError("a GoTask needs a Go func path, e.g. main.Add", status=2)
         task: Any = GoTask(args.func, values[0] if len(values) == 1 else (values or None))
     else:
+        if not _PY_FUNC_PATH.fullmatch(args.func):
+            raise CommandError(f"{args.func!r} is not MODULE:FUNC, e.g. tasks:add (add --go for a Go func)", status=2)
         try:
             kwargs = json.loads(args.kwargs) if args.kwargs else None
         except ValueError as exc:
             raise CommandError(f"--kwargs is not JSON: {exc}", status=2) from None
+        if kwargs is not None and not isinstance(kwargs, dict):
+            raise CommandError(f"--kwargs must be a JSON object, got {args.kwargs}", status=2)
         task = PyTask(args.func, values, kwargs, args.retry)
-    Queue(args.queue, conn).enqueue(task, delay=args.delay)
+    try:
+        Queue(args.queue, conn).enqueue(task, delay=args.delay)
+    except TaskTooLargeError as exc:
+        raise CommandError(str(exc), status=2) from None
     described = admin.describe_task(task.serialize())
     print(json.dumps({"enqueued": described, "queue": args.queue}) if args.json else
           f"enqueued {json.dumps(described)} into {args.queue}")
+
+
+def _retry(text: str) -> int:
+    """--retry: how many more runs after a failure; -1 retries forever (keakon/delayed's meaning)."""
+    count = int(text)
+    if count < -1:
+        raise argparse.ArgumentTypeError(f"must be -1 (forever) or more, got {text}")
+    return count
 
 
 COMMANDS = {"stats": _stats, "workers": _workers, "dead": _dead, "scheduled": _scheduled, "enqueue": _enqueue}
@@ -187,15 +209,15 @@ def parser() -> argparse.ArgumentParser:
     scheduled_actions = scheduled.add_subparsers(dest="action", required=True)
     listing = scheduled_actions.add_parser("list", parents=[common], help="the next tasks to become due")
     listing.add_argument("--queue", default="default", help="(default: %(default)s)")
-    listing.add_argument("--limit", type=int, default=20)
+    listing.add_argument("--limit", type=positive(int), default=20)
 
     enqueue = commands.add_parser("enqueue", parents=[common], help="enqueue a task by hand")
     enqueue.add_argument("func", metavar="MODULE:FUNC", help="a Python func path, or a Go one with --go")
     enqueue.add_argument("args", metavar="ARG", nargs="*", help="arguments, as JSON when they parse, else strings")
     enqueue.add_argument("--queue", default="default", help="(default: %(default)s)")
     enqueue.add_argument("--kwargs", metavar="JSON", help='keyword arguments, e.g. \'{"b": 2}\'')
-    enqueue.add_argument("--retry", type=int, default=0)
-    enqueue.add_argument("--delay", type=float, metavar="SECONDS")
+    enqueue.add_argument("--retry", type=_retry, default=0, help="runs after a failure; -1: forever (default: 0)")
+    enqueue.add_argument("--delay", type=positive(float), metavar="SECONDS", help="hold it this long first")
     enqueue.add_argument("--go", action="store_true", help="a GoTask for a go-delayed worker")
     return top
 

@@ -189,8 +189,15 @@ def scheduled(conn: redis.Redis, name: str, count: int = 20) -> List[Row]:
     """The next tasks to become due: when, and what."""
     members = cast(List[Tuple[bytes, float]],
                    conn.zrange(QueueKeys.of(name).scheduled, 0, count - 1, withscores=True))
-    return [{"due": datetime.datetime.fromtimestamp(due, datetime.timezone.utc).isoformat(timespec="seconds"),
-             "task": describe_task(member[8:])} for member, due in members]
+    return [{"due": _when(due), "task": describe_task(member[8:])} for member, due in members]
+
+
+def _when(timestamp: float) -> str:
+    """A unix time as ISO 8601 (UTC); one no calendar holds (inf, from a producer's infinite delay) as it is."""
+    try:
+        return datetime.datetime.fromtimestamp(timestamp, datetime.timezone.utc).isoformat(timespec="seconds")
+    except (OverflowError, ValueError, OSError):
+        return str(timestamp)
 
 
 def describe_dead(entry: Row) -> Row:

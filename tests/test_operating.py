@@ -252,3 +252,36 @@ def test_help_does_not_show_the_password_in_delayed_redis_url():
     for module, words in (("delayed", ["stats", "--help"]), ("delayed", ["--help"]), ("delayed.worker", ["--help"])):
         status, out, err = run(*words, module=module, env=env)
         assert status == 0 and "--redis-url" in out and "envsecret" not in out + err
+
+
+@pytest.mark.parametrize("words, message", [
+    (["enqueue", "", "x"], "'' is not MODULE:FUNC"),
+    (["enqueue", "tasks.add", "x"], "'tasks.add' is not MODULE:FUNC"),
+    (["enqueue", " ", "--go"], "a GoTask needs a Go func path"),
+    (["enqueue", "tasks:add", "--kwargs", "[1]"], "--kwargs must be a JSON object"),
+    (["enqueue", "tasks:add", "--delay", "inf"], "argument --delay: must be a positive number"),
+    (["enqueue", "tasks:add", "--delay", "nan"], "argument --delay: must be a positive number"),
+    (["enqueue", "tasks:add", "--delay", "-5"], "argument --delay: must be a positive number"),
+    (["enqueue", "tasks:add", "--retry", "-2"], "argument --retry: must be -1 (forever) or more"),
+    (["scheduled", "list", "--limit", "0"], "argument --limit: must be a positive number"),
+])
+def test_bad_enqueue_input_is_one_line_exit_2_and_writes_nothing(conn, redis_server, words, message):
+    conn.set("keep", "me")
+    status, out, err = run(*words, url=redis_server.url)
+    assert status == 2 and out == "" and "Traceback" not in err
+    assert message in err.splitlines()[-1], err
+    assert conn.keys() == [b"keep"]
+
+
+def test_a_task_too_large_is_one_line_exit_2_and_writes_nothing(conn, redis_server, capsys):
+    assert main(["enqueue", "tasks:add", "x" * 2_000_000, "--redis-url", redis_server.url]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1 and "max_task_size" in captured.err
+    assert conn.keys() == []
+
+
+def test_scheduled_list_shows_a_task_due_never(conn, redis_server):
+    conn.zadd("default_scheduled", {b"12345678" + PyTask("tasks:add").serialize(): float("inf")})
+    status, out, err = run("scheduled", "list", "--json", url=redis_server.url)
+    assert status == 0, err
+    assert json.loads(out)[0]["due"] == "inf"
