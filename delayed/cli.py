@@ -157,7 +157,8 @@ def _allowed_functions(names: Sequence[str]) -> FunctionRegistry:
         except ImportError as exc:
             raise CommandError(f"cannot import task module: {exc}", status=2) from None
         except Exception as exc:  # the operator's code, failing as it imports: one line, not a traceback
-            raise CommandError(f"cannot import task module: {name} raised {type(exc).__name__}: {exc}",
+            detail = " ".join(str(exc).split())  # a message over several lines still makes one line
+            raise CommandError(f"cannot import task module: {name} raised {type(exc).__name__}: {detail}",
                                status=2) from None
     functions = FunctionRegistry(modules)
     if not len(functions):

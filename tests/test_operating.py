@@ -79,11 +79,11 @@ def worker_in(directory, *args, url="redis://127.0.0.1:1/0"):
 
 
 def test_a_task_module_that_raises_as_it_imports_is_one_line_and_exit_2(tmp_path):
-    (tmp_path / "raising.py").write_text("raise RuntimeError('no config')\n")
+    (tmp_path / "raising.py").write_text("raise RuntimeError('no config:\\n  set TASKS_URL')\n")
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("from . import broken\n")
     (tmp_path / "pkg" / "broken.py").write_text("def f(:\n")
-    for module, message in (("raising", "raising raised RuntimeError: no config"),
+    for module, message in (("raising", "raising raised RuntimeError: no config: set TASKS_URL"),
                             ("pkg", "pkg raised SyntaxError: invalid syntax")):
         process = worker_in(tmp_path, module)
         assert process.returncode == 2 and process.stdout == ""
