@@ -1,15 +1,21 @@
-"""`python -m delayed`: look at and operate the queues (stats, dead letters, scheduled tasks,
-workers) and enqueue a task by hand. Tables for people, --json for scripts."""
+"""`delayed` (or `python -m delayed`): look at and operate the queues (stats, dead letters,
+scheduled tasks, workers), enqueue a task by hand, and run a worker, sweeper or scheduler.
+Tables for people, --json for scripts."""
 import argparse
 import json
+import logging
+import re
 import sys
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import redis
 
-from . import admin
-from .cli import CommandError, add_connection_options, connect_checked, run_command
+from . import __version__, admin
+from .cli import (CommandError, add_connection_options, connect_checked, positive, run_command, scheduler_main,
+                  sweeper_main, worker_main)
+from .connection import Backoff
+from .errors import TaskTooLargeError
 from .queue import Queue
 from .task import GoTask, PyTask
 
@@ -24,26 +30,44 @@ def table(rows: List[Dict[str, Any]], columns: Sequence[str]) -> str:
 
 
 def _cell(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        value = json.dumps(value)
     text = "" if value is None else str(value).replace("\n", " ")
     return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _show(args: argparse.Namespace, rows: List[Dict[str, Any]], columns: Sequence[str]) -> None:
-    print(json.dumps(rows, default=str) if args.json else table(rows, columns), flush=True)
+    print(json.dumps(rows) if args.json else table(rows, columns), flush=True)
 
 
 def _names(conn: redis.Redis, args: argparse.Namespace) -> List[str]:
     return args.queue or admin.queue_names(conn)
 
 
+STATS_COLUMNS = ("queue", "pending", "processing", "scheduled", "dead", "workers")
+
+
 def _stats(conn: redis.Redis, args: argparse.Namespace) -> None:
+    if not args.watch:
+        _show(args, admin.stats(conn, _names(conn, args)), STATS_COLUMNS)
+        return
+    outage = Backoff(logging.getLogger("delayed.stats"), "stats --watch", initial=args.watch,
+                     maximum=max(args.watch, 10))
+    previous: List[Dict[str, Any]] = []
+    then = time.monotonic()
     while True:
-        rows = admin.stats(conn, _names(conn, args))
-        if args.watch and not args.json:
+        try:
+            rows = admin.stats(conn, _names(conn, args))
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            outage.failed(exc)  # says so once per outage, then waits
+            previous = []  # counts from before the outage make no rate (Redis may have restarted empty)
+            continue
+        outage.succeeded()
+        now = time.monotonic()
+        rows, previous, then = admin.with_rates(rows, previous, now - then), rows, now
+        if not args.json:
             print("\033[H\033[J" + time.strftime("%H:%M:%S"), flush=True)
-        _show(args, rows, ("queue", "pending", "processing", "scheduled", "dead", "workers"))
-        if not args.watch:
-            return
+        _show(args, rows, STATS_COLUMNS + ("net_per_s", "dead_per_s"))
         time.sleep(args.watch)
 
 
@@ -86,34 +110,80 @@ def _argument(text: str) -> Any:
         return text
 
 
+_PY_FUNC_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+
+
 def _enqueue(conn: redis.Redis, args: argparse.Namespace) -> None:
     values = [_argument(text) for text in args.args]
     if args.go:
+        if not args.func.strip():
+            raise CommandError("a GoTask needs a Go func path, e.g. main.Add", status=2)
         task: Any = GoTask(args.func, values[0] if len(values) == 1 else (values or None))
     else:
+        if not _PY_FUNC_PATH.fullmatch(args.func):
+            raise CommandError(f"{args.func!r} is not MODULE:FUNC, e.g. tasks:add (add --go for a Go func)", status=2)
         try:
             kwargs = json.loads(args.kwargs) if args.kwargs else None
         except ValueError as exc:
             raise CommandError(f"--kwargs is not JSON: {exc}", status=2) from None
+        if kwargs is not None and not isinstance(kwargs, dict):
+            raise CommandError(f"--kwargs must be a JSON object, got {args.kwargs}", status=2)
         task = PyTask(args.func, values, kwargs, args.retry)
-    Queue(args.queue, conn).enqueue(task, delay=args.delay)
-    print(json.dumps({"enqueued": repr(task)}) if args.json else f"enqueued {task!r} into {args.queue}")
+    try:
+        Queue(args.queue, conn).enqueue(task, delay=args.delay)
+    except TaskTooLargeError as exc:
+        raise CommandError(str(exc), status=2) from None
+    described = admin.describe_task(task.serialize())
+    print(json.dumps({"enqueued": described, "queue": args.queue}) if args.json else
+          f"enqueued {json.dumps(described)} into {args.queue}")
+
+
+def _retry(text: str) -> int:
+    """--retry: how many more runs after a failure; -1 retries forever (keakon/delayed's meaning)."""
+    count = int(text)
+    if count < -1:
+        raise argparse.ArgumentTypeError(f"must be -1 (forever) or more, got {text}")
+    return count
 
 
 COMMANDS = {"stats": _stats, "workers": _workers, "dead": _dead, "scheduled": _scheduled, "enqueue": _enqueue}
 
 
-def parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    add_connection_options(common)
-    common.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    top = argparse.ArgumentParser(prog="python -m delayed", description=__doc__)
-    commands = top.add_subparsers(dest="command", required=True)
+RUNNERS: Dict[str, Callable[[Optional[Sequence[str]]], int]] = {
+    "worker": worker_main, "sweeper": sweeper_main, "scheduler": scheduler_main}
 
+
+def _common(defaults: bool) -> argparse.ArgumentParser:
+    """The options every command takes, before or after its name."""
+    common = argparse.ArgumentParser(add_help=False)
+    add_connection_options(common, defaults)
+    common.add_argument("--json", action="store_true", default=False if defaults else argparse.SUPPRESS,
+                        help="print JSON instead of a table")
+    return common
+
+
+def front_parser() -> argparse.ArgumentParser:
+    """The command name and the options given before it; the rest goes to the command's own parser."""
+    front = argparse.ArgumentParser(
+        prog="delayed", usage="%(prog)s [-h] [--version] [OPTIONS] COMMAND ...", parents=[_common(defaults=False)],
+        description=__doc__,
+        epilog="commands: stats, workers, dead, scheduled, enqueue (operate the queues); worker, sweeper, "
+               "scheduler (run one, as python -m delayed.worker etc.). `delayed COMMAND --help` for each.")
+    front.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    front.add_argument("command", choices=[*COMMANDS, *RUNNERS], metavar="COMMAND", nargs="?")
+    front.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    return front
+
+
+def parser() -> argparse.ArgumentParser:
+    common = _common(defaults=True)
+    top = argparse.ArgumentParser(prog="delayed", description=__doc__)
+    commands = top.add_subparsers(dest="command", required=True)
     stats = commands.add_parser("stats", parents=[common], help="per queue: pending, processing, scheduled, "
                                 "dead, live workers")
     stats.add_argument("--queue", action="append", help="a queue (repeatable; default: every queue found)")
-    stats.add_argument("--watch", type=float, metavar="SECONDS", help="refresh every SECONDS until Ctrl-C")
+    stats.add_argument("--watch", type=positive(float), metavar="SECONDS",
+                       help="refresh every SECONDS until Ctrl-C, with rates, riding out Redis outages")
     workers = commands.add_parser("workers", parents=[common], help="our live workers and what they hold")
     workers.add_argument("--queue", action="append", help="a queue (repeatable; default: every queue found)")
 
@@ -139,28 +209,40 @@ def parser() -> argparse.ArgumentParser:
     scheduled_actions = scheduled.add_subparsers(dest="action", required=True)
     listing = scheduled_actions.add_parser("list", parents=[common], help="the next tasks to become due")
     listing.add_argument("--queue", default="default", help="(default: %(default)s)")
-    listing.add_argument("--limit", type=int, default=20)
+    listing.add_argument("--limit", type=positive(int), default=20)
 
     enqueue = commands.add_parser("enqueue", parents=[common], help="enqueue a task by hand")
     enqueue.add_argument("func", metavar="MODULE:FUNC", help="a Python func path, or a Go one with --go")
     enqueue.add_argument("args", metavar="ARG", nargs="*", help="arguments, as JSON when they parse, else strings")
     enqueue.add_argument("--queue", default="default", help="(default: %(default)s)")
     enqueue.add_argument("--kwargs", metavar="JSON", help='keyword arguments, e.g. \'{"b": 2}\'')
-    enqueue.add_argument("--retry", type=int, default=0)
-    enqueue.add_argument("--delay", type=float, metavar="SECONDS")
+    enqueue.add_argument("--retry", type=_retry, default=0, help="runs after a failure; -1: forever (default: 0)")
+    enqueue.add_argument("--delay", type=positive(float), metavar="SECONDS", help="hold it this long first")
     enqueue.add_argument("--go", action="store_true", help="a GoTask for a go-delayed worker")
     return top
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """`delayed [OPTIONS] COMMAND ...`: the options before COMMAND go after it, to COMMAND's own parser."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    front = front_parser()
+    first = front.parse_args(words)
+    if first.command is None:
+        front.error(f"a COMMAND is needed, one of: {', '.join([*COMMANDS, *RUNNERS])}")
+    given = words[: len(words) - len(first.rest) - 1]
+    if first.command in RUNNERS:
+        return RUNNERS[first.command]([*first.rest, *given])
+
     def command(args: argparse.Namespace) -> int:
         try:
             COMMANDS[args.command](connect_checked(args), args)
         except KeyboardInterrupt:
             pass
+        except redis.RedisError as exc:  # e.g. --queue naming another program's key: WRONGTYPE
+            raise CommandError(f"Redis error: {exc}") from None
         return 0
 
-    return run_command("delayed", command, parser(), argv)
+    return run_command("delayed", command, parser(), [first.command, *first.rest, *given])
 
 
 if __name__ == "__main__":

@@ -1,26 +1,85 @@
 """What `python -m delayed` shows and does: queue counts, dead letters, scheduled tasks, workers."""
+import base64
 import datetime
+import json
+import re
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple, cast
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import redis
 
 from . import dead_letter, scripts
 from .errors import MalformedTaskError
-from .keys import DEAD_SUFFIX, NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_SUFFIX, WORKERS_SUFFIX, QueueKeys
-from .task import decode_task
+from .keys import (DEAD_SUFFIX, NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_SUFFIX, WORKER_ID_PREFIX, WORKERS_SUFFIX,
+                   QueueKeys)
+from .task import GoTask, decode_task
 
 Row = Dict[str, Any]
 # Replies are cast to what a connection that does not decode responses returns (ours never do).
 
 
+_SUFFIXES = (NOTI_SUFFIX, PROCESSING_SUFFIX, DEAD_SUFFIX, SCHEDULED_SUFFIX, WORKERS_SUFFIX)
+_WORKER_ID = re.compile(r"([0-9a-fA-F]{32}|" + re.escape(WORKER_ID_PREFIX) + r"[0-9a-f]{32}(-[0-9]+)?)")
+"""go-delayed's worker ids (32 hex digits) and ours (delayed-py-, 32 hex digits, maybe -N for an extra slot)."""
+
+
 def queue_names(conn: redis.Redis) -> List[str]:
-    """The queues that have any of our keys now (found with SCAN, so cheap on a busy Redis)."""
-    names = set()
-    for suffix in (NOTI_SUFFIX, PROCESSING_SUFFIX, DEAD_SUFFIX, SCHEDULED_SUFFIX, WORKERS_SUFFIX):
-        for key in conn.scan_iter(match="*" + suffix, count=1000):
-            names.add(key.decode()[: -len(suffix)])
-    return sorted(names)
+    """The queues of ours or go-delayed's that have keys now; other programs' keys are left alone.
+
+    A name N counts when one of its keys has the right type and looks like ours: `N` a list and
+    `N_noti` a list of "1"s; `N_processing` a hash with a worker id among its first fields; `N_workers` a
+    sorted set whose first member is one of our worker ids; `N_scheduled` a sorted set whose
+    first member is 8 bytes and a task blob; `N_dead` a list whose first entry is a dead-letter
+    record. Cost: one SCAN, one pipeline of TYPEs and one of samples, never a whole key read.
+    """
+    candidates: Dict[str, List[str]] = {}
+    for raw in conn.scan_iter(count=1000):
+        key = raw.decode(errors="replace")
+        for suffix in _SUFFIXES:
+            if key.endswith(suffix) and len(key) > len(suffix):
+                candidates.setdefault(key[: -len(suffix)], []).append(suffix)
+    names = sorted(candidates)
+    probed = [(name, suffix) for name in names for suffix in candidates[name]]
+    with conn.pipeline(transaction=False) as pipe:
+        for name, suffix in probed:
+            pipe.type(name + suffix)
+        for name in names:
+            pipe.type(name)
+        types = [kind.decode() if isinstance(kind, bytes) else kind for kind in pipe.execute()]
+    list_names = {name for name, kind in zip(names, types[len(probed):]) if kind == "list"}
+    expected = {NOTI_SUFFIX: "list", PROCESSING_SUFFIX: "hash", DEAD_SUFFIX: "list", SCHEDULED_SUFFIX: "zset",
+                WORKERS_SUFFIX: "zset"}
+    typed = [(name, suffix) for (name, suffix), kind in zip(probed, types) if kind == expected[suffix]]
+    with conn.pipeline(transaction=False) as pipe:
+        for name, suffix in typed:
+            key = name + suffix
+            if suffix == PROCESSING_SUFFIX:
+                pipe.hscan(key, 0, count=10)
+            elif suffix in (SCHEDULED_SUFFIX, WORKERS_SUFFIX):
+                pipe.zrange(key, 0, 0)
+            else:
+                pipe.lindex(key, 0)
+        samples = pipe.execute()
+    found = {name for (name, suffix), sample in zip(typed, samples)
+             if _looks_ours(suffix, sample, name in list_names)}
+    return sorted(found)
+
+
+def _looks_ours(suffix: str, sample: Any, name_is_list: bool) -> bool:
+    """Whether a key of the right type holds what our (or go-delayed's) queues put there."""
+    if suffix == NOTI_SUFFIX:
+        return name_is_list and sample == b"1"
+    if suffix == PROCESSING_SUFFIX:
+        return any(_WORKER_ID.fullmatch(field.decode(errors="replace")) for field in sample[1])
+    if suffix == WORKERS_SUFFIX:
+        return bool(sample) and _WORKER_ID.fullmatch(sample[0].decode(errors="replace")) is not None
+    if suffix == SCHEDULED_SUFFIX:
+        return bool(sample) and "undecodable" not in describe_task(sample[0][8:])
+    try:
+        entry = json.loads(sample)
+    except (TypeError, ValueError):
+        return False
+    return isinstance(entry, dict) and "reason" in entry and "task" in entry
 
 
 def stats(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
@@ -37,6 +96,26 @@ def stats(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
     return [{"queue": name, **dict(zip(fields, counts[i * 5:i * 5 + 5]))} for i, name in enumerate(names)]
 
 
+def with_rates(rows: List[Row], previous: List[Row], seconds: float) -> List[Row]:
+    """rows with how fast each queue's counts changed since previous (the same queues, seconds ago).
+
+    net_per_s: the change of pending + processing + scheduled per second: above 0 the queue
+    fills (tasks come in faster than they finish), below 0 it drains. Counts give only this
+    difference, not what came in and what went out separately. dead_per_s: dead letters added per
+    second (less any deleted meanwhile). None for a queue seen for the first time.
+    """
+    before = {row["queue"]: row for row in previous}
+
+    def held(row: Row) -> int:
+        return row["pending"] + row["processing"] + row["scheduled"]
+
+    def rate(row: Row, then: Optional[Row], count: Callable[[Row], int]) -> Optional[float]:
+        return None if then is None else round((count(row) - count(then)) / seconds, 1)
+
+    return [{**row, "net_per_s": rate(row, before.get(row["queue"]), held),
+             "dead_per_s": rate(row, before.get(row["queue"]), lambda r: r["dead"])} for row in rows]
+
+
 def workers(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
     """Our live workers per queue: id, seconds until their keep-alive lapses, tasks they hold now."""
     now = time.time()
@@ -51,12 +130,32 @@ def workers(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
     return rows
 
 
-def _describe(blob: bytes) -> str:
+def describe_task(blob: bytes) -> Row:
+    """A task blob as plain JSON-able data, for --json and tables alike.
+
+    A PyTask: {"func", "args", "kwargs", "retry", "options"}; a GoTask: {"go": true, "func",
+    "payload"} (its decoded argument); anything else: {"undecodable": <its length in bytes>}.
+    Bytes inside arguments become {"base64": ...}, so the result always goes through json.dumps.
+    """
     try:
         task = decode_task(blob)
     except MalformedTaskError:
-        return f"<{len(blob)} undecodable bytes>"
-    return repr(task)
+        return {"undecodable": len(blob)}
+    if isinstance(task, GoTask):
+        return {"go": True, "func": task.func_path, "payload": _plain(task.args)}
+    return {"func": task.func_path, "args": _plain(task.args), "kwargs": _plain(task.kwargs), "retry": task.retry,
+            "options": _plain(task.options)}
+
+
+def _plain(value: Any) -> Any:
+    """value with tuples as lists, bytes as {"base64": ...} and map keys as strings: JSON all the way down."""
+    if isinstance(value, bytes):
+        return {"base64": base64.b64encode(value).decode("ascii")}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key if isinstance(key, str) else json.dumps(_plain(key)): _plain(item) for key, item in value.items()}
+    return value
 
 
 def dead_letters(conn: redis.Redis, name: str, start: int = 0, count: int = 20) -> List[Row]:
@@ -90,10 +189,17 @@ def scheduled(conn: redis.Redis, name: str, count: int = 20) -> List[Row]:
     """The next tasks to become due: when, and what."""
     members = cast(List[Tuple[bytes, float]],
                    conn.zrange(QueueKeys.of(name).scheduled, 0, count - 1, withscores=True))
-    return [{"due": datetime.datetime.fromtimestamp(due, datetime.timezone.utc).isoformat(timespec="seconds"),
-             "task": _describe(member[8:])} for member, due in members]
+    return [{"due": _when(due), "task": describe_task(member[8:])} for member, due in members]
+
+
+def _when(timestamp: float) -> str:
+    """A unix time as ISO 8601 (UTC); one no calendar holds (inf, from a producer's infinite delay) as it is."""
+    try:
+        return datetime.datetime.fromtimestamp(timestamp, datetime.timezone.utc).isoformat(timespec="seconds")
+    except (OverflowError, ValueError, OSError):
+        return str(timestamp)
 
 
 def describe_dead(entry: Row) -> Row:
     """A dead letter for display: its task decoded when it can be."""
-    return {**entry, "task": _describe(entry["task"])}
+    return {**entry, "task": describe_task(entry["task"])}

@@ -2,6 +2,7 @@
 import argparse
 import importlib
 import logging
+import math
 import os
 import runpy
 import sys
@@ -9,8 +10,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import redis
 
-from .connection import DEFAULT_REDIS_URL, connect, redacted
-from .functions import FunctionRegistry
+from .connection import DEFAULT_REDIS_URL, connect, misplaced_password, redacted, scrubbed, secrets_of
+from .functions import FunctionRegistry, submodule_names
 from .lifecycle import Lifecycle
 from .queue import DEFAULT_MAX_CRASHES, DEFAULT_MAX_TASK_SIZE, Queue
 from .scheduler import Periodic, Scheduler
@@ -29,24 +30,33 @@ class CommandError(Exception):
         self.status = status
 
 
-def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+def positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+    """An argparse type: a finite number above 0 (argparse reports anything else, exit status 2)."""
     def parse(text: str) -> float:
         value = kind(text)
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        if not 0 < value < math.inf:
+            raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
         return value
 
+    parse.__name__ = kind.__name__  # argparse's "invalid float value: 'x'" names the type by it
     return parse
 
 
-def add_connection_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--redis-url", default=os.environ.get("DELAYED_REDIS_URL", DEFAULT_REDIS_URL),
+def add_connection_options(parser: argparse.ArgumentParser, defaults: bool = True) -> None:
+    """--redis-url, the TLS files and --log-level; defaults=False leaves unset options out of the
+    namespace (for options given before a subcommand, which passes them on)."""
+    def default(value: Optional[str]) -> Optional[str]:
+        return value if defaults else argparse.SUPPRESS
+
+    parser.add_argument("--redis-url", default=default(os.environ.get("DELAYED_REDIS_URL", DEFAULT_REDIS_URL)),
                         help="redis://[user:password@]host:port/db, rediss://... for TLS, or "
-                             "unix:///path/redis.sock (default: $DELAYED_REDIS_URL, else %(default)s)")
-    parser.add_argument("--tls-ca", metavar="FILE", help="CA certificate to verify a rediss:// server with")
-    parser.add_argument("--tls-cert", metavar="FILE", help="client certificate, for servers that require one")
-    parser.add_argument("--tls-key", metavar="FILE", help="the client certificate's private key")
-    parser.add_argument("--log-level", default="INFO", type=str.upper,
+                             f"unix:///path/redis.sock (default: $DELAYED_REDIS_URL, else {DEFAULT_REDIS_URL})")
+    parser.add_argument("--tls-ca", metavar="FILE", default=default(None),
+                        help="CA certificate to verify a rediss:// server with")
+    parser.add_argument("--tls-cert", metavar="FILE", default=default(None),
+                        help="client certificate, for servers that require one")
+    parser.add_argument("--tls-key", metavar="FILE", default=default(None), help="the client certificate's private key")
+    parser.add_argument("--log-level", default=default("INFO"), type=str.upper,
                         choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
 
@@ -63,13 +73,23 @@ def _client(args: argparse.Namespace) -> redis.Redis:
 
 
 def connect_checked(args: argparse.Namespace) -> redis.Redis:
-    """A client for args.redis_url that has answered a PING, or a CommandError that says why not."""
+    """A client for args.redis_url that has answered a PING, or a CommandError that says why not.
+
+    No message holds the URL's password: the URL is shown redacted, and redis-py's own message
+    is scrubbed of it (or left out for a URL that does not parse, which may quote any piece of it).
+    """
     url = args.redis_url
+    if misplaced_password(url):
+        raise CommandError(f"the password in {redacted(url)} holds a '/': percent-encode it as %2F",
+                           status=2)
     try:
         conn = _client(args)
         conn.ping()
-    except (redis.RedisError, OSError, ValueError, TypeError) as exc:  # unreachable, refused, or a bad URL
-        raise CommandError(f"cannot reach Redis at {redacted(url)}: {exc}") from None
+    except (ValueError, TypeError) as exc:  # a URL that does not parse
+        detail = "not a valid Redis URL" if secrets_of(url) else f"not a valid Redis URL ({exc})"
+        raise CommandError(f"cannot reach Redis at {redacted(url)}: {detail}") from None
+    except (redis.RedisError, OSError) as exc:  # unreachable, refused, or refused our password
+        raise CommandError(f"cannot reach Redis at {redacted(url)}: {scrubbed(str(exc), url)}") from None
     return conn
 
 
@@ -107,24 +127,48 @@ def worker_parser() -> argparse.ArgumentParser:
         description="Run PyTasks from a go-delayed queue, calling only functions defined in MODULE...")
     add_connection_options(parser)
     parser.add_argument("--queue", default="default", help="queue name (default: %(default)s)")
-    parser.add_argument("--concurrency", type=_positive(int), default=1,
+    parser.add_argument("--concurrency", type=positive(int), default=1,
                         help="worker processes, each with its own id (default: %(default)s)")
-    parser.add_argument("--threads", type=_positive(int), default=1,
+    parser.add_argument("--threads", type=positive(int), default=1,
                         help="tasks each process runs at once: plain functions each in a thread, coroutine "
                              "functions on one event loop (default: %(default)s)")
-    parser.add_argument("--keep-alive-timeout", type=_positive(float), default=60,
+    parser.add_argument("--keep-alive-timeout", type=positive(float), default=60,
                         help="seconds a dead worker's task waits before a sweeper requeues it "
                              "(default: %(default)s); refreshed every quarter of it")
-    parser.add_argument("--batch", type=_positive(int), default=DEFAULT_BATCH,
+    parser.add_argument("--batch", type=positive(int), default=DEFAULT_BATCH,
                         help="most tasks claimed per round trip, each under its own worker id; "
                              "1 claims one at a time (default: %(default)s)")
-    parser.add_argument("--time-limit", type=_positive(float), metavar="SECONDS",
+    parser.add_argument("--time-limit", type=positive(float), metavar="SECONDS",
                         help="fail a task that runs longer (a task's own time_limit wins; default: none)")
-    parser.add_argument("--max-task-size", type=_positive(int), default=DEFAULT_MAX_TASK_SIZE,
+    parser.add_argument("--max-task-size", type=positive(int), default=DEFAULT_MAX_TASK_SIZE,
                         help="bytes; larger tasks go to the dead-letter list (default: %(default)s)")
     parser.add_argument("modules", metavar="MODULE", nargs="+",
                         help="module whose public functions tasks may call")
     return parser
+
+
+def _allowed_functions(names: Sequence[str]) -> FunctionRegistry:
+    """The allowlist of the task modules names, or a CommandError (exit 2) saying in one line why
+    there is none: a module that fails to import, whatever it raises, or no function to allow."""
+    modules = []
+    for name in names:
+        try:
+            modules.append(importlib.import_module(name))
+        except ImportError as exc:
+            raise CommandError(f"cannot import task module: {exc}", status=2) from None
+        except Exception as exc:  # the operator's code, failing as it imports: one line, not a traceback
+            detail = " ".join(str(exc).split())  # a message over several lines still makes one line
+            raise CommandError(f"cannot import task module: {name} raised {type(exc).__name__}: {detail}",
+                               status=2) from None
+    functions = FunctionRegistry(modules)
+    if not len(functions):
+        inside = [sub for module in modules for sub in submodule_names(module)]
+        instead = f" such as {', '.join(inside)}" if inside else ""
+        raise CommandError(f"{' '.join(names)} define no function to allow (a module allows only the public "
+                           f"functions defined in it, not those it imports): pass the modules that define "
+                           f"them{instead}", status=2)
+    logging.getLogger("delayed.worker").debug("allowed functions: %s", ", ".join(functions.paths()))
+    return functions
 
 
 def _worker(args: argparse.Namespace) -> int:
@@ -134,10 +178,7 @@ def _worker(args: argparse.Namespace) -> int:
     with lifecycle.signals():
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())  # as `python -m` does, so ./tasks.py imports
-        try:
-            functions = FunctionRegistry(args.modules)
-        except ImportError as exc:
-            raise CommandError(f"cannot import task module: {exc}", status=2) from None
+        functions = _allowed_functions(args.modules)
         conn = _connect_unless_stopped(args, lifecycle)
         if conn is None:
             return lifecycle.exit_status
@@ -169,7 +210,7 @@ def sweeper_parser() -> argparse.ArgumentParser:
     add_connection_options(parser)
     parser.add_argument("--queue", action="append", dest="queues", metavar="NAME",
                         help="queue to sweep; repeat for several (default: default)")
-    parser.add_argument("--interval", type=_positive(float), default=60,
+    parser.add_argument("--interval", type=positive(float), default=60,
                         help="seconds between sweeps (default: %(default)s)")
     parser.add_argument("--max-crashes", type=int, default=DEFAULT_MAX_CRASHES,
                         help="dead-letter a task once workers died holding it more often than this; "

@@ -2,9 +2,10 @@
 import asyncio
 import copy
 import logging
+import re
 import threading
-from typing import Any, Callable, Dict, Optional, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any, Callable, Dict, List, Optional, TypeVar
+from urllib.parse import unquote, urlsplit
 
 import redis
 import redis.asyncio
@@ -141,12 +142,50 @@ def sent_once_async(client: redis.asyncio.Redis) -> redis.asyncio.Redis:
 
 
 def redacted(url: str) -> str:
-    """url without its password, for logs and error messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(":" + parts.password + "@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+    """url without its password, for logs and error messages; never raises, whatever url is.
+
+    Everything between "://" and the last "@" is the user info (a password may hold "@", ":" or
+    "/"): the part after its first ":" is masked, or all of it when it has no ":" (a lone
+    password). Values of a `password=` query parameter are masked too.
+    """
+    scheme, separator, rest = url.partition("://")
+    user_info, at, host = rest.rpartition("@")
+    if at:
+        user, colon, _ = user_info.partition(":")
+        rest = (user + ":***" if colon else "***") + "@" + host
+    return _PASSWORD_PARAMETER.sub(r"\1***", scheme + separator + rest)
+
+
+_PASSWORD_PARAMETER = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
+
+
+def secrets_of(url: str) -> List[str]:
+    """The passwords url holds, as written and percent-decoded, longest first: to scrub from messages."""
+    found = []
+    user_info, at, _ = url.partition("://")[2].rpartition("@")
+    if at:
+        user, colon, password = user_info.partition(":")
+        found.append(password if colon else user)
+    found += [match.group(1) for match in re.finditer(r"[?&]password=([^&#]*)", url, re.IGNORECASE)]
+    found += [unquote(secret) for secret in found]
+    return sorted({secret for secret in found if secret}, key=len, reverse=True)
+
+
+def misplaced_password(url: str) -> bool:
+    """Whether url's password holds a "/": redis-py would end the host there, take a piece of the
+    password for the host or port (and show it in its errors), and connect somewhere else."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return "@" not in parts.netloc and "@" in parts.path
+
+
+def scrubbed(text: str, url: str) -> str:
+    """text (an error message about url) with every password of url masked."""
+    for secret in secrets_of(url):
+        text = text.replace(secret, "***")
+    return text
 
 
 class Backoff:

@@ -1,8 +1,9 @@
 """The allowlist: the only functions a worker will call, resolved once at start."""
 import importlib
 import inspect
+import pkgutil
 from types import ModuleType
-from typing import Any, Callable, Dict, Iterable, Union
+from typing import Any, Callable, Dict, Iterable, List, Union
 
 from .errors import FunctionNotAllowedError
 from .task import FUNC_PATH_SEP, func_path_of
@@ -21,6 +22,11 @@ def public_functions(module: ModuleType) -> Dict[str, Callable[..., Any]]:
         for name, obj in vars(module).items()
         if not name.startswith("_") and inspect.isfunction(obj) and obj.__module__ == module.__name__
     }
+
+
+def submodule_names(module: ModuleType) -> List[str]:
+    """The modules inside a package (none for a plain module): where its task functions may be."""
+    return [module.__name__ + "." + info.name for info in pkgutil.iter_modules(getattr(module, "__path__", []))]
 
 
 class FunctionRegistry:
@@ -54,5 +60,5 @@ class FunctionRegistry:
     def __len__(self) -> int:
         return len(self._functions)
 
-    def paths(self) -> list:
+    def paths(self) -> List[str]:
         return sorted(self._functions)
