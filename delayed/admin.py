@@ -1,13 +1,13 @@
 """What `python -m delayed` shows and does: queue counts, dead letters, scheduled tasks, workers."""
 import datetime
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple, cast
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import redis
 
-from . import dead_letter, scripts
 from .errors import MalformedTaskError
 from .keys import DEAD_SUFFIX, NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_SUFFIX, WORKERS_SUFFIX, QueueKeys
+from .queue import Queue
 from .task import decode_task
 
 Row = Dict[str, Any]
@@ -59,31 +59,33 @@ def _describe(blob: bytes) -> str:
     return repr(task)
 
 
-def dead_letters(conn: redis.Redis, name: str, start: int = 0, count: int = 20) -> List[Row]:
-    """Dead-letter records from index start (oldest first), parsed, with their index."""
-    records = cast(List[bytes], conn.lrange(QueueKeys.of(name).dead, start, start + count - 1))
-    return [{"index": start + i, **dead_letter.parse(record)} for i, record in enumerate(records)]
+def dead_letters(conn: redis.Redis, name: str, after: Optional[str] = None, count: int = 20) -> List[Row]:
+    """Up to count dead letters after the letter id `after` (default: from the oldest), parsed, with their ids."""
+    return Queue(name, conn).dead_letters(after, count)
 
 
-def requeue_dead(conn: redis.Redis, name: str, indexes: Optional[Sequence[int]] = None) -> int:
-    """Move dead letters (those at indexes, or all) back into the queue; returns how many moved."""
-    keys = QueueKeys.of(name)
-    records = cast(List[bytes], conn.lrange(keys.dead, 0, -1))
-    chosen = records if indexes is None else [records[i] for i in indexes if 0 <= i < len(records)]
-    args = [item for record in chosen for item in (record, dead_letter.parse(record)["task"])]
-    if not args:
-        return 0
-    return scripts.register(conn)["requeue_dead"](keys=(keys.dead, keys.name, keys.noti), args=args)
+def dead_letter(conn: redis.Redis, name: str, letter_id: str) -> Row:
+    """One dead letter, parsed; DeadLetterError if there is none with this id."""
+    return Queue(name, conn).dead_letter(letter_id)
+
+
+def requeue_dead(conn: redis.Redis, name: str, letter_ids: Optional[Sequence[str]] = None,
+                 progress: Optional[Callable[[int, int], None]] = None) -> int:
+    """Move dead letters (those with letter_ids, or all, in chunks, reporting progress) back into the
+    queue, each task with its notification; returns how many moved. A missing id: DeadLetterError,
+    and nothing moves."""
+    queue = Queue(name, conn)
+    return queue.requeue_all_dead(progress) if letter_ids is None else queue.requeue_dead(letter_ids)
+
+
+def delete_dead(conn: redis.Redis, name: str, letter_ids: Sequence[str]) -> int:
+    """Delete these dead letters; a missing id: DeadLetterError, and nothing is deleted."""
+    return Queue(name, conn).delete_dead(letter_ids)
 
 
 def purge_dead(conn: redis.Redis, name: str) -> int:
     """Delete every dead letter of the queue; returns how many there were."""
-    dead = QueueKeys.of(name).dead
-    with conn.pipeline(transaction=True) as pipe:
-        pipe.llen(dead)
-        pipe.delete(dead)
-        count, _ = pipe.execute()
-    return count
+    return Queue(name, conn).purge_dead()
 
 
 def scheduled(conn: redis.Redis, name: str, count: int = 20) -> List[Row]:
@@ -95,5 +97,5 @@ def scheduled(conn: redis.Redis, name: str, count: int = 20) -> List[Row]:
 
 
 def describe_dead(entry: Row) -> Row:
-    """A dead letter for display: its task decoded when it can be."""
-    return {**entry, "task": _describe(entry["task"])}
+    """A dead letter for display: its task decoded when it can be (None if it has none)."""
+    return {**entry, "task": None if entry["task"] is None else _describe(entry["task"])}

@@ -12,7 +12,7 @@ import redis
 from .connection import DEFAULT_REDIS_URL, connect, redacted
 from .functions import FunctionRegistry
 from .lifecycle import Lifecycle
-from .queue import DEFAULT_MAX_CRASHES, DEFAULT_MAX_TASK_SIZE, Queue
+from .queue import DEFAULT_DEAD_MAX, DEFAULT_DEAD_MAX_AGE, DEFAULT_MAX_CRASHES, DEFAULT_MAX_TASK_SIZE, Queue
 from .scheduler import Periodic, Scheduler
 from .supervisor import Supervisor
 from .sweeper import Sweeper
@@ -101,6 +101,13 @@ def run_command(prog: str, main: Callable[[argparse.Namespace], int], parser: ar
         return exc.status
 
 
+def _add_dead_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dead-max", type=int, default=DEFAULT_DEAD_MAX, metavar="N",
+                        help="dead letters kept: writing one trims the oldest past N; 0: no bound (default: %(default)s)")
+    parser.add_argument("--dead-max-age", type=float, default=DEFAULT_DEAD_MAX_AGE, metavar="SECONDS",
+                        help="writing a dead letter trims those older than this; 0: no bound (default: %(default)s)")
+
+
 def worker_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m delayed.worker",
@@ -122,6 +129,7 @@ def worker_parser() -> argparse.ArgumentParser:
                         help="fail a task that runs longer (a task's own time_limit wins; default: none)")
     parser.add_argument("--max-task-size", type=_positive(int), default=DEFAULT_MAX_TASK_SIZE,
                         help="bytes; larger tasks go to the dead-letter list (default: %(default)s)")
+    _add_dead_options(parser)
     parser.add_argument("modules", metavar="MODULE", nargs="+",
                         help="module whose public functions tasks may call")
     return parser
@@ -145,7 +153,8 @@ def _worker(args: argparse.Namespace) -> int:
 
         def make_worker() -> Worker:
             queue = Queue(args.queue, _client(args), keep_alive_timeout=args.keep_alive_timeout,
-                          max_task_size=args.max_task_size)
+                          max_task_size=args.max_task_size, dead_max=args.dead_max,
+                          dead_max_age=args.dead_max_age)
             return Worker(queue, functions, keep_alive_interval=args.keep_alive_timeout / 4,
                           batch=args.batch, time_limit=args.time_limit, threads=args.threads)
 
@@ -174,6 +183,7 @@ def sweeper_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-crashes", type=int, default=DEFAULT_MAX_CRASHES,
                         help="dead-letter a task once workers died holding it more often than this; "
                              "0 never does (default: %(default)s)")
+    _add_dead_options(parser)
     return parser
 
 
@@ -184,7 +194,8 @@ def _sweeper(args: argparse.Namespace) -> int:
         if conn is None:
             return lifecycle.exit_status
         names: List[str] = args.queues or ["default"]
-        sweeper = Sweeper([Queue(name, conn) for name in names], interval=args.interval,
+        queues = [Queue(name, conn, dead_max=args.dead_max, dead_max_age=args.dead_max_age) for name in names]
+        sweeper = Sweeper(queues, interval=args.interval,
                           max_crashes=args.max_crashes)
         lifecycle.on_stop(sweeper.stop)
         return sweeper.run(handle_signals=False)
