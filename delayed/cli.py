@@ -103,7 +103,8 @@ def run_command(prog: str, main: Callable[[argparse.Namespace], int], parser: ar
 
 def _add_dead_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dead-max", type=int, default=DEFAULT_DEAD_MAX, metavar="N",
-                        help="dead letters kept: writing one trims the oldest past N; 0: no bound (default: %(default)s)")
+                        help="dead letters kept: writing one trims the oldest past N; 0: no bound "
+                             "(default: %(default)s)")
     parser.add_argument("--dead-max-age", type=float, default=DEFAULT_DEAD_MAX_AGE, metavar="SECONDS",
                         help="writing a dead letter trims those older than this; 0: no bound (default: %(default)s)")
 

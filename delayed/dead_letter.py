@@ -18,7 +18,7 @@ import binascii
 import datetime
 import json
 import re
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterable, Optional
 
 from .errors import DelayedError, MalformedTaskError
 from .task import decode_task
@@ -116,7 +116,7 @@ def parse(letter_id: bytes, fields: Dict[bytes, bytes]) -> Dict[str, Any]:
     return {"id": letter_id.decode(), **entry, "task": fields.get(TASK.encode())}
 
 
-def check_ids(ids: Any) -> None:
+def check_ids(ids: Iterable[str]) -> None:
     """Raise DeadLetterError naming the ids that cannot be letter ids (a stream id is MS-SEQ)."""
     bad = [letter_id for letter_id in ids if not _ID.match(letter_id)]
     if bad:

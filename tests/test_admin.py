@@ -31,7 +31,8 @@ def busy(conn):
     queue.enqueue_many([PyTask("tests.tasks:record", ["a"]), PyTask("tests.tasks:record", ["b"])])
     queue.enqueue(PyTask("tests.tasks:record", ["later"]), delay=3600)
     Queue("other", conn).enqueue(GoTask("main.F", 1))
-    conn.rpush("q_dead", old_record(reason="not_allowed", blob=PyTask("os:system", ["x"]).serialize(), func="os:system"),
+    conn.rpush("q_dead", old_record(reason="not_allowed", blob=PyTask("os:system", ["x"]).serialize(),
+                                    func="os:system"),
                old_record(reason="malformed", blob=b"\xc1junk", func=None))
     return queue
 

@@ -1,4 +1,5 @@
 """Dead letters: stable ids, errors for missing ids, retention, chunked requeue, old lists, the sweeper's log."""
+import base64
 import json
 import logging
 import os
@@ -11,11 +12,12 @@ import time
 import pytest
 
 from delayed import PyTask, Queue
+from delayed.cli import sweeper_parser
 from delayed.dead_letter import record as legacy_record_fields
 from delayed.keys import new_worker_id
 from delayed.sweeper import Sweeper
 
-from .conftest import ROOT
+from .conftest import ROOT, spawn, wait_for
 
 
 def delayed(url, *args, **popen):
@@ -27,7 +29,6 @@ def delayed(url, *args, **popen):
 
 def legacy(blob, reason="failed"):
     """A record as versions before streams pushed it onto the <queue>_dead list: JSON, task in base64."""
-    import base64
     return json.dumps({"reason": reason, "error": "boom", "func": "m:f", "queue": "q", "worker": None,
                        "failed_at": "2026-01-01T00:00:00.000+00:00",
                        "task": base64.b64encode(blob).decode()}).encode()
@@ -212,3 +213,17 @@ def test_requeue_all_shows_progress_on_a_terminal(conn, redis_server, queue):
         os.close(master)
         os.close(terminal)
     assert process.returncode == 0 and "5/5" in shown, shown
+
+
+def test_the_worker_and_sweeper_command_lines_take_the_retention_bound(conn, redis_server):
+    conn.rpush("q", *[b"\xc1 not a task %d" % n for n in range(400)])
+    conn.rpush("q_noti", *[b"1"] * 400)
+    worker = spawn("delayed.worker", "--queue", "q", "--dead-max", "100", "--dead-max-age", "3600", "tests.tasks",
+                   redis_url=redis_server.url)
+    try:
+        wait_for(lambda: conn.llen("q") == 0 and conn.hlen("q_processing") == 0, timeout=30, what="the queue drained")
+    finally:
+        worker.terminate()
+        assert worker.wait(10) == 0
+    assert 100 <= Queue("q", conn).dead_count() < 150
+    assert sweeper_parser().parse_args(["--dead-max", "7", "--dead-max-age", "60"]).dead_max == 7
