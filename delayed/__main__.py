@@ -54,35 +54,32 @@ def _workers(conn: redis.Redis, args: argparse.Namespace) -> None:
 
 def _dead(conn: redis.Redis, args: argparse.Namespace) -> None:
     try:
-        _dead_action(conn, args)
-    except DeadLetterError as exc:
+        if args.action == "list":
+            rows = [admin.describe_dead(entry)
+                    for entry in admin.dead_letters(conn, args.queue, args.after, args.limit)]
+            _show(args, rows, ("id", "reason", "func", "failed_at", "error"))
+        elif args.action == "show":
+            entry = admin.describe_dead(admin.dead_letter(conn, args.queue, args.id))
+            print(json.dumps(entry, default=str, indent=2) if args.json else
+                  "\n".join(f"{key}: {value}" for key, value in entry.items()))
+        elif args.action == "requeue":
+            if args.all == bool(args.ids):
+                raise CommandError("dead requeue needs ID... or --all", status=2)
+            progress = _progress(f"requeueing into {args.queue}") if args.all and sys.stderr.isatty() else None
+            moved = admin.requeue_dead(conn, args.queue, None if args.all else args.ids, progress)
+            if progress is not None:
+                print(file=sys.stderr)
+            print(json.dumps({"requeued": moved}) if args.json else f"requeued {moved} tasks into {args.queue}")
+        elif args.action == "delete":
+            deleted = admin.delete_dead(conn, args.queue, args.ids)
+            print(json.dumps({"deleted": deleted}) if args.json else f"deleted {deleted} dead letters of {args.queue}")
+        else:
+            if not args.yes:
+                raise CommandError("dead purge deletes every dead letter of the queue: add --yes", status=2)
+            purged = admin.purge_dead(conn, args.queue)
+            print(json.dumps({"purged": purged}) if args.json else f"purged {purged} dead letters of {args.queue}")
+    except DeadLetterError as exc:  # an id that names no letter: said in one line, exit status 1
         raise CommandError(str(exc)) from None
-
-
-def _dead_action(conn: redis.Redis, args: argparse.Namespace) -> None:
-    if args.action == "list":
-        rows = [admin.describe_dead(entry) for entry in admin.dead_letters(conn, args.queue, args.after, args.limit)]
-        _show(args, rows, ("id", "reason", "func", "failed_at", "error"))
-    elif args.action == "show":
-        entry = admin.describe_dead(admin.dead_letter(conn, args.queue, args.id))
-        print(json.dumps(entry, default=str, indent=2) if args.json else
-              "\n".join(f"{key}: {value}" for key, value in entry.items()))
-    elif args.action == "requeue":
-        if args.all == bool(args.ids):
-            raise CommandError("dead requeue needs ID... or --all", status=2)
-        progress = _progress(f"requeueing dead letters into {args.queue}") if args.all and sys.stderr.isatty() else None
-        moved = admin.requeue_dead(conn, args.queue, None if args.all else args.ids, progress)
-        if progress is not None:
-            print(file=sys.stderr)
-        print(json.dumps({"requeued": moved}) if args.json else f"requeued {moved} tasks into {args.queue}")
-    elif args.action == "delete":
-        deleted = admin.delete_dead(conn, args.queue, args.ids)
-        print(json.dumps({"deleted": deleted}) if args.json else f"deleted {deleted} dead letters of {args.queue}")
-    else:
-        if not args.yes:
-            raise CommandError("dead purge deletes every dead letter of the queue: add --yes", status=2)
-        purged = admin.purge_dead(conn, args.queue)
-        print(json.dumps({"purged": purged}) if args.json else f"purged {purged} dead letters of {args.queue}")
 
 
 def _progress(what: str) -> Callable[[int, int], None]:
