@@ -15,6 +15,7 @@ from . import __version__, admin
 from .cli import (CommandError, add_connection_options, connect_checked, positive, run_command, scheduler_main,
                   sweeper_main, worker_main)
 from .connection import Backoff
+from .dead_letter import DeadLetterError
 from .errors import TaskTooLargeError
 from .queue import Queue
 from .task import GoTask, PyTask
@@ -76,26 +77,44 @@ def _workers(conn: redis.Redis, args: argparse.Namespace) -> None:
 
 
 def _dead(conn: redis.Redis, args: argparse.Namespace) -> None:
-    if args.action == "list":
-        rows = [admin.describe_dead(entry) for entry in admin.dead_letters(conn, args.queue, args.start, args.limit)]
-        _show(args, rows, ("index", "reason", "func", "failed_at", "error"))
-    elif args.action == "show":
-        rows = admin.dead_letters(conn, args.queue, args.index, 1)
-        if not rows:
-            raise CommandError(f"{args.queue}_dead has no entry {args.index}")
-        entry = admin.describe_dead(rows[0])
-        print(json.dumps(entry, default=str, indent=2) if args.json else
-              "\n".join(f"{key}: {value}" for key, value in entry.items()))
-    elif args.action == "requeue":
-        if not args.all and not args.indexes:
-            raise CommandError("dead requeue needs INDEX... or --all", status=2)
-        moved = admin.requeue_dead(conn, args.queue, None if args.all else args.indexes)
-        print(json.dumps({"requeued": moved}) if args.json else f"requeued {moved} tasks into {args.queue}")
-    else:
-        if not args.yes:
-            raise CommandError("dead purge deletes every dead letter of the queue: add --yes", status=2)
-        purged = admin.purge_dead(conn, args.queue)
-        print(json.dumps({"purged": purged}) if args.json else f"purged {purged} dead letters of {args.queue}")
+    try:
+        if args.action == "list":
+            rows = [admin.describe_dead(entry)
+                    for entry in admin.dead_letters(conn, args.queue, args.after, args.limit)]
+            _show(args, rows, ("id", "reason", "func", "failed_at", "error"))
+        elif args.action == "show":
+            entry = admin.describe_dead(admin.dead_letter(conn, args.queue, args.id))
+            print(json.dumps(entry, default=str, indent=2) if args.json else
+                  "\n".join(f"{key}: {value}" for key, value in entry.items()))
+        elif args.action == "requeue":
+            if args.all == bool(args.ids):
+                raise CommandError("dead requeue needs ID... or --all", status=2)
+            progress = _progress(f"requeueing into {args.queue}") if args.all and sys.stderr.isatty() else None
+            moved = admin.requeue_dead(conn, args.queue, None if args.all else args.ids, progress)
+            if progress is not None:
+                print(file=sys.stderr)
+            print(json.dumps({"requeued": moved}) if args.json else f"requeued {moved} tasks into {args.queue}")
+        elif args.action == "delete":
+            deleted = admin.delete_dead(conn, args.queue, args.ids)
+            print(json.dumps({"deleted": deleted}) if args.json else f"deleted {deleted} dead letters of {args.queue}")
+        else:
+            if not args.yes:
+                raise CommandError("dead purge deletes every dead letter of the queue: add --yes", status=2)
+            purged = admin.purge_dead(conn, args.queue)
+            print(json.dumps({"purged": purged}) if args.json else f"purged {purged} dead letters of {args.queue}")
+    except DeadLetterError as exc:  # an id that names no letter: said in one line, exit status 1
+        raise CommandError(str(exc)) from None
+
+
+def _progress(what: str) -> Callable[[int, int], None]:
+    """A one-line progress bar on stderr (a terminal), redrawn in place."""
+    def show(done: int, total: int) -> None:
+        width = 30
+        filled = width * min(done, total) // max(total, 1)
+        sys.stderr.write(f"\r{what}: [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        sys.stderr.flush()
+
+    return show
 
 
 def _scheduled(conn: redis.Redis, args: argparse.Namespace) -> None:
@@ -187,21 +206,22 @@ def parser() -> argparse.ArgumentParser:
     workers = commands.add_parser("workers", parents=[common], help="our live workers and what they hold")
     workers.add_argument("--queue", action="append", help="a queue (repeatable; default: every queue found)")
 
-    dead = commands.add_parser("dead", help="the dead-letter list: list, show, requeue, purge")
+    dead = commands.add_parser("dead", help="dead letters: list, show, requeue, delete, purge")
     actions = dead.add_subparsers(dest="action", required=True)
-    for name, help_text in (("list", "the oldest dead letters"), ("show", "one dead letter in full"),
+    for name, help_text in (("list", "the oldest dead letters, with their ids"), ("show", "one dead letter in full"),
                             ("requeue", "move dead letters back into the queue"),
-                            ("purge", "delete every dead letter")):
+                            ("delete", "delete dead letters"), ("purge", "delete every dead letter")):
         action = actions.add_parser(name, parents=[common], help=help_text)
         action.add_argument("--queue", default="default", help="(default: %(default)s)")
         if name == "list":
-            action.add_argument("--start", type=int, default=0)
+            action.add_argument("--after", metavar="ID", help="start after this letter (default: the oldest)")
             action.add_argument("--limit", type=int, default=20)
         elif name == "show":
-            action.add_argument("index", type=int)
-        elif name == "requeue":
-            action.add_argument("indexes", metavar="INDEX", type=int, nargs="*")
-            action.add_argument("--all", action="store_true")
+            action.add_argument("id", metavar="ID")
+        elif name in ("requeue", "delete"):
+            action.add_argument("ids", metavar="ID", nargs="*" if name == "requeue" else "+")
+            if name == "requeue":
+                action.add_argument("--all", action="store_true", help="every letter, in chunks")
         else:
             action.add_argument("--yes", action="store_true", help="really delete them")
 

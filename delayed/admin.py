@@ -8,17 +8,17 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import redis
 
-from . import dead_letter, scripts
 from .errors import MalformedTaskError
-from .keys import (DEAD_SUFFIX, NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_SUFFIX, WORKER_ID_PREFIX, WORKERS_SUFFIX,
-                   QueueKeys)
+from .keys import (DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_SUFFIX,
+                   WORKER_ID_PREFIX, WORKERS_SUFFIX, QueueKeys)
+from .queue import Queue
 from .task import GoTask, decode_task
 
 Row = Dict[str, Any]
 # Replies are cast to what a connection that does not decode responses returns (ours never do).
 
 
-_SUFFIXES = (NOTI_SUFFIX, PROCESSING_SUFFIX, DEAD_SUFFIX, SCHEDULED_SUFFIX, WORKERS_SUFFIX)
+_SUFFIXES = (NOTI_SUFFIX, PROCESSING_SUFFIX, DEAD_SUFFIX, DEAD_LETTERS_SUFFIX, SCHEDULED_SUFFIX, WORKERS_SUFFIX)
 _WORKER_ID = re.compile(r"([0-9a-fA-F]{32}|" + re.escape(WORKER_ID_PREFIX) + r"[0-9a-f]{32}(-[0-9]+)?)")
 """go-delayed's worker ids (32 hex digits) and ours (delayed-py-, 32 hex digits, maybe -N for an extra slot)."""
 
@@ -29,8 +29,8 @@ def queue_names(conn: redis.Redis) -> List[str]:
     A name N counts when one of its keys has the right type and looks like ours: `N` a list and
     `N_noti` a list of "1"s; `N_processing` a hash with a worker id among its first fields; `N_workers` a
     sorted set whose first member is one of our worker ids; `N_scheduled` a sorted set whose
-    first member is 8 bytes and a task blob; `N_dead` a list whose first entry is a dead-letter
-    record. Cost: one SCAN, one pipeline of TYPEs and one of samples, never a whole key read.
+    first member is 8 bytes and a task blob; `N_dead_letters` a stream (or `N_dead`, as older
+    versions kept them, a list) whose first entry is a dead-letter record. Cost: one SCAN, one pipeline of TYPEs and one of samples, never a whole key read.
     """
     candidates: Dict[str, List[str]] = {}
     for raw in conn.scan_iter(count=1000):
@@ -47,8 +47,8 @@ def queue_names(conn: redis.Redis) -> List[str]:
             pipe.type(name)
         types = [kind.decode() if isinstance(kind, bytes) else kind for kind in pipe.execute()]
     list_names = {name for name, kind in zip(names, types[len(probed):]) if kind == "list"}
-    expected = {NOTI_SUFFIX: "list", PROCESSING_SUFFIX: "hash", DEAD_SUFFIX: "list", SCHEDULED_SUFFIX: "zset",
-                WORKERS_SUFFIX: "zset"}
+    expected = {NOTI_SUFFIX: "list", PROCESSING_SUFFIX: "hash", DEAD_SUFFIX: "list", DEAD_LETTERS_SUFFIX: "stream",
+                SCHEDULED_SUFFIX: "zset", WORKERS_SUFFIX: "zset"}
     typed = [(name, suffix) for (name, suffix), kind in zip(probed, types) if kind == expected[suffix]]
     with conn.pipeline(transaction=False) as pipe:
         for name, suffix in typed:
@@ -57,6 +57,8 @@ def queue_names(conn: redis.Redis) -> List[str]:
                 pipe.hscan(key, 0, count=10)
             elif suffix in (SCHEDULED_SUFFIX, WORKERS_SUFFIX):
                 pipe.zrange(key, 0, 0)
+            elif suffix == DEAD_LETTERS_SUFFIX:
+                pipe.xrange(key, count=1)
             else:
                 pipe.lindex(key, 0)
         samples = pipe.execute()
@@ -75,11 +77,13 @@ def _looks_ours(suffix: str, sample: Any, name_is_list: bool) -> bool:
         return bool(sample) and _WORKER_ID.fullmatch(sample[0].decode(errors="replace")) is not None
     if suffix == SCHEDULED_SUFFIX:
         return bool(sample) and "undecodable" not in describe_task(sample[0][8:])
+    if suffix == DEAD_LETTERS_SUFFIX:  # the task is a field of its own beside the record
+        sample = sample[0][1].get(b"record") if sample else None
     try:
         entry = json.loads(sample)
     except (TypeError, ValueError):
         return False
-    return isinstance(entry, dict) and "reason" in entry and "task" in entry
+    return isinstance(entry, dict) and "reason" in entry and (suffix == DEAD_LETTERS_SUFFIX or "task" in entry)
 
 
 def stats(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
@@ -89,11 +93,16 @@ def stats(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
             pipe.llen(keys.name)
             pipe.hlen(keys.processing)
             pipe.zcard(keys.scheduled)
-            pipe.llen(keys.dead)
+            pipe.xlen(keys.dead_letters)
+            pipe.llen(keys.dead)  # letters of older versions, not yet moved into dead_letters
             pipe.zcount(keys.workers, time.time(), "+inf")
         counts = pipe.execute()
-    fields = ("pending", "processing", "scheduled", "dead", "workers")
-    return [{"queue": name, **dict(zip(fields, counts[i * 5:i * 5 + 5]))} for i, name in enumerate(names)]
+    rows = []
+    for i, name in enumerate(names):
+        pending, processing, scheduled, dead_letters, dead, workers = counts[i * 6:i * 6 + 6]
+        rows.append({"queue": name, "pending": pending, "processing": processing, "scheduled": scheduled,
+                     "dead": dead_letters + dead, "workers": workers})
+    return rows
 
 
 def with_rates(rows: List[Row], previous: List[Row], seconds: float) -> List[Row]:
@@ -158,31 +167,33 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def dead_letters(conn: redis.Redis, name: str, start: int = 0, count: int = 20) -> List[Row]:
-    """Dead-letter records from index start (oldest first), parsed, with their index."""
-    records = cast(List[bytes], conn.lrange(QueueKeys.of(name).dead, start, start + count - 1))
-    return [{"index": start + i, **dead_letter.parse(record)} for i, record in enumerate(records)]
+def dead_letters(conn: redis.Redis, name: str, after: Optional[str] = None, count: int = 20) -> List[Row]:
+    """Up to count dead letters after the letter id `after` (default: from the oldest), parsed, with their ids."""
+    return Queue(name, conn).dead_letters(after, count)
 
 
-def requeue_dead(conn: redis.Redis, name: str, indexes: Optional[Sequence[int]] = None) -> int:
-    """Move dead letters (those at indexes, or all) back into the queue; returns how many moved."""
-    keys = QueueKeys.of(name)
-    records = cast(List[bytes], conn.lrange(keys.dead, 0, -1))
-    chosen = records if indexes is None else [records[i] for i in indexes if 0 <= i < len(records)]
-    args = [item for record in chosen for item in (record, dead_letter.parse(record)["task"])]
-    if not args:
-        return 0
-    return scripts.register(conn)["requeue_dead"](keys=(keys.dead, keys.name, keys.noti), args=args)
+def dead_letter(conn: redis.Redis, name: str, letter_id: str) -> Row:
+    """One dead letter, parsed; DeadLetterError if there is none with this id."""
+    return Queue(name, conn).dead_letter(letter_id)
+
+
+def requeue_dead(conn: redis.Redis, name: str, letter_ids: Optional[Sequence[str]] = None,
+                 progress: Optional[Callable[[int, int], None]] = None) -> int:
+    """Move dead letters (those with letter_ids, or all, in chunks, reporting progress) back into the
+    queue, each task with its notification; returns how many moved. A missing id: DeadLetterError,
+    and nothing moves."""
+    queue = Queue(name, conn)
+    return queue.requeue_all_dead(progress) if letter_ids is None else queue.requeue_dead(letter_ids)
+
+
+def delete_dead(conn: redis.Redis, name: str, letter_ids: Sequence[str]) -> int:
+    """Delete these dead letters; a missing id: DeadLetterError, and nothing is deleted."""
+    return Queue(name, conn).delete_dead(letter_ids)
 
 
 def purge_dead(conn: redis.Redis, name: str) -> int:
     """Delete every dead letter of the queue; returns how many there were."""
-    dead = QueueKeys.of(name).dead
-    with conn.pipeline(transaction=True) as pipe:
-        pipe.llen(dead)
-        pipe.delete(dead)
-        count, _ = pipe.execute()
-    return count
+    return Queue(name, conn).purge_dead()
 
 
 def scheduled(conn: redis.Redis, name: str, count: int = 20) -> List[Row]:
@@ -201,5 +212,5 @@ def _when(timestamp: float) -> str:
 
 
 def describe_dead(entry: Row) -> Row:
-    """A dead letter for display: its task decoded when it can be."""
-    return {**entry, "task": describe_task(entry["task"])}
+    """A dead letter for display: its task decoded when it can be (None if it has none)."""
+    return {**entry, "task": None if entry["task"] is None else describe_task(entry["task"])}

@@ -13,7 +13,7 @@ import redis
 from .connection import DEFAULT_REDIS_URL, connect, misplaced_password, redacted, scrubbed, secrets_of
 from .functions import FunctionRegistry, submodule_names
 from .lifecycle import Lifecycle
-from .queue import DEFAULT_MAX_CRASHES, DEFAULT_MAX_TASK_SIZE, Queue
+from .queue import DEFAULT_DEAD_MAX, DEFAULT_DEAD_MAX_AGE, DEFAULT_MAX_CRASHES, DEFAULT_MAX_TASK_SIZE, Queue
 from .scheduler import Periodic, Scheduler
 from .supervisor import Supervisor
 from .sweeper import Sweeper
@@ -121,6 +121,14 @@ def run_command(prog: str, main: Callable[[argparse.Namespace], int], parser: ar
         return exc.status
 
 
+def _add_dead_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dead-max", type=int, default=DEFAULT_DEAD_MAX, metavar="N",
+                        help="dead letters kept: writing one trims the oldest past N; 0: no bound "
+                             "(default: %(default)s)")
+    parser.add_argument("--dead-max-age", type=float, default=DEFAULT_DEAD_MAX_AGE, metavar="SECONDS",
+                        help="writing a dead letter trims those older than this; 0: no bound (default: %(default)s)")
+
+
 def worker_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m delayed.worker",
@@ -142,6 +150,7 @@ def worker_parser() -> argparse.ArgumentParser:
                         help="fail a task that runs longer (a task's own time_limit wins; default: none)")
     parser.add_argument("--max-task-size", type=positive(int), default=DEFAULT_MAX_TASK_SIZE,
                         help="bytes; larger tasks go to the dead-letter list (default: %(default)s)")
+    _add_dead_options(parser)
     parser.add_argument("modules", metavar="MODULE", nargs="+",
                         help="module whose public functions tasks may call")
     return parser
@@ -186,7 +195,8 @@ def _worker(args: argparse.Namespace) -> int:
 
         def make_worker() -> Worker:
             queue = Queue(args.queue, _client(args), keep_alive_timeout=args.keep_alive_timeout,
-                          max_task_size=args.max_task_size)
+                          max_task_size=args.max_task_size, dead_max=args.dead_max,
+                          dead_max_age=args.dead_max_age)
             return Worker(queue, functions, keep_alive_interval=args.keep_alive_timeout / 4,
                           batch=args.batch, time_limit=args.time_limit, threads=args.threads)
 
@@ -215,6 +225,7 @@ def sweeper_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-crashes", type=int, default=DEFAULT_MAX_CRASHES,
                         help="dead-letter a task once workers died holding it more often than this; "
                              "0 never does (default: %(default)s)")
+    _add_dead_options(parser)
     return parser
 
 
@@ -225,7 +236,8 @@ def _sweeper(args: argparse.Namespace) -> int:
         if conn is None:
             return lifecycle.exit_status
         names: List[str] = args.queues or ["default"]
-        sweeper = Sweeper([Queue(name, conn) for name in names], interval=args.interval,
+        queues = [Queue(name, conn, dead_max=args.dead_max, dead_max_age=args.dead_max_age) for name in names]
+        sweeper = Sweeper(queues, interval=args.interval,
                           max_crashes=args.max_crashes)
         lifecycle.on_stop(sweeper.stop)
         return sweeper.run(handle_signals=False)

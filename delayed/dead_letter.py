@@ -1,17 +1,27 @@
-"""Dead-letter records: what lands in `<queue>_dead` when a task cannot or did not run.
+"""Dead letters: what lands in `<queue>_dead_letters` when a task cannot or did not run.
 
-A record is one JSON object, readable with redis-cli:
-  reason     one of REASONS
-  error      one line saying what went wrong
-  traceback  the task's traceback, for "failed" (else absent)
-  func       the task's func path when the blob decoded that far (else null)
-  queue, worker, failed_at (ISO 8601, UTC)
-  task       the raw blob, base64: nothing of the original is lost
+A dead letter is one entry of a Redis stream; its stream id (e.g. 1700000000000-0) is its id, stable
+until it is requeued or deleted. It has two fields:
+  record   one JSON object, readable with redis-cli:
+             reason     one of REASONS
+             error      one line saying what went wrong
+             traceback  the task's traceback, for "failed" (else absent)
+             func       the task's func path when the blob decoded that far (else null)
+             queue, worker, failed_at (ISO 8601, UTC)
+  task     the raw blob: nothing of the original is lost
+This module is the one place that builds and reads the format (the scripts only move fields).
+Versions before the stream pushed the record onto the list `<queue>_dead`, with the task inside
+it in base64: from_legacy() turns such an entry into a letter.
 """
 import base64
+import binascii
 import datetime
 import json
-from typing import Any, Dict, Optional
+import re
+from typing import Any, Dict, Iterable, Optional
+
+from .errors import DelayedError, MalformedTaskError
+from .task import decode_task
 
 REASONS = {
     "malformed": "the blob is not a task: not msgpack, or the wrong shape",
@@ -23,8 +33,23 @@ REASONS = {
     "timed_out": "the function ran past its time limit and the task has no retries left",
     "crash_loop": "workers died holding it more often than the sweeper's --max-crashes",
 }
+UNDECODABLE = "undecodable"
+"""The reason shown for a letter whose record is not a JSON object (written by hand, or damaged)."""
+
+RECORD = "record"
+TASK = "task"
+"""The stream fields of a letter."""
 
 MAX_TRACEBACK = 8192
+
+Letter = Dict[str, bytes]
+"""A letter as written: stream field -> value."""
+
+_ID = re.compile(r"^\d{1,20}-\d{1,20}$")
+
+
+class DeadLetterError(DelayedError, LookupError):
+    """Dead letters asked for by id that do not exist (or hold no task to requeue); nothing was changed."""
 
 
 def record(
@@ -36,8 +61,8 @@ def record(
     worker: Optional[str],
     func: Optional[str] = None,
     traceback: Optional[str] = None,
-) -> bytes:
-    """Encode one dead-letter record."""
+) -> Letter:
+    """The fields of one dead letter: its JSON record and the raw blob."""
     entry: Dict[str, Any] = {
         "reason": reason,
         "error": error,
@@ -45,15 +70,54 @@ def record(
         "queue": queue,
         "worker": worker,
         "failed_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds"),
-        "task": base64.b64encode(blob).decode("ascii"),
     }
     if traceback:
         entry["traceback"] = traceback[-MAX_TRACEBACK:]
-    return json.dumps(entry).encode()
+    return {RECORD: json.dumps(entry).encode(), TASK: blob}
 
 
-def parse(data: bytes) -> Dict[str, Any]:
-    """Decode a record; its "task" field becomes the raw blob again (bytes)."""
-    entry = json.loads(data)
-    entry["task"] = base64.b64decode(entry["task"])
-    return entry
+def crash_loop(blob: bytes, queue: str, worker: str, crashes: int, max_crashes: int) -> Letter:
+    """The letter of a task whose workers died holding it crashes times (over max_crashes)."""
+    return record(reason="crash_loop", blob=blob, queue=queue, worker=worker, func=func_of(blob),
+                  error=f"its worker died while holding it {crashes} times (the limit is {max_crashes})")
+
+
+def func_of(blob: bytes) -> Optional[str]:
+    """The func path of a blob, if it decodes that far."""
+    try:
+        return decode_task(blob).func_path
+    except MalformedTaskError as exc:
+        return exc.func_path
+
+
+def from_legacy(entry: bytes) -> Letter:
+    """A letter from an entry of an old `<queue>_dead` list (JSON, task in base64); an entry that is
+    not such a record is kept whole as the letter's record, with no task."""
+    try:
+        fields = json.loads(entry)
+        blob = base64.b64decode(fields.pop(TASK), validate=True)
+    except (ValueError, TypeError, KeyError, AttributeError, binascii.Error):
+        return {RECORD: entry}
+    return {RECORD: json.dumps(fields).encode(), TASK: blob}
+
+
+def parse(letter_id: bytes, fields: Dict[bytes, bytes]) -> Dict[str, Any]:
+    """A letter as a dict: "id", the record's fields, and "task", the raw blob (None if it has none).
+
+    Never raises: a record that is not a JSON object reads as reason "undecodable", its bytes in "error"."""
+    raw = fields.get(RECORD.encode(), b"")
+    try:
+        entry = json.loads(raw)
+    except ValueError:
+        entry = None
+    if not isinstance(entry, dict):
+        entry = {"reason": UNDECODABLE, "error": f"not a JSON record: {raw[:200]!r}"}
+    entry.pop("id", None)
+    return {"id": letter_id.decode(), **entry, "task": fields.get(TASK.encode())}
+
+
+def check_ids(ids: Iterable[str]) -> None:
+    """Raise DeadLetterError naming the ids that cannot be letter ids (a stream id is MS-SEQ)."""
+    bad = [letter_id for letter_id in ids if not _ID.match(letter_id)]
+    if bad:
+        raise DeadLetterError(f"not a dead letter id: {', '.join(bad)} (ids look like 1700000000000-0)")

@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import redis
 
 from .connection import Backoff
+from .dead_letter import Letter
 from .keys import new_worker_ids
 from .lifecycle import Lifecycle
 from .queue import Queue
@@ -84,13 +85,14 @@ class Reschedule(Settlement):
 
 @dataclass(frozen=True)
 class Bury(Settlement):
-    """The task cannot or did not run: its dead-letter record goes to <queue>_dead."""
+    """The task cannot or did not run: its dead letter (delayed.dead_letter.record) goes to
+    <queue>_dead_letters."""
 
-    record: bytes
+    letter: Letter
     lock: Optional[Lock] = None
 
     def apply(self, queue: Queue, claim: Claim) -> bool:
-        return queue.bury(claim.blob, self.record, claim.worker_id)
+        return queue.bury(claim.blob, self.letter, claim.worker_id)
 
 
 class Holding:

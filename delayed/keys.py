@@ -12,6 +12,7 @@ from typing import List
 NOTI_SUFFIX = "_noti"
 PROCESSING_SUFFIX = "_processing"
 DEAD_SUFFIX = "_dead"
+DEAD_LETTERS_SUFFIX = "_dead_letters"
 CRASHES_SUFFIX = "_crashes"
 SCHEDULED_SUFFIX = "_scheduled"
 UNIQUE_INFIX = "_unique:"
@@ -31,7 +32,10 @@ class QueueKeys:
     name: list of msgpack task blobs.
     noti: list holding one "1" per enqueued task; workers BLPOP it.
     processing: hash, worker id -> the blob that worker holds.
-    dead: list of dead-letter records (JSON), ours only; Go peers ignore it.
+    dead: list of dead-letter records (JSON) as versions before dead_letters wrote them; moved
+    into dead_letters when an operator's command first touches it (ours only).
+    dead_letters: stream of dead letters, fields "record" (JSON) and "task" (the raw blob); the
+    stream ids are the letters' ids; ours only, Go peers ignore it.
     crashes: hash, blob sha1 -> "count:unix time" of the crashes it caused; ours only.
     scheduled: sorted set of delayed tasks and retries waiting to be due (score: unix time);
     each member is 8 random bytes then the blob; ours only, moved into `name` when due.
@@ -50,6 +54,7 @@ class QueueKeys:
     scheduled: str
     workers: str
     unnotified: str
+    dead_letters: str
 
     def unique(self, key: str) -> str:
         """The lock of unique tasks with this key: a string key, holding a token, with an expiry."""
@@ -58,7 +63,8 @@ class QueueKeys:
     @classmethod
     def of(cls, name: str) -> "QueueKeys":
         return cls(name, name + NOTI_SUFFIX, name + PROCESSING_SUFFIX, name + DEAD_SUFFIX, name + CRASHES_SUFFIX,
-                   name + SCHEDULED_SUFFIX, name + WORKERS_SUFFIX, name + UNNOTIFIED_SUFFIX)
+                   name + SCHEDULED_SUFFIX, name + WORKERS_SUFFIX, name + UNNOTIFIED_SUFFIX,
+                   name + DEAD_LETTERS_SUFFIX)
 
 
 def new_worker_id() -> str:

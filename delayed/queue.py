@@ -4,12 +4,13 @@ import datetime
 import hashlib
 import os
 import time
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union, cast
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union, cast
 
 import redis
 import redis.asyncio
 
-from . import scripts
+from . import dead_letter, scripts
 from .connection import sent_once, sent_once_async
 from .errors import DuplicateTaskError, TaskTooLargeError
 from .keys import WORKER_ID_PREFIX, QueueKeys
@@ -28,6 +29,34 @@ CRASH_MEMORY = 7 * 24 * 3600
 """Seconds a task's crash count is kept after its last crash."""
 NOTIFY_AFTER = 1.0
 """Seconds the head of a queue short of notifications must stand still before a sweep tops them up."""
+DEFAULT_DEAD_MAX = 10_000
+"""Dead letters kept: writing one trims the oldest past this many (0: no bound)."""
+DEFAULT_DEAD_MAX_AGE = 7 * 24 * 3600
+"""Seconds a dead letter is kept: writing one trims those older (0: no bound)."""
+REQUEUE_CHUNK_LETTERS = 500
+REQUEUE_CHUNK_BYTES = 512 * 1024
+"""The most letters, and task bytes, one call of `requeue_all_dead` moves: a few ms of Redis's time."""
+MIGRATE_CHUNK = 32
+"""Entries of an old dead-letter list moved into the stream per round trip."""
+
+
+@dataclass(frozen=True)
+class CrashLoop:
+    """A task a sweep found its workers died holding more than max_crashes times: dead-lettered
+    (buried is False if another sweeper took it first)."""
+
+    worker_id: str
+    blob: bytes
+    crashes: int
+    buried: bool
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """What one sweep of a queue did: notifications pushed (go-delayed's count), crash loops dead-lettered."""
+
+    notified: int
+    crash_loops: List[CrashLoop]
 
 
 def _blobs(tasks: Iterable[Task], max_task_size: int) -> List[bytes]:
@@ -101,6 +130,9 @@ class Queue:
 
     dequeue_timeout: seconds a worker blocks waiting for a notification.
     keep_alive_timeout: seconds a worker's keep-alive key lives without a refresh.
+    dead_max, dead_max_age: the dead letters' retention, applied as this queue writes one: the
+    oldest past dead_max letters, and those older than dead_max_age seconds, are trimmed (whole
+    stream nodes at a time, so a few more may stay); 0 turns a bound off.
     worker_id: the id keakon's dequeue()/release() and the keep-alive methods use when given
     none; set it yourself for that API. A Worker never touches it: its ids are its own.
     """
@@ -112,12 +144,16 @@ class Queue:
         dequeue_timeout: float = 1,
         keep_alive_timeout: float = 60,
         max_task_size: int = DEFAULT_MAX_TASK_SIZE,
+        dead_max: int = DEFAULT_DEAD_MAX,
+        dead_max_age: float = DEFAULT_DEAD_MAX_AGE,
     ) -> None:
         self.keys = QueueKeys.of(name)
         self.conn = sent_once(conn)
         self.dequeue_timeout = dequeue_timeout
         self.keep_alive_timeout = keep_alive_timeout
         self.max_task_size = max_task_size
+        self.dead_max = dead_max
+        self.dead_max_age = dead_max_age
         self.worker_id: Optional[str] = None
         self._scripts = scripts.register(self.conn)
 
@@ -239,10 +275,13 @@ class Queue:
             args=(self._id(worker_id), claimed, due, member),
         ))
 
-    def bury(self, claimed: bytes, record: bytes, worker_id: Optional[str] = None) -> bool:
-        """Append a dead-letter record and release the held task, atomically; fenced as requeue."""
+    def bury(self, claimed: bytes, letter: dead_letter.Letter, worker_id: Optional[str] = None) -> bool:
+        """Add a dead letter (see delayed.dead_letter.record) and release the held task, atomically,
+        trimming the letters to dead_max and dead_max_age; fenced as requeue."""
+        fields = [item for pair in letter.items() for item in pair]
         return bool(self._scripts["bury"](
-            keys=(self.keys.dead, self.keys.processing), args=(self._id(worker_id), claimed, record)
+            keys=(self.keys.dead_letters, self.keys.processing),
+            args=(self._id(worker_id), claimed, self.dead_max, int(self.dead_max_age * 1000), *fields),
         ))
 
     def try_online(self, worker_ids: Optional[Sequence[str]] = None) -> bool:
@@ -286,31 +325,129 @@ class Queue:
     # Sweepers
 
     def requeue_lost(self, max_crashes: int = DEFAULT_MAX_CRASHES, notify_after: float = NOTIFY_AFTER) -> int:
+        """sweep(), returning the number of notifications pushed, as go-delayed's requeue-lost does."""
+        return self.sweep(max_crashes, notify_after).notified
+
+    def sweep(self, max_crashes: int = DEFAULT_MAX_CRASHES, notify_after: float = NOTIFY_AFTER) -> Sweep:
         """Requeue the tasks of dead workers and top up notifications (go-delayed's sweep).
 
         A task whose workers died holding it more than max_crashes times (within
-        CRASH_MEMORY seconds of each other) goes to the dead-letter list instead;
-        0 turns that off. Only our workers' deaths count: a go-delayed worker never
-        releases its last task, so one that stopped cleanly leaves a task behind too.
+        CRASH_MEMORY seconds of each other) is dead-lettered instead, fenced as a worker's
+        bury (the sweep leaves it under the dead id until then); 0 turns that off. Only our
+        workers' deaths count: a go-delayed worker never releases its last task, so one that
+        stopped cleanly leaves a task behind too.
         Tasks without notifications (a producer or worker died between two commands) get them
         from the first sweep that finds the queue's head where a sweep saw it short of
         notifications at least notify_after seconds before: sooner, a worker caught between
         its BLPOP and its dequeue would later find a stray notification.
-        Returns the number of notifications pushed, as go-delayed does.
         """
-        now = datetime.datetime.now(datetime.timezone.utc)
-        return self._scripts["requeue_lost"](
-            keys=(self.keys.name, self.keys.noti, self.keys.processing, self.keys.dead, self.keys.crashes,
+        reply = self._scripts["requeue_lost"](
+            keys=(self.keys.name, self.keys.noti, self.keys.processing, self.keys.crashes,
                   self.keys.workers, self.keys.unnotified),
-            args=(max_crashes, int(now.timestamp()), now.isoformat(timespec="milliseconds"), self.keys.name,
-                  CRASH_MEMORY, WORKER_ID_PREFIX, int(notify_after * 1000)),
+            args=(max_crashes, int(time.time()), CRASH_MEMORY, WORKER_ID_PREFIX, int(notify_after * 1000)),
         )
+        crash_loops = []
+        for i in range(1, len(reply), 3):
+            worker_id, blob, crashes = reply[i].decode(), reply[i + 1], int(reply[i + 2])
+            letter = dead_letter.crash_loop(blob, self.name, worker_id, crashes, max_crashes)
+            crash_loops.append(CrashLoop(worker_id, blob, crashes, self.bury(blob, letter, worker_id)))
+        return Sweep(int(reply[0]), crash_loops)
 
-    # Dead letters
+    # Dead letters (the operators' side: each call first moves an old <name>_dead list into the stream)
 
-    def dead_letters(self, start: int = 0, end: int = -1) -> List[bytes]:
-        """Raw dead-letter records (JSON), oldest first; see delayed.dead_letter.parse."""
-        return cast(List[bytes], self.conn.lrange(self.keys.dead, start, end))  # replies are never decoded
+    def dead_letters(self, after: Optional[str] = None, count: Optional[int] = None) -> List[Dict[str, Any]]:
+        """Dead letters, oldest first, parsed (delayed.dead_letter.parse): up to count of them
+        (default: all), starting after the letter id `after`."""
+        self.migrate_dead()
+        if after is not None:
+            dead_letter.check_ids([after])
+        entries = cast(List[Tuple[bytes, Dict[bytes, bytes]]],
+                       self.conn.xrange(self.keys.dead_letters, "-" if after is None else "(" + after, "+", count))
+        return [dead_letter.parse(letter_id, fields) for letter_id, fields in entries]
+
+    def dead_letter(self, letter_id: str) -> Dict[str, Any]:
+        """One dead letter, parsed; DeadLetterError if there is none with this id."""
+        dead_letter.check_ids([letter_id])
+        self.migrate_dead()
+        entries = cast(List[Tuple[bytes, Dict[bytes, bytes]]],
+                       self.conn.xrange(self.keys.dead_letters, letter_id, letter_id))
+        if not entries:
+            raise dead_letter.DeadLetterError(f"no dead letter {letter_id} in {self.keys.dead_letters}")
+        return dead_letter.parse(*entries[0])
+
+    def dead_count(self) -> int:
+        """How many dead letters there are (those still in an old list included)."""
+        with self.conn.pipeline(transaction=False) as pipe:
+            pipe.xlen(self.keys.dead_letters)
+            pipe.llen(self.keys.dead)
+            return sum(pipe.execute())
+
+    def requeue_dead(self, letter_ids: Sequence[str]) -> int:
+        """Move the tasks of these letters back into the queue, each with its notification, in one
+        script; if any id names no letter (or one without a task), DeadLetterError and nothing moves."""
+        dead_letter.check_ids(letter_ids)
+        self.migrate_dead()
+        reply = self._scripts["requeue_dead"](keys=(self.keys.dead_letters, self.keys.name, self.keys.noti),
+                                              args=(dead_letter.TASK, *letter_ids))
+        self._check_letters(reply[1:])
+        return int(reply[0])
+
+    def requeue_all_dead(self, progress: Optional[Callable[[int, int], None]] = None) -> int:
+        """Move every dead letter's task back into the queue, with its notification, in chunks (each
+        one script of a few ms: Redis stays responsive, and nothing is held here); letters without a
+        task stay. progress(moved so far, letters at the start) after each chunk. Returns how many moved."""
+        self.migrate_dead()
+        total = int(self.conn.xlen(self.keys.dead_letters))
+        moved, cursor = 0, "-"
+        while True:
+            chunk, skipped, last = self._scripts["requeue_dead_chunk"](
+                keys=(self.keys.dead_letters, self.keys.name, self.keys.noti),
+                args=(dead_letter.TASK, cursor, REQUEUE_CHUNK_LETTERS, REQUEUE_CHUNK_BYTES))
+            if not chunk and not skipped:
+                return moved
+            moved += int(chunk)
+            cursor = last.decode()
+            if progress is not None:
+                progress(moved, total)
+
+    def delete_dead(self, letter_ids: Sequence[str]) -> int:
+        """Delete these dead letters; if any id names no letter, DeadLetterError and nothing is deleted."""
+        dead_letter.check_ids(letter_ids)
+        self.migrate_dead()
+        reply = self._scripts["delete_dead"](keys=(self.keys.dead_letters,), args=letter_ids)
+        self._check_letters([item for letter_id in reply[1:] for item in (letter_id, b"no such dead letter")])
+        return int(reply[0])
+
+    def purge_dead(self) -> int:
+        """Delete every dead letter (an old list's too; freed in the background); returns how many there were."""
+        with self.conn.pipeline(transaction=True) as pipe:
+            pipe.xlen(self.keys.dead_letters)
+            pipe.llen(self.keys.dead)
+            pipe.unlink(self.keys.dead_letters, self.keys.dead)
+            letters, old, _ = pipe.execute()
+        return int(letters) + int(old)
+
+    def migrate_dead(self) -> int:
+        """Move an old <name>_dead list (versions before the stream; an old worker may still write
+        one) into the dead-letter stream, a few entries per script, each fenced on what was read;
+        returns how many moved. Nothing is trimmed: the next letter a worker writes applies the bound."""
+        moved = 0
+        while True:
+            head = cast(List[bytes], self.conn.lrange(self.keys.dead, 0, MIGRATE_CHUNK - 1))
+            if not head:
+                return moved
+            args: List[Any] = [len(head), *(hashlib.sha1(entry).hexdigest() for entry in head)]
+            for entry in head:
+                letter = dead_letter.from_legacy(entry)
+                args += [len(letter), *(item for pair in letter.items() for item in pair)]
+            if self._scripts["migrate_dead"](keys=(self.keys.dead, self.keys.dead_letters), args=args):
+                moved += len(head)
+
+    def _check_letters(self, problems: Sequence[bytes]) -> None:
+        """Raise DeadLetterError for a script's (id, problem) pairs, if any."""
+        if problems:
+            named = "; ".join(f"{problems[i].decode()}: {problems[i + 1].decode()}" for i in range(0, len(problems), 2))
+            raise dead_letter.DeadLetterError(f"{self.keys.dead_letters}: {named} (nothing was changed)")
 
 
 class AsyncQueue:

@@ -2,7 +2,8 @@
 from importlib import resources
 from typing import Any, Dict
 
-NAMES = ("enqueue", "enqueue_unique", "unlock", "move_due", "dequeue", "claim_batch", "give_back", "requeue_lost", "requeue", "reschedule", "bury", "tick", "requeue_dead")
+NAMES = ("enqueue", "enqueue_unique", "unlock", "move_due", "dequeue", "claim_batch", "give_back", "requeue_lost", "requeue", "reschedule", "bury", "tick", "requeue_dead",
+         "requeue_dead_chunk", "delete_dead", "migrate_dead")
 
 SOURCES: Dict[str, str] = {
     name: resources.files(__package__).joinpath("lua", name + ".lua").read_text("utf-8")

@@ -224,7 +224,7 @@ def report(conn: redis.Redis, tasks: int, tally: Tally) -> None:
     print(f"chaos: enqueued {tally.enqueued}, executed {executed}, lost {lost}, duplicated {duplicated} "
           f"(bound {bound}: {tally.held_by_killed} held by {tally.killed} killed workers, "
           f"{tally.ambiguous_enqueues} ambiguous enqueues), redis restarts {tally.redis_restarts}, "
-          f"client kills {tally.client_kills}, dead letters {conn.llen('chaos_dead')}")
+          f"client kills {tally.client_kills}, dead letters {conn.xlen('chaos_dead_letters')}")
     if lost:
         tally.errors.append(f"{lost} tasks lost")
     if duplicated > bound:

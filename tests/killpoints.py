@@ -80,9 +80,9 @@ class KillingRedis(redis.Redis):
 
 def completions(plain: redis.Redis, role: str) -> tuple:
     """(distinct tasks completed, extra completions): dead letters for "bury", else results."""
-    finished = plain.lrange("q_dead" if role == "bury" else "results", 0, -1)
     if role == "bury":
-        return len(finished), 0
+        return plain.xlen("q_dead_letters"), 0
+    finished = plain.lrange("results", 0, -1)
     return len(set(finished)), len(finished) - len(set(finished))
 
 

@@ -1,4 +1,5 @@
 """`python -m delayed`: stats, workers, dead letters, scheduled tasks, enqueue by hand."""
+import base64
 import json
 import subprocess
 import sys
@@ -7,7 +8,7 @@ import threading
 import pytest
 
 from delayed import GoTask, PyTask, Queue, Worker
-from delayed.dead_letter import parse, record
+from delayed.dead_letter import record
 
 from .conftest import ROOT, results, wait_for
 
@@ -24,15 +25,22 @@ def delayed(url, *args, check=True):
 
 @pytest.fixture
 def busy(conn):
-    """Queue "q": 2 pending, 1 scheduled, 2 dead letters (one undecodable); queue "other": 1 pending."""
+    """Queue "q": 2 pending, 1 scheduled, 2 dead letters (one undecodable) in the list of an older
+    version; queue "other": 1 pending."""
     queue = Queue("q", conn)
     queue.enqueue_many([PyTask("tests.tasks:record", ["a"]), PyTask("tests.tasks:record", ["b"])])
     queue.enqueue(PyTask("tests.tasks:record", ["later"]), delay=3600)
     Queue("other", conn).enqueue(GoTask("main.F", 1))
-    conn.rpush("q_dead", record(reason="not_allowed", error="e", blob=PyTask("os:system", ["x"]).serialize(),
-                                queue="q", worker=None, func="os:system"),
-               record(reason="malformed", error="e", blob=b"\xc1junk", queue="q", worker=None))
+    conn.rpush("q_dead", old_record(reason="not_allowed", blob=PyTask("os:system", ["x"]).serialize(),
+                                    func="os:system"),
+               old_record(reason="malformed", blob=b"\xc1junk", func=None))
     return queue
+
+
+def old_record(reason, blob, func):
+    """A dead-letter record as versions before the stream pushed it onto <queue>_dead."""
+    letter = record(reason=reason, error="e", blob=blob, queue="q", worker=None, func=func)
+    return json.dumps({**json.loads(letter["record"]), "task": base64.b64encode(blob).decode()})
 
 
 def test_stats_as_a_table_and_as_json(conn, redis_server, busy):
@@ -61,22 +69,22 @@ def test_workers_lists_our_live_workers(conn, redis_server, busy):
 
 def test_dead_list_show_requeue_purge(conn, redis_server, busy):
     rows = json.loads(delayed(redis_server.url, "dead", "list", "--queue", "q", "--json"))
-    assert [(row["index"], row["reason"], row["func"]) for row in rows] == [(0, "not_allowed", "os:system"),
-                                                                          (1, "malformed", None)]
+    assert [(row["reason"], row["func"]) for row in rows] == [("not_allowed", "os:system"), ("malformed", None)]
     assert rows[0]["task"] == {"func": "os:system", "args": ["x"], "kwargs": {}, "retry": 0, "options": {}}
     assert rows[1]["task"] == {"undecodable": 5}
-    shown = delayed(redis_server.url, "dead", "show", "1", "--queue", "q")
-    assert "reason: malformed" in shown
-    assert delayed(redis_server.url, "dead", "show", "7", "--queue", "q", check=False)[0] == 1
+    shown = delayed(redis_server.url, "dead", "show", rows[1]["id"], "--queue", "q")
+    assert "reason: malformed" in shown and f"id: {rows[1]['id']}" in shown
+    assert delayed(redis_server.url, "dead", "show", "7-0", "--queue", "q", check=False)[0] == 1
 
-    assert delayed(redis_server.url, "dead", "requeue", "0", "--queue", "q").strip() == "requeued 1 tasks into q"
+    requeued = delayed(redis_server.url, "dead", "requeue", rows[0]["id"], "--queue", "q")
+    assert requeued.strip() == "requeued 1 tasks into q"
     assert conn.lrange("q", -1, -1) == [PyTask("os:system", ["x"]).serialize()] and conn.llen("q_noti") == 3
-    assert [parse(record)["reason"] for record in conn.lrange("q_dead", 0, -1)] == ["malformed"]
+    assert [row["reason"] for row in Queue("q", conn).dead_letters()] == ["malformed"]
 
     status, output = delayed(redis_server.url, "dead", "purge", "--queue", "q", check=False)
-    assert status == 2 and "--yes" in output and conn.llen("q_dead") == 1
+    assert status == 2 and "--yes" in output and Queue("q", conn).dead_count() == 1
     assert json.loads(delayed(redis_server.url, "dead", "purge", "--queue", "q", "--yes", "--json")) == {"purged": 1}
-    assert not conn.exists("q_dead")
+    assert not conn.exists("q_dead", "q_dead_letters")
 
 
 def test_scheduled_list(conn, redis_server, busy):

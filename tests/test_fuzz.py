@@ -46,7 +46,7 @@ def test_the_worker_settles_anything_without_raising(conn, blob):
     worker = Worker(Queue("fuzz", conn), ["tests.tasks"])
     settlement = worker.execute(blob)
     if isinstance(settlement, Bury):
-        entry = parse(settlement.record)
+        entry = parse(b"0-0", {field.encode(): value for field, value in settlement.letter.items()})
         assert entry["reason"] in REASONS and entry["task"] == blob and "\n" not in entry["error"]
     else:
         assert isinstance(settlement, Release)  # a random blob that names record() with fitting arguments ran
@@ -70,7 +70,7 @@ def test_a_queue_full_of_garbage_is_drained_into_dead_letters(conn, garbage):
     finally:
         worker.stop()
         thread.join(10)
-    dead = [parse(item)["task"] for item in conn.lrange("fuzz_dead", 0, -1)]
+    dead = [letter["task"] for letter in queue.dead_letters()]
     ran = len(results(conn)) - 1  # random blobs that happened to call record() with fitting arguments
     assert len(dead) + ran == len(garbage)
     assert all(blob in garbage for blob in dead)

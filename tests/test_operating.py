@@ -34,7 +34,8 @@ def test_queue_discovery_finds_ours_and_go_delayeds_and_ignores_other_programs_k
     conn.hset("batch_processing", "delayed-py-0123456789abcdef0123456789abcdef-3", b"x")
     conn.hset("upper_processing", "0123456789ABCDEF0123456789ABCDEF", b"x")
     Queue("later", conn).enqueue(PyTask("tests.tasks:record", ["b"]), delay=3600)
-    conn.rpush("buried_dead", record(reason="failed", error="e", blob=b"x", queue="buried", worker=None))
+    conn.xadd("buried_dead_letters", record(reason="failed", error="e", blob=b"x", queue="buried", worker=None))
+    conn.rpush("older_dead", json.dumps({"reason": "failed", "error": "e", "task": "eA=="}))  # as versions before
     conn.set("cache_dead", "a string")                 # other programs' keys, wrong type or content
     conn.hset("order_processing", "status", "paid")
     conn.rpush("log_dead", "not a record")
@@ -42,10 +43,10 @@ def test_queue_discovery_finds_ours_and_go_delayeds_and_ignores_other_programs_k
     conn.rpush("chat", "hello")
     conn.rpush("chat_noti", "x")
     conn.set("mail_noti", "1")
-    assert admin.queue_names(conn) == ["batch", "buried", "go", "later", "ours", "upper"]
+    assert admin.queue_names(conn) == ["batch", "buried", "go", "later", "older", "ours", "upper"]
     status, out, err = run("stats", "--json", url=redis_server.url)
     assert status == 0, err
-    assert [row["queue"] for row in json.loads(out)] == ["batch", "buried", "go", "later", "ours", "upper"]
+    assert [row["queue"] for row in json.loads(out)] == ["batch", "buried", "go", "later", "older", "ours", "upper"]
 
 
 def test_json_output_is_json_all_the_way_down(conn, redis_server):

@@ -8,7 +8,7 @@ import pytest
 import redis.asyncio
 
 from delayed import AsyncQueue, GoTask, PyTask, Queue, TaskTooLargeError, delayed
-from delayed.dead_letter import parse
+from delayed.dead_letter import record
 from delayed.keys import new_worker_id
 
 from . import tasks
@@ -84,8 +84,9 @@ def test_requeue_releases_and_enqueues_atomically(conn, queue):
 def test_bury_appends_the_record_and_releases(conn, queue):
     queue.enqueue(PyTask("m:f"))
     held = queue.claim()
-    assert queue.bury(held, b'{"reason": "x"}')
-    assert conn.lrange("q_dead", 0, -1) == [b'{"reason": "x"}']
+    assert queue.bury(held, {"record": b'{"reason": "x"}', "task": held})
+    [(_, fields)] = conn.xrange("q_dead_letters")
+    assert fields == {b"record": b'{"reason": "x"}', b"task": held}
     assert conn.hlen("q_processing") == 0
 
 
@@ -96,9 +97,9 @@ def test_retry_and_bury_are_fenced_once_a_sweeper_took_the_task(conn, queue):
     held = queue.claim()
     assert queue.requeue_lost() == 1
     assert not queue.requeue(held, PyTask("m:f").serialize())
-    assert not queue.bury(held, b"{}")
+    assert not queue.bury(held, record(reason="failed", error="e", blob=held, queue="q", worker=None))
     assert conn.lrange("q", 0, -1) == [held]
-    assert conn.llen("q_noti") == 1 and not conn.exists("q_dead")
+    assert conn.llen("q_noti") == 1 and not conn.exists("q_dead_letters")
 
 
 def test_keep_alive_key_is_the_bare_worker_id(conn, queue):
@@ -292,9 +293,9 @@ def test_a_task_that_keeps_killing_workers_is_quarantined(conn, queue, blob):
     die_holding(conn, blob)
     assert queue.requeue_lost(max_crashes=3) == 0      # the 4th crash: dead-lettered, not requeued
     assert conn.llen("q") == 3 and conn.hlen("q_processing") == 0
-    [entry] = [parse(item) for item in conn.lrange("q_dead", 0, -1)]
-    assert entry["reason"] == "crash_loop"
-    assert entry["task"] == blob                         # base64 written by the Lua script
+    [entry] = queue.dead_letters()
+    assert entry["reason"] == "crash_loop" and entry["worker"].startswith("delayed-py-")
+    assert entry["task"] == blob
     assert entry["func"] == ("m:f" if blob.startswith(b"\x92") else None)
     assert entry["queue"] == "q" and entry["error"].startswith("its worker died while holding it 4 times")
 
@@ -304,7 +305,7 @@ def test_crash_counting_can_be_turned_off_and_forgets_old_crashes(conn, queue):
     for _ in range(5):
         die_holding(conn, blob)
         queue.requeue_lost(max_crashes=0)
-    assert not conn.exists("q_dead", "q_crashes")
+    assert not conn.exists("q_dead_letters", "q_crashes")
     conn.hset("q_crashes", "old", "9:1000")  # last crash in 1970
     die_holding(conn, blob)
     queue.requeue_lost()
@@ -319,4 +320,4 @@ def test_deaths_of_go_delayed_workers_are_not_counted_as_crashes(conn, queue):
         conn.hset("q_processing", secrets.token_hex(16), blob)
         assert queue.requeue_lost(max_crashes=3) == 1
     assert conn.llen("q") == 5
-    assert not conn.exists("q_dead", "q_crashes")
+    assert not conn.exists("q_dead_letters", "q_crashes")

@@ -9,7 +9,6 @@ import pytest
 import redis.asyncio
 
 from delayed import AsyncQueue, GoTask, PyTask, Queue, Worker
-from delayed.dead_letter import parse
 from delayed.retry import exponential_with_jitter
 
 from .conftest import results, spawn, wait_for
@@ -110,24 +109,24 @@ def test_a_failed_attempt_waits_its_backoff_in_the_scheduled_set(conn, queue, ru
     wait_for(lambda: scheduled_attempts(conn) == [1], what="the first retry to be scheduled")
     assert conn.llen("q") == 0 and conn.hlen("q_processing") == 0
     wait_for(lambda: results(conn), what="the third attempt to succeed")
-    assert conn.get("calls") == b"3" and not conn.exists("q_dead", "q_scheduled")
+    assert conn.get("calls") == b"3" and not conn.exists("q_dead_letters", "q_scheduled")
 
 
 def test_retries_with_backoff_end_in_the_dead_letter_list(conn, queue, run_worker):
     queue.enqueue(PyTask("tests.tasks:always_fail", ["boom"], max_retries=2, backoff="tests.tasks:tenth_of_attempt"))
     run_worker()
-    wait_for(lambda: conn.llen("q_dead"), what="a dead letter")
+    wait_for(lambda: queue.dead_count(), what="a dead letter")
     assert conn.get("boom") == b"3"  # the first run and two retries
-    [entry] = [parse(item) for item in conn.lrange("q_dead", 0, -1)]
+    [entry] = queue.dead_letters()
     assert entry["reason"] == "failed" and PyTask.deserialize(entry["task"]).options["attempt"] == 2
 
 
 def test_skip_retry_dead_letters_at_once(conn, queue, run_worker):
     queue.enqueue(PyTask("tests.tasks:give_up", ["skip"], max_retries=5, retry=5))
     run_worker()
-    wait_for(lambda: conn.llen("q_dead"), what="a dead letter")
+    wait_for(lambda: queue.dead_count(), what="a dead letter")
     assert conn.get("skip") == b"1" and not conn.exists("q_scheduled")
-    assert parse(conn.lindex("q_dead", 0))["error"] == "SkipRetry: skip: not worth retrying"
+    assert queue.dead_letters()[0]["error"] == "SkipRetry: skip: not worth retrying"
 
 
 def test_the_default_backoff_is_exponential_with_jitter():

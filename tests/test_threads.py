@@ -7,7 +7,6 @@ import pytest
 from delayed import PyTask, Queue
 from delayed.batch import Lookahead
 from delayed.cli import worker_parser
-from delayed.dead_letter import parse
 
 from . import tasks
 from .conftest import results, wait_for
@@ -19,7 +18,7 @@ def queue(conn):
 
 
 def dead(conn):
-    return [parse(item) for item in conn.lrange("q_dead", 0, -1)]
+    return Queue("q", conn).dead_letters()
 
 
 def drained(conn):

@@ -1,9 +1,10 @@
 """Time limits: a finished call is never timed out, and a coroutine past its limit is cancelled."""
+import json
+
 import pytest
 
 from delayed import PyTask, Queue, Worker
 from delayed.holding import Bury, Release
-from delayed.dead_letter import parse
 
 from . import tasks
 from .conftest import results, wait_for
@@ -26,7 +27,7 @@ def test_an_alarm_that_lands_after_the_call_returned_does_not_time_it_out(conn, 
 def test_an_alarm_inside_the_call_still_times_it_out(conn, queue):
     worker = Worker(queue, ["tests.tasks"])
     settlement = worker.execute(PyTask(tasks.stubborn, ["stuck", 2], time_limit=0.1).serialize())
-    assert isinstance(settlement, Bury) and parse(settlement.record)["reason"] == "timed_out"
+    assert isinstance(settlement, Bury) and json.loads(settlement.letter["record"])["reason"] == "timed_out"
     assert results(conn) == []
 
 
@@ -36,7 +37,7 @@ def test_a_coroutine_past_its_time_limit_is_cancelled_not_left_running(conn, que
     run_worker()
     wait_for(lambda: results(conn), what="the next coroutine")
     assert results(conn) == [repr(("next", (), {}))]  # "late" never resumed during "next"
-    [entry] = [parse(item) for item in conn.lrange("q_dead", 0, -1)]
+    [entry] = queue.dead_letters()
     assert entry["reason"] == "timed_out" and entry["func"] == "tests.tasks:async_slow"
 
 

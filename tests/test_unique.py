@@ -63,7 +63,7 @@ def test_the_lock_holds_through_retries_and_goes_with_the_dead_letter(conn, queu
     wait_for(lambda: conn.get("u") == b"1", what="the first failure")
     with pytest.raises(DuplicateTaskError):  # waiting for its retry: still held
         queue.enqueue(PyTask("tests.tasks:always_fail", ["u"], max_retries=2, backoff=0.3), unique_for=60)
-    wait_for(lambda: conn.llen("q_dead"), what="the dead letter")
+    wait_for(lambda: queue.dead_count(), what="the dead letter")
     wait_for(lambda: not conn.keys("q_unique:*"), what="the lock released")
 
 

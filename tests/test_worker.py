@@ -7,7 +7,6 @@ import msgpack
 import pytest
 
 from delayed import GoTask, PyTask, Queue, Worker
-from delayed.dead_letter import parse
 from delayed.functions import FunctionRegistry
 
 from . import tasks
@@ -20,7 +19,7 @@ def queue(conn):
 
 
 def dead(conn):
-    return [parse(item) for item in conn.lrange("q_dead", 0, -1)]
+    return Queue("q", conn).dead_letters()
 
 
 def drained(conn):
@@ -231,7 +230,7 @@ def test_a_worker_presumed_dead_does_not_retry_a_task_a_sweeper_requeued(conn, q
     worker.stop()
     wait_for(lambda: "it no longer holds it" in caplog.text, what="the fenced retry")
     assert conn.lrange("q", 0, -1) == [task.serialize()]  # one copy, the sweeper's; no retry added
-    assert conn.hlen("q_processing") == 0 and not conn.exists("q_dead")
+    assert conn.hlen("q_processing") == 0 and not conn.exists("q_dead_letters")
 
 
 def test_two_workers_on_one_queue_hold_their_own_ids_and_leave_the_queues_alone(conn, queue, run_worker):

@@ -58,7 +58,7 @@ class Delayed(common.System):
         return None
 
     def failed(self):
-        return self.conn.llen(common.QUEUE + "_dead")
+        return self.conn.xlen(common.QUEUE + "_dead_letters")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,25 @@
--- Move a worker's task to the dead-letter list and release it, atomically.
+-- Move a worker's task to the dead letters and release it, atomically, trimming the letters to the
+-- queue's retention bound as it writes (approximately: whole stream nodes, so never more work than one node).
 -- Fenced as requeue.lua is: only if the worker's id still holds the blob it claimed.
--- KEYS[1] dead-letter list, KEYS[2] processing hash
--- ARGV[1] worker id, ARGV[2] the blob it claimed, ARGV[3] the dead-letter record
+-- KEYS[1] dead-letter stream, KEYS[2] processing hash
+-- ARGV[1] worker id, ARGV[2] the blob it claimed, ARGV[3] most letters kept (0: no bound),
+-- ARGV[4] ms a letter is kept (0: no bound), ARGV[5..] the letter: field, value, field, value, ...
 -- Returns 1, or 0 when fenced off.
 if redis.call('hget', KEYS[2], ARGV[1]) ~= ARGV[2] then
     return 0
 end
-redis.call('rpush', KEYS[1], ARGV[3])
+local max_letters, max_age = tonumber(ARGV[3]), tonumber(ARGV[4])
+local add = {'xadd', KEYS[1]}
+if max_letters > 0 then
+    for _, word in ipairs({'maxlen', '~', ARGV[3]}) do add[#add + 1] = word end
+end
+add[#add + 1] = '*'
+for i = 5, #ARGV do add[#add + 1] = ARGV[i] end
+redis.call(unpack(add))
+if max_age > 0 then
+    local clock = redis.call('time')
+    local oldest = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000) - max_age
+    redis.call('xtrim', KEYS[1], 'minid', '~', string.format('%d', oldest))
+end
 redis.call('hdel', KEYS[2], ARGV[1])
 return 1

@@ -1,15 +1,37 @@
--- Move dead letters back into the queue, atomically each: a record is removed from the
--- dead-letter list and its task pushed with a notification, or nothing happens (someone
--- else requeued or purged it first).
--- KEYS[1] dead-letter list, KEYS[2] queue list, KEYS[3] notification list
--- ARGV: record1, blob1, record2, blob2, ... (the exact record bytes, and the task it holds)
--- Returns how many were requeued.
-local count = 0
-for i = 1, #ARGV, 2 do
-    if redis.call('lrem', KEYS[1], 1, ARGV[i]) == 1 then
-        redis.call('rpush', KEYS[2], ARGV[i + 1])
-        redis.call('rpush', KEYS[3], '1')
-        count = count + 1
+-- Move dead letters, named by id, back into the queue, each task with its notification: all of them,
+-- or, if any id names no letter or a letter without a task, none.
+-- KEYS[1] dead-letter stream, KEYS[2] queue list, KEYS[3] notification list
+-- ARGV[1] the task field of a letter, ARGV[2..] letter ids
+-- Returns {count requeued}, or {0, id, problem, id, problem, ...} having changed nothing.
+local tasks, problems, seen = {}, {}, {}
+for i = 2, #ARGV do
+    local id = ARGV[i]
+    if not seen[id] then
+        seen[id] = true
+        local entry = redis.call('xrange', KEYS[1], id, id)[1]
+        local task = nil
+        if entry then
+            for j = 1, #entry[2], 2 do
+                if entry[2][j] == ARGV[1] then task = entry[2][j + 1] end
+            end
+        end
+        if not entry then
+            problems[#problems + 1] = id
+            problems[#problems + 1] = 'no such dead letter'
+        elseif not task then
+            problems[#problems + 1] = id
+            problems[#problems + 1] = 'no task to requeue'
+        else
+            tasks[#tasks + 1] = {id, task}
+        end
     end
 end
-return count
+if #problems > 0 then
+    return {0, unpack(problems)}
+end
+for _, pair in ipairs(tasks) do
+    redis.call('rpush', KEYS[2], pair[2])
+    redis.call('rpush', KEYS[3], '1')
+    redis.call('xdel', KEYS[1], pair[1])
+end
+return {#tasks}

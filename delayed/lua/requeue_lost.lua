@@ -1,112 +1,88 @@
 -- The sweeper's pass, with go-delayed's semantics: top the notification list
 -- up to the length of the queue, and move every task held by a worker whose
 -- keep-alive key is gone back to the tail of the queue with a notification.
--- Ours also quarantines crash loops: it counts, per blob digest, how often a
--- task's worker died holding it, and past the limit dead-letters the task.
--- Only our workers' deaths count (ids starting with ARGV[6]): a go-delayed worker
+-- Ours also finds crash loops: it counts, per blob digest, how often a task's
+-- worker died holding it, and past the limit leaves the task where it is, under
+-- the dead worker's id, and returns it: the caller dead-letters it with the fenced
+-- bury script (a caller that dies first leaves it for the next sweep, which counts
+-- one more crash and returns it again).
+-- Only our workers' deaths count (ids starting with ARGV[4]): a go-delayed worker
 -- never releases its last task, so every clean stop of one leaves a task behind
 -- under a dead id, and that is not a crash.
 -- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] processing hash,
--- KEYS[4] dead-letter list, KEYS[5] crash counts hash (digest -> "count:last seen"),
--- KEYS[6] our workers sorted set (entries whose keep-alive lapsed are dropped here),
--- KEYS[7] the unnotified marker ("<sha1 of the queue's head>:<unix ms first seen>")
+-- KEYS[4] crash counts hash (digest -> "count:last seen"),
+-- KEYS[5] our workers sorted set (entries whose keep-alive lapsed are dropped here),
+-- KEYS[6] the unnotified marker ("<sha1 of the queue's head>:<unix ms first seen>")
 -- ARGV[1] most crashes a task may cause (0: count nothing, quarantine nothing),
--- ARGV[2] now (unix seconds), ARGV[3] now (ISO 8601, for records), ARGV[4] queue name,
--- ARGV[5] seconds a crash count is kept after its last crash, ARGV[6] our worker ids' prefix,
--- ARGV[7] ms the head of a queue short of notifications must stand still before they are topped up
--- Returns the number of notifications pushed (go-delayed's return value).
+-- ARGV[2] now (unix seconds), ARGV[3] seconds a crash count is kept after its last crash,
+-- ARGV[4] our worker ids' prefix,
+-- ARGV[5] ms the head of a queue short of notifications must stand still before they are topped up
+-- Returns {the number of notifications pushed (go-delayed's return value),
+-- then per crash loop left in place: worker id, blob, crash count}.
 local max_crashes = tonumber(ARGV[1])
 local now = tonumber(ARGV[2])
-local our_prefix = ARGV[6]
-
-local alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
-local function base64(data)
-    local out = {}
-    for i = 1, #data, 3 do
-        local a, b, c = string.byte(data, i, i + 2)
-        local n = a * 65536 + (b or 0) * 256 + (c or 0)
-        local quad = {}
-        for j = 1, 4 do
-            local index = math.floor(n / 64 ^ (4 - j)) % 64
-            quad[j] = string.sub(alphabet, index + 1, index + 1)
-        end
-        if not b then quad[3] = '=' end
-        if not c then quad[4] = '=' end
-        out[#out + 1] = table.concat(quad)
-    end
-    return table.concat(out)
-end
+local our_prefix = ARGV[4]
 
 local function crashes(task)
     local digest = redis.sha1hex(task)
-    local entry = redis.call('hget', KEYS[5], digest)
+    local entry = redis.call('hget', KEYS[4], digest)
     local count = (entry and tonumber(string.match(entry, '^(%d+)')) or 0) + 1
-    redis.call('hset', KEYS[5], digest, count .. ':' .. now)
+    redis.call('hset', KEYS[4], digest, count .. ':' .. now)
     return count
 end
 
-local function bury(task, worker_id, count)
-    local ok, fields = pcall(cmsgpack.unpack, task)
-    local func = cjson.null
-    if ok and type(fields) == 'table' and type(fields[1]) == 'string' then
-        func = fields[1]
-    end
-    redis.call('rpush', KEYS[4], cjson.encode({
-        reason = 'crash_loop',
-        error = 'its worker died while holding it ' .. count .. ' times (the limit is ' .. max_crashes .. ')',
-        func = func, queue = ARGV[4], worker = worker_id, failed_at = ARGV[3], task = base64(task),
-    }))
-end
-
 -- Unlike go-delayed, top up missing notifications only once the queue's head has stood still
--- for ARGV[7] ms: a worker between its BLPOP and its dequeue also leaves a task without a
+-- for ARGV[5] ms: a worker between its BLPOP and its dequeue also leaves a task without a
 -- notification, for a round trip, and a notification pushed for that task would wake a
 -- worker with no task behind it (go-delayed's dequeue then errors and backs off 1 s, 2 s, ...).
 local function missing_notifications()
     local deficit = redis.call('llen', KEYS[1]) - redis.call('llen', KEYS[2])
     if deficit <= 0 then
-        redis.call('del', KEYS[7])
+        redis.call('del', KEYS[6])
         return 0
     end
     local clock = redis.call('time')
     local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
     local head = redis.sha1hex(redis.call('lindex', KEYS[1], 0))
-    local seen, since = string.match(redis.call('get', KEYS[7]) or '', '^(%x+):(%d+)$')
+    local seen, since = string.match(redis.call('get', KEYS[6]) or '', '^(%x+):(%d+)$')
     if seen ~= head then
         since = now_ms
-        redis.call('set', KEYS[7], head .. ':' .. now_ms)
+        redis.call('set', KEYS[6], head .. ':' .. now_ms)
     end
-    if now_ms - tonumber(since) < tonumber(ARGV[7]) then
+    if now_ms - tonumber(since) < tonumber(ARGV[5]) then
         return 0
     end
-    redis.call('del', KEYS[7])
+    redis.call('del', KEYS[6])
     return deficit
 end
 
 local count = missing_notifications()
+local crash_loops = {}
 local processing = redis.call('hgetall', KEYS[3])
 for i = 1, #processing, 2 do
     local worker_id, task = processing[i], processing[i + 1]
     if not redis.call('get', worker_id) then
-        redis.call('hdel', KEYS[3], worker_id)
         local ours = string.sub(worker_id, 1, #our_prefix) == our_prefix
         local crashed = (max_crashes > 0 and ours) and crashes(task) or 0
         if crashed > max_crashes then
-            bury(task, worker_id, crashed)
+            crash_loops[#crash_loops + 1] = worker_id
+            crash_loops[#crash_loops + 1] = task
+            crash_loops[#crash_loops + 1] = crashed
         else
+            redis.call('hdel', KEYS[3], worker_id)
             count = count + 1
             redis.call('rpush', KEYS[1], task)
         end
     end
 end
 
-redis.call('zremrangebyscore', KEYS[6], '-inf', now)
+redis.call('zremrangebyscore', KEYS[5], '-inf', now)
 
 if max_crashes > 0 then
-    local counts = redis.call('hgetall', KEYS[5])
+    local counts = redis.call('hgetall', KEYS[4])
     for i = 1, #counts, 2 do
-        if now - tonumber(string.match(counts[i + 1], ':(%d+)$')) > tonumber(ARGV[5]) then
-            redis.call('hdel', KEYS[5], counts[i])
+        if now - tonumber(string.match(counts[i + 1], ':(%d+)$')) > tonumber(ARGV[3]) then
+            redis.call('hdel', KEYS[4], counts[i])
         end
     end
 end
@@ -121,4 +97,5 @@ while left > 0 do
     redis.call('lpush', KEYS[2], unpack(chunk))
     left = left - #chunk
 end
-return count
+table.insert(crash_loops, 1, count)
+return crash_loops

@@ -6,6 +6,7 @@ from typing import Sequence
 
 import redis
 
+from .. import dead_letter
 from ..connection import Backoff
 from ..forwarder import FORWARD_INTERVAL, forward
 from ..queue import DEFAULT_MAX_CRASHES, Queue
@@ -32,10 +33,16 @@ class Sweeper:
         """One pass over every queue; returns the notifications pushed (requeued tasks included)."""
         total = 0
         for queue in self.queues:
-            count = queue.requeue_lost(self.max_crashes)
-            if count > 0:
-                logger.info("queue %r: requeued lost tasks, pushed %d notifications", queue.name, count)
-            total += count
+            swept = queue.sweep(self.max_crashes)
+            for loop in swept.crash_loops:
+                if loop.buried:
+                    logger.warning("queue %r: dead-lettered a crash loop in %s: function %s, its workers died "
+                                   "holding it %d times (--max-crashes %d)", queue.name, queue.keys.dead_letters,
+                                   dead_letter.func_of(loop.blob) or "<undecodable>", loop.crashes,
+                                   self.max_crashes)
+            if swept.notified > 0:
+                logger.info("queue %r: requeued lost tasks, pushed %d notifications", queue.name, swept.notified)
+            total += swept.notified
         return total
 
     def run(self, handle_signals: bool = True) -> int:

@@ -342,7 +342,7 @@ class Worker:
         settlement = RELEASE if outcome is None else self._failed(task, outcome)
         if "unique_key" in task.options and isinstance(settlement, (Release, Bury)):
             lock = (task.options["unique_key"], task.options.get("unique_token", ""))
-            settlement = Release(lock) if isinstance(settlement, Release) else Bury(settlement.record, lock)
+            settlement = Release(lock) if isinstance(settlement, Release) else Bury(settlement.letter, lock)
         return settlement
 
     def _alarm(self, limit: Optional[float]) -> Optional[float]:
@@ -376,7 +376,8 @@ class Worker:
         elif task.retry:
             logger.error("task %s failed; retrying (%s left)", task.func_path, task.retry - 1, exc_info=exc)
             return Requeue(task.with_retry(task.retry - 1).serialize())
-        logger.error("task %s failed; dead-lettered in %s", task.func_path, self.queue.keys.dead, exc_info=exc)
+        logger.error("task %s failed; dead-lettered in %s", task.func_path, self.queue.keys.dead_letters,
+                     exc_info=exc)
         reason = "timed_out" if isinstance(exc, TimeLimitExceeded) else "failed"
         trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         return self._bury(task.serialize(), reason, error, task.func_path, trace)
@@ -384,10 +385,9 @@ class Worker:
     def _bury(self, blob: bytes, reason: str, error: str, func: Optional[str] = None,
               trace: Optional[str] = None) -> Bury:
         if reason not in ("failed", "timed_out"):
-            logger.error("dead-lettered a task in %s (%s): %s", self.queue.keys.dead, reason, error)
-        record = dead_letter.record(reason=reason, error=error, blob=blob, queue=self.queue.name,
-                                    worker=self.id, func=func, traceback=trace)
-        return Bury(record)
+            logger.error("dead-lettered a task in %s (%s): %s", self.queue.keys.dead_letters, reason, error)
+        return Bury(dead_letter.record(reason=reason, error=error, blob=blob, queue=self.queue.name,
+                                       worker=self.id, func=func, traceback=trace))
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:

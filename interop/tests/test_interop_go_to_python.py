@@ -1,9 +1,10 @@
 """Go -> Python: PyTasks written by go-delayed's own NewPyTask + Queue.Enqueue (interop/bin/goproducer),
 run by our `python -m delayed.worker` with tests.tasks allowed."""
 import ast
-import json
 
 import pytest
+
+from delayed.queue import Queue
 
 from conftest import py_results, wait_for
 
@@ -30,7 +31,7 @@ def test_go_pytask_runs_in_our_worker_with_its_arguments(procs, conn, flags, exp
     wait_for(lambda: py_results(conn), what="the task to run")
     # compared as values: a Go map's keys come in random order
     assert [ast.literal_eval(r) for r in py_results(conn)] == [ast.literal_eval(expected)]
-    assert conn.llen("q_dead") == 0
+    assert conn.xlen("q_dead_letters") == 0
 
 
 def test_go_pytask_with_struct_kwargs_is_dead_lettered_and_the_worker_goes_on(procs, conn):
@@ -41,7 +42,7 @@ def test_go_pytask_with_struct_kwargs_is_dead_lettered_and_the_worker_goes_on(pr
     procs.go_producer("-kind", "py", "-func", "tests.tasks:record", "-args", '["after"]')
     wait_for(lambda: py_results(conn), what="the task after the struct one to run")
     assert py_results(conn) == ["('after', (), {})"]
-    [record] = [json.loads(r) for r in conn.lrange("q_dead", 0, -1)]
+    [record] = Queue("q", conn).dead_letters()
     assert (record["reason"], record["func"]) == ("malformed", "tests.tasks:record")
     assert "array" in record["error"] and "struct" in record["error"], record["error"]
     assert worker.alive()
@@ -55,6 +56,6 @@ def test_go_delayed_gotask_with_a_nil_argument_is_read_as_a_gotask(procs, conn):
     procs.go_producer("-func", "main.Int", "-args", "null")
     procs.go_producer("-kind", "py", "-func", "tests.tasks:record", "-args", '["after"]')
     wait_for(lambda: py_results(conn), what="the task after the GoTask to run")
-    [record] = [json.loads(r) for r in conn.lrange("q_dead", 0, -1)]
+    [record] = Queue("q", conn).dead_letters()
     assert (record["reason"], record["func"]) == ("go_task", "main.Int"), record
     assert worker.alive()

@@ -139,4 +139,4 @@ def test_values_go_delayed_refuses_are_logged_and_dropped(procs, conn, func, val
     records, worker = run_on_go(procs, conn, GoTask("main." + func, value))
     assert records == []
     assert f"Failed to unmarshal payload: msgpack : {error}" in worker.err()
-    assert conn.llen("q") == 0 and conn.llen("q_dead") == 0
+    assert conn.llen("q") == 0 and conn.xlen("q_dead_letters") == 0

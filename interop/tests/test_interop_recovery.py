@@ -1,7 +1,6 @@
 """Recovery across runtimes: one runtime's sweeper requeues what the other's dead workers held,
 delayed GoTasks reach Go workers through our sweeper, and our crash-loop quarantine leaves
 go-delayed's normal behaviour alone."""
-import json
 import time
 
 from delayed.queue import Queue
@@ -24,7 +23,7 @@ def test_go_worker_killed_mid_task_is_requeued_by_our_sweeper(procs, conn):
     assert executions(conn) == {"slow-1": 1}
     [record] = go_results(conn)
     assert record["pid"] == str(second.pid)
-    assert conn.llen("q_dead") == 0
+    assert conn.xlen("q_dead_letters") == 0
 
 
 def test_our_worker_killed_holding_a_batch_is_recovered_by_go_delayed(procs, conn):
@@ -51,7 +50,7 @@ def test_our_worker_killed_holding_a_batch_is_recovered_by_go_delayed(procs, con
     assert doubled <= held_ids
     assert set(ran.values()) <= {1, 2}
     assert py_results(conn) == ["('slow', (), {})"]
-    assert conn.llen("q_dead") == 0
+    assert conn.xlen("q_dead_letters") == 0
 
 
 def test_delayed_gotask_is_moved_by_our_sweeper_and_run_by_go_not_early(procs, conn):
@@ -81,8 +80,8 @@ def test_clean_stops_of_go_workers_do_not_dead_letter_a_healthy_gotask(procs, co
         wait_for(lambda: len(go_results(conn)) == stop, what=f"run {stop}")
         worker.signal(SIGHUP)
         assert worker.wait() == 0
-        wait_for(lambda: conn.llen("q") == 1 or conn.llen("q_dead") == 1, what="the sweeper to move the task")
-    assert [json.loads(r)["reason"] for r in conn.lrange("q_dead", 0, -1)] == []
+        wait_for(lambda: conn.llen("q") == 1 or Queue("q", conn).dead_count() == 1, what="the sweeper to move the task")
+    assert Queue("q", conn).dead_letters() == []
     assert conn.llen("q") == 1
     assert conn.hlen("q_crashes") == 0
 
@@ -95,6 +94,6 @@ def test_our_workers_crashes_are_still_counted(procs, conn):
     for _ in range(2):
         worker = procs.py_worker("q", "--batch", "1", alive=False)
         assert worker.wait(15) == -SIGKILL
-    wait_for(lambda: conn.llen("q_dead"), timeout=10, what="the crash loop to be dead-lettered")
-    [record] = [json.loads(r) for r in conn.lrange("q_dead", 0, -1)]
+    wait_for(lambda: Queue("q", conn).dead_count(), timeout=10, what="the crash loop to be dead-lettered")
+    [record] = Queue("q", conn).dead_letters()
     assert record["reason"] == "crash_loop"

@@ -24,7 +24,7 @@ def check(conn, held_at_kills: int, kills: int) -> None:
     assert kills >= 5, f"only {kills} kills: the soak shows little"
     assert lost == [], f"{len(lost)} tasks lost, e.g. {lost[:5]}"
     assert duplicates <= held_at_kills, f"{duplicates} duplicates, but the killed workers held {held_at_kills}"
-    assert len(ran) == TASKS and conn.llen("q_dead") == 0
+    assert len(ran) == TASKS and conn.xlen("q_dead_letters") == 0
 
 
 def produce_in_chunks(enqueue_chunk, chunks: int = CHUNKS) -> threading.Thread:

@@ -73,7 +73,7 @@ def test_readme_python_block_runs_on_a_go_delayed_worker(procs, conn, redis_serv
     wait_for(lambda: len(go_results(conn)) > len(PROMISED), timeout=5, what="the delayed task", interval=0.01)
     assert time.time() - enqueued >= 2
     assert received(go_results(conn)) == PROMISED + [LATER], worker.err()
-    assert conn.llen("go_dead") == 0
+    assert conn.xlen("go_dead_letters") == 0
 
 
 TASKS_PY = '''"""The `tasks` module README's Go block enqueues for: each call records repr((name, its arguments))."""
@@ -123,9 +123,9 @@ def test_readme_go_block_enqueues_pytasks_our_worker_runs(procs, conn, redis_ser
     assert not (ROOT / "tasks.py").exists() and not (ROOT / "tasks").exists()  # cwd is ROOT: it must not shadow ours
     worker = procs.start("pyworker", [sys.executable, "-m", "delayed.worker", "--redis-url", redis_server.url,
                                       "--queue", "py", "--keep-alive-timeout", "1", "tasks"], env=env)
-    wait_for(lambda: conn.llen("readme_calls") + conn.llen("py_dead") >= 2 or not worker.alive(),
+    wait_for(lambda: conn.llen("readme_calls") + Queue("py", conn).dead_count() >= 2 or not worker.alive(),
              what="both PyTasks to run or be dead-lettered")
     calls = [item.decode() for item in conn.lrange("readme_calls", 0, -1)]
-    dead = conn.lrange("py_dead", 0, -1)
+    dead = Queue("py", conn).dead_letters()
     assert calls == ["('add', {'a': 1, 'b': 2})", "('greet', {'name': 'Go'})"], (dead, worker.err())
     assert dead == []

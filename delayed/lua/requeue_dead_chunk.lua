@@ -1,0 +1,33 @@
+-- Move the next dead letters after a cursor back into the queue, each task with its notification,
+-- until a bound on letters or on bytes is reached: one chunk of `dead requeue --all`, so that no call
+-- keeps Redis busy for long. Letters without a task stay where they are.
+-- KEYS[1] dead-letter stream, KEYS[2] queue list, KEYS[3] notification list
+-- ARGV[1] the task field of a letter, ARGV[2] the id after which to start ('-': the first letter),
+-- ARGV[3] most letters to move, ARGV[4] most task bytes to move (at least one letter moves)
+-- Returns {moved, skipped, the last id looked at ('' when there were none)}.
+local max_letters, max_bytes = tonumber(ARGV[3]), tonumber(ARGV[4])
+local moved, skipped, bytes, last = 0, 0, 0, ''
+local start = ARGV[2] == '-' and '-' or '(' .. ARGV[2]
+while moved + skipped < max_letters and bytes < max_bytes do
+    local entries = redis.call('xrange', KEYS[1], start, '+', 'count', 8)
+    if #entries == 0 then break end
+    for _, entry in ipairs(entries) do
+        if moved + skipped >= max_letters or bytes >= max_bytes then break end
+        local task = nil
+        for j = 1, #entry[2], 2 do
+            if entry[2][j] == ARGV[1] then task = entry[2][j + 1] end
+        end
+        last = entry[1]
+        if task then
+            redis.call('rpush', KEYS[2], task)
+            redis.call('rpush', KEYS[3], '1')
+            redis.call('xdel', KEYS[1], last)
+            moved = moved + 1
+            bytes = bytes + #task
+        else
+            skipped = skipped + 1
+        end
+    end
+    start = '(' .. last
+end
+return {moved, skipped, last}

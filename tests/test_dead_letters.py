@@ -1,0 +1,229 @@
+"""Dead letters: stable ids, errors for missing ids, retention, chunked requeue, old lists, the sweeper's log."""
+import base64
+import json
+import logging
+import os
+import pty
+import resource
+import subprocess
+import sys
+import time
+
+import pytest
+
+from delayed import PyTask, Queue
+from delayed.cli import sweeper_parser
+from delayed.dead_letter import record as legacy_record_fields
+from delayed.keys import new_worker_id
+from delayed.sweeper import Sweeper
+
+from .conftest import ROOT, spawn, wait_for
+
+
+def delayed(url, *args, **popen):
+    """Run `python -m delayed ARGS --redis-url URL`: (exit status, stdout, stderr)."""
+    process = subprocess.run([sys.executable, "-m", "delayed", *args, "--redis-url", url], cwd=ROOT,
+                             capture_output=True, text=True, timeout=120, **popen)
+    return process.returncode, process.stdout, process.stderr
+
+
+def legacy(blob, reason="failed"):
+    """A record as versions before streams pushed it onto the <queue>_dead list: JSON, task in base64."""
+    return json.dumps({"reason": reason, "error": "boom", "func": "m:f", "queue": "q", "worker": None,
+                       "failed_at": "2026-01-01T00:00:00.000+00:00",
+                       "task": base64.b64encode(blob).decode()}).encode()
+
+
+@pytest.fixture
+def queue(conn):
+    q = Queue("q", conn, dequeue_timeout=0.1, keep_alive_timeout=5)
+    q.worker_id = new_worker_id()
+    return q
+
+
+def bury(queue, task, reason="failed"):
+    """Claim the next task and dead-letter it, as a worker does."""
+    queue.enqueue(task)
+    held = queue.claim()
+    assert queue.bury(held, legacy_record_fields(reason=reason, error="e", blob=held, queue="q",
+                                                 worker=queue.worker_id, func=task.func_path))
+
+
+def listed(url, *args):
+    status, out, err = delayed(url, "dead", "list", "--queue", "q", "--json", *args)
+    assert status == 0, err
+    return json.loads(out)
+
+
+def test_ids_are_stable_across_requeues_and_a_requeued_task_is_notified(conn, redis_server, queue):
+    for n in range(3):
+        bury(queue, PyTask("m:f", [n]))
+    ids = [row["id"] for row in listed(redis_server.url)]
+    assert len(set(ids)) == 3
+    status, out, err = delayed(redis_server.url, "dead", "requeue", ids[0], "--queue", "q")
+    assert status == 0 and out.strip() == "requeued 1 tasks into q", err
+    assert conn.lrange("q", 0, -1) == [PyTask("m:f", [0]).serialize()] and conn.llen("q_noti") == 1
+    status, out, _ = delayed(redis_server.url, "dead", "show", ids[2], "--queue", "q", "--json")
+    assert status == 0 and json.loads(out)["id"] == ids[2] and json.loads(out)["task"]["args"] == [2]
+    assert [row["id"] for row in listed(redis_server.url)] == ids[1:]
+    status, out, _ = delayed(redis_server.url, "dead", "delete", ids[1], "--queue", "q")
+    assert status == 0 and [row["id"] for row in listed(redis_server.url)] == ids[2:]
+
+
+def test_a_missing_id_is_an_error_naming_it_and_nothing_changes(conn, redis_server, queue):
+    bury(queue, PyTask("m:f"))
+    [row] = listed(redis_server.url)
+    for action in ("requeue", "delete", "show"):
+        status, out, err = delayed(redis_server.url, "dead", action, row["id"], "99-0", "--queue", "q") \
+            if action != "show" else delayed(redis_server.url, "dead", action, "99-0", "--queue", "q")
+        assert status == 1 and "99-0" in err and row["id"] not in err, (action, out, err)
+        assert conn.llen("q") == 0 and [r["id"] for r in listed(redis_server.url)] == [row["id"]]
+    status, _, err = delayed(redis_server.url, "dead", "requeue", "99", "--queue", "q")
+    assert status == 1 and "99" in err and conn.llen("q") == 0
+
+
+def test_dead_list_shows_entries_that_are_not_json_or_hold_no_task(conn, redis_server, queue):
+    conn.rpush("q_dead", b"\xff not json", legacy(b"\xc1junk", "malformed"), b'{"reason": "failed"}', b"[1, 2]")
+    bury(queue, PyTask("m:f"))
+    rows = listed(redis_server.url)
+    assert len(rows) == 5 and len({row["id"] for row in rows}) == 5
+    assert rows[0]["func"] == "m:f"
+    assert rows[1]["reason"] == "undecodable" and rows[1]["task"] is None and rows[1]["error"].startswith("not a JSON")
+    assert rows[2]["reason"] == "malformed" and rows[2]["task"] == {"undecodable": 5}
+    assert rows[3]["reason"] == "failed" and rows[3]["task"] is None
+    assert rows[4]["reason"] == "undecodable"
+    status, out, err = delayed(redis_server.url, "dead", "list", "--queue", "q")
+    assert status == 0 and out.count("\n") == 6, err
+    status, _, err = delayed(redis_server.url, "dead", "requeue", rows[1]["id"], "--queue", "q")
+    assert status == 1 and rows[1]["id"] in err and "no task" in err and conn.llen("q") == 0
+
+
+def test_old_lists_are_migrated_on_first_touch_and_lose_nothing(conn, redis_server, queue):
+    blobs = [PyTask("m:f", [n]).serialize() for n in range(3)]
+    conn.rpush("q_dead", *[legacy(blob) for blob in blobs])
+    bury(queue, PyTask("m:new"))                                # a new letter while the old list is there
+    conn.rpush("q_dead", legacy(PyTask("m:late").serialize()))  # an old worker, still running, buries one
+    # the old list's letters come after the ones written since: they get their ids as they move
+    assert [row["func"] for row in queue.dead_letters()] == ["m:new", "m:f", "m:f", "m:f", "m:f"]
+    assert not conn.exists("q_dead")
+    assert queue.dead_count() == 5
+    status, out, err = delayed(redis_server.url, "dead", "requeue", "--all", "--queue", "q")
+    assert status == 0 and out.strip() == "requeued 5 tasks into q", err
+    assert sorted(conn.lrange("q", 0, -1)) == sorted(blobs + [PyTask("m:late").serialize(),
+                                                              PyTask("m:new").serialize()])
+    assert conn.llen("q_noti") == 5 and queue.dead_count() == 0
+
+
+def test_purge_counts_and_deletes_old_and_new_letters(conn, redis_server, queue):
+    conn.rpush("q_dead", legacy(b"x"))
+    bury(queue, PyTask("m:f"))
+    status, _, err = delayed(redis_server.url, "dead", "purge", "--queue", "q")
+    assert status == 2 and "--yes" in err and queue.dead_count() == 2
+    status, out, _ = delayed(redis_server.url, "dead", "purge", "--queue", "q", "--yes", "--json")
+    assert status == 0 and json.loads(out) == {"purged": 2} and queue.dead_count() == 0
+
+
+def test_retention_bounds_the_letters_by_count_and_by_age(conn):
+    counted = Queue("q", conn, dead_max=100, dead_max_age=0)
+    counted.worker_id = new_worker_id()
+    for n in range(400):
+        bury(counted, PyTask("m:f", [n]))
+    assert 100 <= counted.dead_count() < 150  # trimmed as written, by whole stream nodes
+    assert counted.dead_letters(count=1)[0]["task"] != PyTask("m:f", [0]).serialize()
+
+    conn.flushall()
+    aged = Queue("q", conn, dead_max=0, dead_max_age=1)
+    aged.worker_id = new_worker_id()
+    for n in range(300):
+        bury(aged, PyTask("m:f", [n]))
+    time.sleep(1.1)
+    bury(aged, PyTask("m:f", ["fresh"]))
+    assert aged.dead_count() < 100
+
+
+def test_the_sweeper_logs_each_crash_loop_it_dead_letters(conn, queue, caplog):
+    caplog.set_level(logging.WARNING, logger="delayed.sweeper")
+    for _ in range(3):
+        for blob in (PyTask("m:poison").serialize(), b"\xc1"):
+            conn.hset("q_processing", new_worker_id(), blob)
+        Sweeper([queue], max_crashes=2).sweep()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2, warnings
+    assert all("queue 'q'" in line and "died holding it 3 times" in line for line in warnings)
+    assert "function m:poison" in warnings[0] or "function m:poison" in warnings[1]
+    assert sorted((letter["func"] or "", letter["task"]) for letter in queue.dead_letters()) == [
+        ("", b"\xc1"), ("m:poison", PyTask("m:poison").serialize())]
+    assert conn.hlen("q_processing") == 0 and conn.llen("q") == 4
+
+
+def test_show_and_requeue_of_one_letter_do_not_download_the_list(conn, redis_server, queue):
+    letter = legacy_record_fields(reason="failed", error="e", blob=b"x" * 20_000, queue="q", worker=None)
+    for _ in range(300):
+        queue.enqueue(PyTask("m:f", ["x" * 20_000]))
+        assert queue.bury(queue.claim(), letter)
+    [first] = queue.dead_letters(count=1)
+
+    def sent(*args):
+        before = int(conn.info("stats")["total_net_output_bytes"])
+        status, _, err = delayed(redis_server.url, "dead", *args, first["id"], "--queue", "q")
+        assert status == 0, err
+        return int(conn.info("stats")["total_net_output_bytes"]) - before
+
+    assert sent("show") < 200_000 and sent("requeue") < 200_000  # the list holds 6 MB
+
+
+def test_requeue_all_of_50000_letters_is_chunked_and_light_on_the_client(conn, redis_server):
+    """50,000 letters of 5 kB (250 MB) in an old list: migrated and requeued without any command
+    that keeps Redis busy for more than 20 ms, and without the client holding the list."""
+    padding = "x" * 5000
+    with conn.pipeline(transaction=False) as pipe:
+        for n in range(50_000):
+            pipe.rpush("q_dead", legacy(PyTask("m:f", [n, padding]).serialize()))
+            if n % 1000 == 999:
+                pipe.execute()
+    conn.config_set("slowlog-max-len", 100_000)
+    conn.config_set("slowlog-log-slower-than", 0)  # every command, with the time Redis spent on it
+    conn.slowlog_reset()
+    started = time.monotonic()
+    status, out, err = delayed(redis_server.url, "dead", "requeue", "--all", "--queue", "q")
+    elapsed = time.monotonic() - started
+    durations = [entry["duration"] for entry in conn.slowlog_get(100_000)]
+    conn.config_set("slowlog-log-slower-than", 10_000)
+    conn.config_set("slowlog-max-len", 128)
+    assert status == 0 and out.strip() == "requeued 50000 tasks into q", err
+    assert err == ""  # no progress bar: stderr is not a terminal
+    assert conn.llen("q") == 50_000 and conn.llen("q_noti") == 50_000 and not conn.exists("q_dead")
+    assert max(durations) < 20_000, max(durations)  # microseconds
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    assert peak_kb < 200_000, peak_kb
+    print(f"\nrequeue --all of 50,000 letters: {elapsed:.1f} s, {len(durations)} commands, slowest "
+          f"{sorted(durations)[-3:]} us, Redis busy {sum(durations) / 1e6:.2f} s in all, client peak {peak_kb} kB")
+
+
+def test_requeue_all_shows_progress_on_a_terminal(conn, redis_server, queue):
+    for n in range(5):
+        bury(queue, PyTask("m:f", [n]))
+    master, terminal = pty.openpty()
+    try:
+        process = subprocess.run([sys.executable, "-m", "delayed", "dead", "requeue", "--all", "--queue", "q",
+                                  "--redis-url", redis_server.url], cwd=ROOT, stdout=subprocess.PIPE,
+                                 stderr=terminal, text=True, timeout=60)
+        shown = os.read(master, 65536).decode()
+    finally:
+        os.close(master)
+        os.close(terminal)
+    assert process.returncode == 0 and "5/5" in shown, shown
+
+
+def test_the_worker_and_sweeper_command_lines_take_the_retention_bound(conn, redis_server):
+    conn.rpush("q", *[b"\xc1 not a task %d" % n for n in range(400)])
+    conn.rpush("q_noti", *[b"1"] * 400)
+    worker = spawn("delayed.worker", "--queue", "q", "--dead-max", "100", "--dead-max-age", "3600", "tests.tasks",
+                   redis_url=redis_server.url)
+    try:
+        wait_for(lambda: conn.llen("q") == 0 and conn.hlen("q_processing") == 0, timeout=30, what="the queue drained")
+    finally:
+        worker.terminate()
+        assert worker.wait(10) == 0
+    assert 100 <= Queue("q", conn).dead_count() < 150
+    assert sweeper_parser().parse_args(["--dead-max", "7", "--dead-max-age", "60"]).dead_max == 7
