@@ -164,7 +164,7 @@ def test_one_endpoint_counts_every_process_of_a_supervisor_even_one_that_died(
     monkeypatch.setenv("TMPDIR", str(tmp_path))  # where the supervisor makes its multiprocess directory
     port = free_port()
     worker = spawn("delayed.worker", "--concurrency", "2", "--metrics-port", str(port), "--keep-alive-timeout", "1",
-                   "tests.tasks", redis_url=redis_server.url)
+                   "tests.imports_prometheus", "tests.tasks", redis_url=redis_server.url)
     try:
         server = prometheus(f"127.0.0.1:{port}")
         assert settled(lambda: server.query("up"), {(): 1.0}) == {(): 1.0}
