@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -20,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from delayed import PyTask, Queue, Worker
 from delayed.cli import worker_main
-from delayed.metrics.queues import QueueCollector
+from delayed.metrics.queues import STATES, QueueCollector
 from delayed.metrics.tasks import BUCKETS, TaskMetrics, serve
 from delayed.testing import RedisServer, free_port
 
@@ -145,14 +146,15 @@ def wait_for_the_mix(conn: redis.Redis, ok: int) -> None:
 
 
 def prometheus_counts(server: Prometheus) -> Dict[Tuple[str, str], float]:
+    """delayed_tasks_total by (function, outcome), as Prometheus has it (it drops the empty function label)."""
     rows = server.query('sum by (function, outcome) (delayed_tasks_total{queue="default"})')
-    return {(dict(k.split("=", 1) for k in key).get("function", ""), dict(k.split("=", 1) for k in key)["outcome"]):
-            value for key, value in rows.items()}
+    labels = {key: dict(label.split("=", 1) for label in key) for key in rows}
+    return {(labels[key].get("function", ""), labels[key]["outcome"]): value for key, value in rows.items()}
 
 
 def prometheus_runs(server: Prometheus) -> Dict[str, float]:
     rows = server.query('sum by (function) (delayed_task_duration_seconds_count{queue="default"})')
-    return {dict(k.split("=", 1) for k in key)["function"]: value for key, value in rows.items()}
+    return {key[0].split("=", 1)[1]: value for key, value in rows.items()}
 
 
 def children(pid: int) -> List[int]:
@@ -272,13 +274,14 @@ def test_metrics_text_in_detail(conn, threads):
     try:
         wait_for(lambda: conn.llen(f"{name}_dead") == 2 and len(results(conn)) == 3, timeout=20,
                  what="the tasks to run")  # (a task records before the worker settles it: the counts may lag)
-        outcomes = [("tests.tasks:slow", "done"), ("tests.tasks:record", "done"), ("tests.tasks:always_fail", "failed"),
-                    ("tests.tasks:fail_until", "retried"), ("tests.tasks:fail_until", "done"), ("", "dead")]
+        outcomes = [("tests.tasks:slow", "done"), ("tests.tasks:record", "done"),
+                    ("tests.tasks:always_fail", "failed"), ("tests.tasks:fail_until", "retried"),
+                    ("tests.tasks:fail_until", "done"), ("", "dead")]
 
         def counted():
             samples.update(scrape(port))
-            return [samples.get(("delayed_tasks_total", (("function", function), ("outcome", outcome), ("queue", name))))
-                    for function, outcome in outcomes]
+            return [samples.get(("delayed_tasks_total", (("function", f), ("outcome", o), ("queue", name))))
+                    for f, o in outcomes]
 
         samples: Dict[Tuple[str, Tuple[Tuple[str, str], ...]], float] = {}
         assert settled(counted, [1] * len(outcomes), timeout=10) == [1] * len(outcomes)
@@ -318,7 +321,7 @@ def queue_samples(registry: CollectorRegistry, name: str) -> Dict[str, float]:
     """One scrape: the queue's counts by state, workers, oldest pending age; and delayed_up."""
     samples = {(s.name, s.labels.get("state")): s.value for family in registry.collect() for s in family.samples
                if s.labels.get("queue") in (name, None)}
-    return {**{state: samples[("delayed_queue_tasks", state)] for state in ("pending", "processing", "scheduled", "dead")},
+    return {**{state: samples[("delayed_queue_tasks", state)] for state in STATES},
             "workers": samples[("delayed_workers", None)],
             "oldest": samples[("delayed_queue_oldest_pending_seconds", None)],
             "up": samples[("delayed_up", None)]}
@@ -388,9 +391,9 @@ def test_the_worker_runs_without_prometheus_client(conn, redis_server):
 
 
 def test_a_taken_metrics_port_is_a_one_line_error(capsys):
-    with __import__("socket").socket() as taken:
+    with socket.socket() as taken:
         taken.bind(("", 0))
         taken.listen()
         status = worker_main(["--metrics-port", str(taken.getsockname()[1]), "tests.tasks"])
     assert status == 2
-    assert capsys.readouterr().err.startswith(f"delayed.worker: cannot serve metrics on port ")
+    assert capsys.readouterr().err.startswith("delayed.worker: cannot serve metrics on port ")

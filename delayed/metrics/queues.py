@@ -52,27 +52,33 @@ class QueueCollector:
         return list(self._families())
 
     def collect(self) -> Iterator[Any]:
-        with self._lock:
-            up, tasks, workers, oldest = self._families()
-            try:
-                rows = self._read()
-            except redis.RedisError as exc:
-                if not self._failing:
-                    logger.error("cannot read the queues from Redis (%s); delayed_up is 0 until it answers", exc)
-                self._failing = True
-                up.add_metric([], 0)
-                yield up
-                return
-            if self._failing:
-                logger.info("Redis answers again")
-            self._failing = False
-        up.add_metric([], 1)
+        up, tasks, workers, oldest = self._families()
+        rows = self._scrape()
+        up.add_metric([], 0 if rows is None else 1)
+        if rows is None:
+            yield up
+            return
         for name, counts, live, age in rows:
             for state, count in zip(STATES, counts):
                 tasks.add_metric([name, state], count)
             workers.add_metric([name], live)
             oldest.add_metric([name], age)
         yield from (up, tasks, workers, oldest)
+
+    def _scrape(self) -> Optional[List[Tuple[str, List[int], int, float]]]:
+        """The rows of _read(), or None after a Redis error (said once, and once when it answers again)."""
+        with self._lock:
+            try:
+                rows = self._read()
+            except redis.RedisError as exc:
+                if not self._failing:
+                    logger.error("cannot read the queues from Redis (%s); delayed_up is 0 until it answers", exc)
+                self._failing = True
+                return None
+            if self._failing:
+                logger.info("Redis answers again")
+            self._failing = False
+            return rows
 
     @staticmethod
     def _families() -> Tuple[Any, Any, Any, Any]:
