@@ -97,7 +97,7 @@ class Multiprocess:
         try:
             from prometheus_client import CollectorRegistry, multiprocess, values
 
-            if not values.ValueClass._multiprocess:  # imported before the variable was set (a task module may)
+            if values.ValueClass is values.MutexValue:  # imported before the variable was set (a task module may)
                 values.ValueClass = values.get_value_class()
             registry = CollectorRegistry()
             multiprocess.MultiProcessCollector(registry, self.directory)
