@@ -356,8 +356,8 @@ class Worker:
 
     def _settlement(self, task: PyTask, outcome: Optional[BaseException], started: float = 0.0) -> Settlement:
         """How to settle a task that ran, since started (time.monotonic()): outcome is None if it
-        returned, else what it raised. Told to the observe hook (with --threads, the run ends when
-        the main thread collects it: at most a claim's round trip late)."""
+        returned, else what it raised. Told to the observe hook (with threads > 1, a run ends when the
+        main thread collects it: up to POLL late while that thread waits on Redis)."""
         observe = self.observe
         ran = time.monotonic() - started if observe is not None else 0.0  # before the failure is logged
         settlement = RELEASE if outcome is None else self._failed(task, outcome)
