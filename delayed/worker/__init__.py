@@ -354,7 +354,7 @@ class Worker:
             self.observe("", "dead", None)
         return settlement
 
-    def _settlement(self, task: PyTask, outcome: Optional[BaseException], started: float = 0.0) -> Settlement:
+    def _settlement(self, task: PyTask, outcome: Optional[BaseException], started: float) -> Settlement:
         """How to settle a task that ran, since started (time.monotonic()): outcome is None if it
         returned, else what it raised. Told to the observe hook (with threads > 1, a run ends when the
         main thread collects it: up to POLL late while that thread waits on Redis)."""
