@@ -1,14 +1,15 @@
 # make test: the whole suite; make demo: a worker on a throwaway Redis.
-# Both install what is missing: a virtualenv with the package, and Debian's redis-server.
+# Both install what is missing: a virtualenv with the package, and Debian's redis-server
+# (and, for make test's metrics tests, Debian's prometheus).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: test interop demo bench chaos redis-server clean
+.PHONY: test interop demo bench chaos redis-server prometheus clean
 
-test: $(INSTALLED) redis-server
+test: $(INSTALLED) redis-server prometheus
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Live interop: real go-delayed workers, producers and sweepers (interop/cmd) beside ours.
@@ -38,6 +39,11 @@ redis-server:
 	@command -v redis-server >/dev/null || { \
 		echo "installing Debian's redis-server"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-server; }
+
+prometheus:
+	@command -v prometheus >/dev/null || { \
+		echo "installing Debian's prometheus"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus; }
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache bench/.venv-*

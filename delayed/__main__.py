@@ -17,6 +17,7 @@ from .cli import (CommandError, add_connection_options, connect_checked, positiv
 from .connection import Backoff
 from .dead_letter import DeadLetterError
 from .errors import TaskTooLargeError
+from .metrics.cli import main as metrics_main
 from .queue import Queue
 from .task import GoTask, PyTask
 
@@ -169,7 +170,7 @@ COMMANDS = {"stats": _stats, "workers": _workers, "dead": _dead, "scheduled": _s
 
 
 RUNNERS: Dict[str, Callable[[Optional[Sequence[str]]], int]] = {
-    "worker": worker_main, "sweeper": sweeper_main, "scheduler": scheduler_main}
+    "worker": worker_main, "sweeper": sweeper_main, "scheduler": scheduler_main, "metrics": metrics_main}
 
 
 def _common(defaults: bool) -> argparse.ArgumentParser:
@@ -187,7 +188,8 @@ def front_parser() -> argparse.ArgumentParser:
         prog="delayed", usage="%(prog)s [-h] [--version] [OPTIONS] COMMAND ...", parents=[_common(defaults=False)],
         description=__doc__,
         epilog="commands: stats, workers, dead, scheduled, enqueue (operate the queues); worker, sweeper, "
-               "scheduler (run one, as python -m delayed.worker etc.). `delayed COMMAND --help` for each.")
+               "scheduler (run one, as python -m delayed.worker etc.); metrics (the queues' Prometheus exporter, as "
+               "python -m delayed.metrics). `delayed COMMAND --help` for each.")
     front.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     front.add_argument("command", choices=[*COMMANDS, *RUNNERS], metavar="COMMAND", nargs="?")
     front.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)

@@ -86,8 +86,10 @@ def _looks_ours(suffix: str, sample: Any, name_is_list: bool) -> bool:
     return isinstance(entry, dict) and "reason" in entry and (suffix == DEAD_LETTERS_SUFFIX or "task" in entry)
 
 
-def stats(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
-    """Per queue: tasks pending, held by workers, scheduled, dead; our live workers."""
+def stats(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List[Row]:
+    """Per queue, in one round trip: tasks pending, held by workers, scheduled, dead; our live workers;
+    with heads, also "head": the blob at the head of the queue (None if empty)."""
+    per_queue = 7 if heads else 6
     with conn.pipeline(transaction=False) as pipe:
         for keys in map(QueueKeys.of, names):
             pipe.llen(keys.name)
@@ -96,12 +98,14 @@ def stats(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
             pipe.xlen(keys.dead_letters)
             pipe.llen(keys.dead)  # letters of older versions, not yet moved into dead_letters
             pipe.zcount(keys.workers, time.time(), "+inf")
-        counts = pipe.execute()
+            if heads:
+                pipe.lindex(keys.name, 0)
+        replies = pipe.execute()
     rows = []
     for i, name in enumerate(names):
-        pending, processing, scheduled, dead_letters, dead, workers = counts[i * 6:i * 6 + 6]
+        pending, processing, scheduled, dead_letters, dead, workers, *head = replies[i * per_queue:(i + 1) * per_queue]
         rows.append({"queue": name, "pending": pending, "processing": processing, "scheduled": scheduled,
-                     "dead": dead_letters + dead, "workers": workers})
+                     "dead": dead_letters + dead, "workers": workers, **({"head": head[0]} if heads else {})})
     return rows
 
 

@@ -13,6 +13,8 @@ import redis
 from .connection import DEFAULT_REDIS_URL, connect, misplaced_password, redacted, scrubbed, secrets_of
 from .functions import FunctionRegistry, submodule_names
 from .lifecycle import Lifecycle
+from .metrics import tasks as task_metrics
+from .metrics import unavailable as metrics_unavailable
 from .queue import DEFAULT_DEAD_MAX, DEFAULT_DEAD_MAX_AGE, DEFAULT_MAX_CRASHES, DEFAULT_MAX_TASK_SIZE, Queue
 from .scheduler import Periodic, Scheduler
 from .supervisor import Supervisor
@@ -151,6 +153,9 @@ def worker_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-task-size", type=positive(int), default=DEFAULT_MAX_TASK_SIZE,
                         help="bytes; larger tasks go to the dead-letter list (default: %(default)s)")
     _add_dead_options(parser)
+    parser.add_argument("--metrics-port", type=positive(int), metavar="PORT",
+                        help="serve Prometheus metrics of the tasks run on http://0.0.0.0:PORT/metrics, all "
+                             "processes together (needs prometheus-client; default: none)")
     parser.add_argument("modules", metavar="MODULE", nargs="+",
                         help="module whose public functions tasks may call")
     return parser
@@ -181,6 +186,9 @@ def _allowed_functions(names: Sequence[str]) -> FunctionRegistry:
 
 
 def _worker(args: argparse.Namespace) -> int:
+    problem = args.metrics_port and metrics_unavailable(args.metrics_port)
+    if problem:
+        raise CommandError(problem, status=2)
     # The stop signals are taken from here on, before the task modules are imported and Redis is
     # reached: a stop then ends the start gracefully (exit 0), and later passes on to the duty.
     lifecycle = Lifecycle("supervisor" if args.concurrency > 1 else "worker")
@@ -198,12 +206,15 @@ def _worker(args: argparse.Namespace) -> int:
                           max_task_size=args.max_task_size, dead_max=args.dead_max,
                           dead_max_age=args.dead_max_age)
             return Worker(queue, functions, keep_alive_interval=args.keep_alive_timeout / 4,
-                          batch=args.batch, time_limit=args.time_limit, threads=args.threads)
+                          batch=args.batch, time_limit=args.time_limit, threads=args.threads,
+                          observe=task_metrics.TaskMetrics(args.queue) if args.metrics_port else None)
 
         if args.concurrency > 1:
-            supervisor = Supervisor(make_worker, args.concurrency)
+            supervisor = Supervisor(make_worker, args.concurrency, metrics_port=args.metrics_port)
             lifecycle.on_stop(supervisor.stop)
             return supervisor.run()  # takes the signals itself while it runs
+        if args.metrics_port:
+            task_metrics.serve(args.metrics_port)
         worker = make_worker()
         lifecycle.on_stop(worker.stop)
         return worker.run(handle_signals=False)

@@ -6,9 +6,11 @@ import os
 import signal
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional
+from contextlib import nullcontext
+from typing import Any, Callable, ContextManager, Dict, List, Optional
 
 from .lifecycle import STOP_SIGNALS, Lifecycle
+from .metrics.tasks import Multiprocess
 from .worker import Worker
 
 logger = logging.getLogger(__name__)
@@ -48,11 +50,15 @@ class Supervisor:
     returns 0 once they are gone; a second one kills the children with SIGKILL, leaving their
     tasks to the sweeper, and run() returns 128 + that signal. The handlers only set a flag:
     the main loop forwards the signals, between forks, so every child started gets them.
+    metrics_port: while it runs, serve the children's task metrics there, merged (see
+    delayed.metrics.tasks.Multiprocess); make_worker then gives each Worker a TaskMetrics hook.
     """
 
-    def __init__(self, make_worker: Callable[[], Worker], concurrency: int) -> None:
+    def __init__(self, make_worker: Callable[[], Worker], concurrency: int,
+                 metrics_port: Optional[int] = None) -> None:
         self._make_worker = make_worker
         self._concurrency = concurrency
+        self._metrics_port = metrics_port
         self._context = multiprocessing.get_context("fork")
         self._children: Dict[int, Any] = {}
         self._started_at: Dict[int, float] = {}
@@ -64,7 +70,7 @@ class Supervisor:
     def run(self) -> int:
         """Supervise until stopped; returns the exit status: 0, or 128 + signal after a forced stop."""
         lifecycle = self.lifecycle
-        with lifecycle.signals(watch=False, force_exit=False):
+        with lifecycle.signals(watch=False, force_exit=False), self._metrics() as metrics:
             for slot in range(self._concurrency):
                 lifecycle.poll()
                 if not lifecycle.stopping:
@@ -77,6 +83,8 @@ class Supervisor:
                     if not child.is_alive():
                         child.join()
                         del self._children[slot]
+                        if metrics is not None:
+                            metrics.exited(child.pid)
                         if not lifecycle.stopping:
                             self._schedule_restart(slot, child.exitcode)
                 if lifecycle.stopping:
@@ -92,6 +100,9 @@ class Supervisor:
         lifecycle.offline()
         logger.info("all workers stopped")
         return lifecycle.exit_status
+
+    def _metrics(self) -> ContextManager[Optional[Multiprocess]]:
+        return nullcontext() if self._metrics_port is None else Multiprocess(self._metrics_port)
 
     def stop(self) -> None:
         """Stop the children gracefully and return from run() (from another thread)."""

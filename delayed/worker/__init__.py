@@ -49,6 +49,13 @@ RETRY_FOREVER_FIRST = 0.1
 RETRY_FOREVER_MAX = 60.0
 """A retry=-1 task that keeps failing waits 0.1 s, 0.2 s, 0.4 s ... up to a minute between runs."""
 
+Observe = Callable[[str, str, Optional[float]], None]
+"""A hook told each task's outcome as the worker decides it: (func path, outcome, seconds it ran).
+Outcomes, one per settled claim: "done" (it returned), "retried" (it raised and runs again),
+"failed" (it raised, or its arguments did not fit, and is dead-lettered), "dead" (dead-lettered
+without running: malformed, a GoTask, too large, not allowed; func path "", seconds None)."""
+OUTCOMES = {Release: "done", Requeue: "retried", Reschedule: "retried", Bury: "failed"}
+
 
 class RetryForever:
     """How long a retry=-1 task waits before its next run: doubling with each failure of the same
@@ -99,6 +106,7 @@ class Worker:
     into its thread (see delayed.slots).
     lifecycle: the worker's Lifecycle (delayed.lifecycle): starting → online → draining → offline;
     stop(), the stop signals run() takes, and every loop (going online included) go through it.
+    observe: an Observe hook (delayed.metrics.tasks counts with it); None costs nothing per task.
     """
 
     def __init__(
@@ -109,6 +117,7 @@ class Worker:
         batch: int = DEFAULT_BATCH,
         time_limit: Optional[float] = None,
         threads: int = 1,
+        observe: Optional[Observe] = None,
     ) -> None:
         if allow is None:
             raise TypeError(
@@ -128,6 +137,7 @@ class Worker:
         self._batch = 1
         self.lifecycle = Lifecycle("worker")
         self.threads = threads
+        self.observe = observe
         # threaded: a task per slot, and as many again waiting ready for one (see Lookahead)
         self.holding = Holding(queue, batch if threads == 1 else 2 * threads, self.lifecycle)
         self._loop: Optional[asyncio.AbstractEventLoop] = None
@@ -267,7 +277,7 @@ class Worker:
         for claim in claims:
             prepared = self._prepare(claim.blob)
             if isinstance(prepared, Settlement):
-                self.holding.settle(claim, prepared)
+                self.holding.settle(claim, self._unrunnable(prepared))
                 continue
             task, func = prepared
             held[claim.worker_id] = (claim, task)
@@ -279,7 +289,7 @@ class Worker:
         now = time.monotonic()
         for job in slots.collect():
             claim, task = held.pop(job.key)
-            self.holding.settle(claim, self._settlement(task, job.outcome))
+            self.holding.settle(claim, self._settlement(task, job.outcome, job.started_at or now))
             lookahead.finished(now - (job.started_at or now))
         self.holding.unlock()
         slots.enforce_limits(self._warn_overrun)
@@ -300,9 +310,10 @@ class Worker:
         """Run the task in blob here if it may run; say how to settle it. Never raises for a task's fault."""
         prepared = self._prepare(blob)
         if isinstance(prepared, Settlement):
-            return prepared
+            return self._unrunnable(prepared)
         task, func = prepared
         limit = task.time_limit or self.time_limit
+        started = time.monotonic() if self.observe is not None else 0.0
         try:
             if self._is_coroutine(func):
                 self._event_loop().run_until_complete(within(func(*task.args, **task.kwargs), limit))
@@ -314,8 +325,8 @@ class Worker:
                 if result is not None and inspect.isawaitable(result):
                     self._event_loop().run_until_complete(within(result, limit))
         except (Exception, TimeLimitExceeded) as exc:
-            return self._settlement(task, exc)
-        return self._settlement(task, None)
+            return self._settlement(task, exc, started)
+        return self._settlement(task, None, started)
 
     def _is_coroutine(self, func: Callable[..., Any]) -> bool:
         coroutine = self._coroutines.get(func)
@@ -337,9 +348,21 @@ class Worker:
             return self._bury(blob, "not_allowed", str(exc), task.func_path)
         return task, func
 
-    def _settlement(self, task: PyTask, outcome: Optional[BaseException]) -> Settlement:
-        """How to settle a task that ran: outcome is None if it returned, else what it raised."""
+    def _unrunnable(self, settlement: Settlement) -> Settlement:
+        """A task that cannot run (dead-lettered), told to the observe hook."""
+        if self.observe is not None:
+            self.observe("", "dead", None)
+        return settlement
+
+    def _settlement(self, task: PyTask, outcome: Optional[BaseException], started: float) -> Settlement:
+        """How to settle a task that ran, since started (time.monotonic()): outcome is None if it
+        returned, else what it raised. Told to the observe hook (with threads > 1, a run ends when the
+        main thread collects it: up to POLL late while that thread waits on Redis)."""
+        observe = self.observe
+        ran = time.monotonic() - started if observe is not None else 0.0  # before the failure is logged
         settlement = RELEASE if outcome is None else self._failed(task, outcome)
+        if observe is not None:
+            observe(task.func_path, OUTCOMES[type(settlement)], ran)
         if "unique_key" in task.options and isinstance(settlement, (Release, Bury)):
             lock = (task.options["unique_key"], task.options.get("unique_token", ""))
             settlement = Release(lock) if isinstance(settlement, Release) else Bury(settlement.letter, lock)

@@ -1,0 +1,157 @@
+"""Queue-side metrics, read from Redis at each scrape in one pipelined round trip.
+
+    delayed_queue_tasks{queue,state}             pending, processing, scheduled, dead
+    delayed_workers{queue}                       our live workers (go-delayed's do not register)
+    delayed_queue_oldest_pending_seconds{queue}  a lower bound on the oldest pending task's age
+    delayed_up                                   1 if Redis answered the scrape, else 0
+
+Blobs carry no enqueue time (the format is go-delayed's), so the oldest pending age is how long
+the task now at the head of the queue has been seen there: the collector remembers when it first
+saw the current head (by its sha1) and starts again when the head changes or the queue shrank
+between two scrapes (its head was taken). A lower bound, from the exporter's start at most;
+identical blobs that follow each other while the queue does not shrink look like one task.
+"""
+import hashlib
+import logging
+import threading
+import time
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import redis
+
+from .. import admin
+from ..lifecycle import Lifecycle
+
+logger = logging.getLogger(__name__)
+
+DISCOVERY_INTERVAL = 60.0
+"""Seconds between looks (SCAN) for the queues that exist, when no queue is named."""
+STATES = ("pending", "processing", "scheduled", "dead")
+
+
+class QueueCollector:
+    """A prometheus_client collector of the queues in `names` (None: every queue found with
+    delayed.admin.queue_names, looked for again every DISCOVERY_INTERVAL seconds).
+
+    A Redis error makes the scrape report delayed_up 0 and nothing else; it is logged once,
+    and once more when Redis answers again.
+    """
+
+    def __init__(self, conn: redis.Redis, names: Optional[Sequence[str]] = None) -> None:
+        self._conn = conn
+        self._names = list(names) if names else None
+        self._found: List[str] = []
+        self._found_at = float("-inf")
+        self._heads: Dict[str, Tuple[bytes, int, float]] = {}  # queue -> head's sha1, length, first seen
+        self._failing = False
+        self._lock = threading.Lock()  # scrapes may overlap (the HTTP server answers each in a thread)
+
+    def describe(self) -> List[Any]:
+        """The families collect() yields, without reading Redis (prometheus_client calls it on register)."""
+        return list(self._families())
+
+    def collect(self) -> Iterator[Any]:
+        up, tasks, workers, oldest = self._families()
+        rows = self._scrape()
+        up.add_metric([], 0 if rows is None else 1)
+        if rows is None:
+            yield up
+            return
+        for name, counts, live, age in rows:
+            for state, count in zip(STATES, counts):
+                tasks.add_metric([name, state], count)
+            workers.add_metric([name], live)
+            oldest.add_metric([name], age)
+        yield from (up, tasks, workers, oldest)
+
+    def _scrape(self) -> Optional[List[Tuple[str, List[int], int, float]]]:
+        """The rows of _read(), or None after a Redis error (said once, and once when it answers again)."""
+        with self._lock:
+            try:
+                rows = self._read()
+            except redis.RedisError as exc:
+                if not self._failing:
+                    logger.error("cannot read the queues from Redis (%s); delayed_up is 0 until it answers", exc)
+                self._failing = True
+                return None
+            if self._failing:
+                logger.info("Redis answers again")
+            self._failing = False
+            return rows
+
+    @staticmethod
+    def _families() -> Tuple[Any, Any, Any, Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        return (
+            GaugeMetricFamily("delayed_up", "1 if Redis answered this scrape, else 0 (then no queue metrics)"),
+            GaugeMetricFamily("delayed_queue_tasks", "Tasks per queue: pending (in the queue), processing (held "
+                              "by workers), scheduled (delayed or retrying later), dead (dead-lettered)",
+                              labels=["queue", "state"]),
+            GaugeMetricFamily("delayed_workers", "Live delayed workers per queue (go-delayed's workers do not "
+                              "register)", labels=["queue"]),
+            GaugeMetricFamily("delayed_queue_oldest_pending_seconds", "A lower bound on the age of the oldest "
+                              "pending task: how long the exporter has seen the task now at the head of the queue "
+                              "there (blobs carry no enqueue time); 0 when none is pending", labels=["queue"]),
+        )
+
+    def _read(self) -> List[Tuple[str, List[int], int, float]]:
+        """Per queue: its counts by state, its live workers and its oldest pending age."""
+        rows = admin.stats(self._conn, self._queue_names(), heads=True)
+        now = time.monotonic()
+        return [(row["queue"], [row[state] for state in STATES], row["workers"],
+                 self._oldest(row["queue"], row["head"], row["pending"], now)) for row in rows]
+
+    def _queue_names(self) -> List[str]:
+        if self._names is not None:
+            return self._names
+        now = time.monotonic()
+        if now >= self._found_at + DISCOVERY_INTERVAL:
+            self._found = admin.queue_names(self._conn)
+            self._found_at = now
+            self._heads = {name: seen for name, seen in self._heads.items() if name in self._found}
+        return self._found
+
+    def _oldest(self, name: str, head: Optional[bytes], length: int, now: float) -> float:
+        """Seconds since the current head was first seen at the head (0: empty, or just seen)."""
+        if head is None:
+            self._heads.pop(name, None)
+            return 0.0
+        digest = hashlib.sha1(head).digest()
+        seen = self._heads.get(name)
+        if seen is None or seen[0] != digest or length < seen[1]:
+            self._heads[name] = (digest, length, now)
+            return 0.0
+        self._heads[name] = (digest, length, seen[2])
+        return now - seen[2]
+
+
+class Exporter:
+    """Serves a QueueCollector on /metrics at port (all addresses) until stop() or a stop signal."""
+
+    def __init__(self, conn: redis.Redis, names: Optional[Sequence[str]], port: int) -> None:
+        self.collector = QueueCollector(conn, names)
+        self.port = port
+        self.lifecycle = Lifecycle("metrics exporter")
+
+    def run(self, handle_signals: bool = True) -> int:
+        """Serve until stopped; the exit status (see delayed.lifecycle)."""
+        return self.lifecycle.run(self._serve, handle_signals)
+
+    def stop(self) -> None:
+        self.lifecycle.stop()
+
+    def _serve(self) -> None:
+        from prometheus_client import CollectorRegistry, start_http_server
+
+        registry = CollectorRegistry()
+        registry.register(self.collector)
+        server, _ = start_http_server(self.port, registry=registry)
+        self.lifecycle.online()
+        logger.info("exporting queue metrics on port %d", self.port)
+        try:
+            while not self.lifecycle.wait(3600):
+                pass
+        finally:
+            server.shutdown()
+            server.server_close()

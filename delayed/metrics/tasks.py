@@ -1,0 +1,121 @@
+"""Worker-side metrics: each task's outcome and run time, counted as the worker decides them.
+
+    delayed_tasks_total{queue,function,outcome}     counter, one per settled claim
+    delayed_task_duration_seconds{queue,function}   histogram of run times (tasks that ran)
+
+Outcomes are the worker's (see delayed.worker.Observe): done, retried, failed, dead; function is
+the allowed func path, "" for dead (so a flood of junk tasks cannot grow the label set).
+
+A single worker process serves its own registry (serve). Under --concurrency the supervisor
+serves every child's, merged (Multiprocess): prometheus_client's multiprocess mode, where each
+child writes its values to its own files in a temporary PROMETHEUS_MULTIPROC_DIR that the
+supervisor sets before its first fork, so counts survive a child that dies or is restarted.
+"""
+import functools
+import os
+import shutil
+import tempfile
+from types import TracebackType
+from typing import Any, Dict, Optional, Tuple, Type
+
+BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+           1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+"""Seconds: from a no-op task (100 µs) to ten minutes."""
+MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
+
+
+@functools.lru_cache(maxsize=None)
+def _instruments() -> Tuple[Any, Any]:
+    """The counter and the histogram, made once per process (in a supervised child: after its fork)."""
+    from prometheus_client import Counter, Histogram
+
+    tasks = Counter("delayed_tasks", "Tasks settled by workers, one outcome each: done (returned), retried (raised, "
+                    "runs again), failed (raised or rejected its arguments; dead-lettered), dead (dead-lettered "
+                    "without running: malformed, go_task, too_large, not_allowed; function \"\")",
+                    ["queue", "function", "outcome"])
+    durations = Histogram("delayed_task_duration_seconds", "Run time of the tasks that ran (done, retried, failed)",
+                          ["queue", "function"], buckets=BUCKETS)
+    return tasks, durations
+
+
+class TaskMetrics:
+    """The Observe hook (delayed.worker) of a Worker on `queue`: counts each outcome, times each run."""
+
+    def __init__(self, queue: str) -> None:
+        self._tasks, self._durations = _instruments()
+        self._queue = queue
+        self._counters: Dict[Tuple[str, str], Any] = {}  # labelled children, looked up once each
+        self._histograms: Dict[str, Any] = {}
+
+    def __call__(self, function: str, outcome: str, seconds: Optional[float]) -> None:
+        counter = self._counters.get((function, outcome))
+        if counter is None:
+            counter = self._counters[function, outcome] = self._tasks.labels(self._queue, function, outcome)
+        counter.inc()
+        if seconds is not None:
+            histogram = self._histograms.get(function)
+            if histogram is None:
+                histogram = self._histograms[function] = self._durations.labels(self._queue, function)
+            histogram.observe(seconds)
+
+
+def _serve(port: int, registry: Any) -> Any:
+    """Serve registry on /metrics at port, all addresses, from a daemon thread. Processes forked
+    later (the keep-alive helper, supervised workers) close their copy of the listening socket, so
+    none outliving this one keeps the port."""
+    from prometheus_client import start_http_server
+
+    server, _ = start_http_server(port, registry=registry)
+    os.register_at_fork(after_in_child=server.socket.close)
+    return server
+
+
+def serve(port: int) -> Any:
+    """Serve this process's metrics (prometheus_client's default registry) on port; returns the
+    server (its shutdown() stops it)."""
+    from prometheus_client import REGISTRY
+
+    return _serve(port, REGISTRY)
+
+
+class Multiprocess:
+    """While open, serves on port the merged metrics of the worker processes forked meanwhile.
+
+    Opening sets PROMETHEUS_MULTIPROC_DIR to a fresh temporary directory (before the first fork:
+    each child then writes its values there, under its pid); closing stops serving, unsets it and
+    removes the directory. exited(pid) does prometheus_client's bookkeeping for a dead child.
+    """
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.directory = ""
+        self._server: Any = None
+
+    def __enter__(self) -> "Multiprocess":
+        self.directory = tempfile.mkdtemp(prefix="delayed-metrics-")
+        os.environ[MULTIPROC_DIR] = self.directory
+        try:
+            from prometheus_client import CollectorRegistry, multiprocess, values
+
+            if values.ValueClass is values.MutexValue:  # imported before the variable was set (a task module may)
+                values.ValueClass = values.get_value_class()
+            registry = CollectorRegistry()
+            multiprocess.MultiProcessCollector(registry, self.directory)
+            self._server = _serve(self.port, registry)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def exited(self, pid: int) -> None:
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(pid, self.directory)
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        os.environ.pop(MULTIPROC_DIR, None)
+        shutil.rmtree(self.directory, ignore_errors=True)
