@@ -69,7 +69,7 @@ def _stats(conn: redis.Redis, args: argparse.Namespace) -> None:
         rows, previous, then = admin.with_rates(rows, previous, now - then), rows, now
         if not args.json:
             print("\033[H\033[J" + time.strftime("%H:%M:%S"), flush=True)
-        _show(args, rows, STATS_COLUMNS + ("net_per_s", "dead_per_s"))
+        _show(args, rows, STATS_COLUMNS + ("in_per_s", "out_per_s", "net_per_s", "dead_per_s"))
         time.sleep(args.watch)
 
 
