@@ -195,9 +195,10 @@ class Queue:
                      at: Optional[datetime.datetime] = None) -> int:
         """Append many tasks in one atomic round trip (or schedule them, as enqueue); returns how many."""
         blobs = _blobs(tasks, self.max_task_size)
+        due = _due(delay, at)
         if blobs:
             with self.conn.pipeline(transaction=True) as pipe:
-                _stage_enqueue(pipe, self.keys, blobs, _due(delay, at))
+                _stage_enqueue(pipe, self.keys, blobs, due)
                 pipe.execute()
         return len(blobs)
 
@@ -492,9 +493,10 @@ class AsyncQueue:
                            at: Optional[datetime.datetime] = None) -> int:
         """Append many tasks in one atomic round trip (or schedule them), as Queue.enqueue_many."""
         blobs = _blobs(tasks, self.max_task_size)
+        due = _due(delay, at)
         if blobs:
             async with self.conn.pipeline(transaction=True) as pipe:
-                _stage_enqueue(pipe, self.keys, blobs, _due(delay, at))
+                _stage_enqueue(pipe, self.keys, blobs, due)
                 await pipe.execute()
         return len(blobs)
 
