@@ -204,7 +204,8 @@ def parser() -> argparse.ArgumentParser:
                                 "dead, live workers")
     stats.add_argument("--queue", action="append", help="a queue (repeatable; default: every queue found)")
     stats.add_argument("--watch", type=positive(float), metavar="SECONDS",
-                       help="refresh every SECONDS until Ctrl-C, with rates, riding out Redis outages")
+                       help="refresh every SECONDS until Ctrl-C, with rates (tasks/s in, out, net change, "
+                       "dead letters), riding out Redis outages")
     workers = commands.add_parser("workers", parents=[common], help="our live workers and what they hold")
     workers.add_argument("--queue", action="append", help="a queue (repeatable; default: every queue found)")
 
