@@ -31,7 +31,7 @@ DISCOVERY_INTERVAL = 60.0
 """Seconds between looks (SCAN) for the queues that exist, when no queue is named."""
 STATES = ("pending", "processing", "scheduled", "dead")
 
-Row = Tuple[str, List[int], int, float, List[int]]
+Scraped = Tuple[str, List[int], int, float, List[int]]
 """A queue's name, its counts by state, its live workers, its oldest pending age, its counters by event."""
 
 
@@ -72,7 +72,7 @@ class QueueCollector:
                 events.add_metric([name, event], total)
         yield from (up, tasks, workers, oldest, events)
 
-    def _scrape(self) -> Optional[List[Row]]:
+    def _scrape(self) -> Optional[List[Scraped]]:
         """The rows of _read(), or None after a Redis error (said once, and once when it answers again)."""
         with self._lock:
             try:
@@ -108,7 +108,7 @@ class QueueCollector:
                                 labels=["queue", "event"]),
         )
 
-    def _read(self) -> List[Row]:
+    def _read(self) -> List[Scraped]:
         """Per queue: its counts by state, its live workers, its oldest pending age and its counters."""
         rows = admin.stats(self._conn, self._queue_names(), heads=True)
         now = time.monotonic()
