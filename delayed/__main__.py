@@ -69,7 +69,7 @@ def _stats(conn: redis.Redis, args: argparse.Namespace) -> None:
         rows, previous, then = admin.with_rates(rows, previous, now - then), rows, now
         if not args.json:
             print("\033[H\033[J" + time.strftime("%H:%M:%S"), flush=True)
-        _show(args, rows, STATS_COLUMNS + ("net_per_s", "dead_per_s"))
+        _show(args, rows, STATS_COLUMNS + ("in_per_s", "out_per_s", "net_per_s", "dead_per_s"))
         time.sleep(args.watch)
 
 
@@ -204,7 +204,8 @@ def parser() -> argparse.ArgumentParser:
                                 "dead, live workers")
     stats.add_argument("--queue", action="append", help="a queue (repeatable; default: every queue found)")
     stats.add_argument("--watch", type=positive(float), metavar="SECONDS",
-                       help="refresh every SECONDS until Ctrl-C, with rates, riding out Redis outages")
+                       help="refresh every SECONDS until Ctrl-C, with rates (tasks/s in, out, net change, "
+                       "dead letters), riding out Redis outages")
     workers = commands.add_parser("workers", parents=[common], help="our live workers and what they hold")
     workers.add_argument("--queue", action="append", help="a queue (repeatable; default: every queue found)")
 

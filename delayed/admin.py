@@ -9,8 +9,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 import redis
 
 from .errors import MalformedTaskError
-from .keys import (DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_SUFFIX,
-                   WORKER_ID_PREFIX, WORKERS_SUFFIX, QueueKeys)
+from .keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, NOTI_SUFFIX, PROCESSING_SUFFIX,
+                   SCHEDULED_SUFFIX, WORKER_ID_PREFIX, WORKERS_SUFFIX, QueueKeys)
 from .queue import Queue
 from .task import GoTask, decode_task
 
@@ -18,7 +18,8 @@ Row = Dict[str, Any]
 # Replies are cast to what a connection that does not decode responses returns (ours never do).
 
 
-_SUFFIXES = (NOTI_SUFFIX, PROCESSING_SUFFIX, DEAD_SUFFIX, DEAD_LETTERS_SUFFIX, SCHEDULED_SUFFIX, WORKERS_SUFFIX)
+_SUFFIXES = (NOTI_SUFFIX, PROCESSING_SUFFIX, DEAD_SUFFIX, DEAD_LETTERS_SUFFIX, SCHEDULED_SUFFIX, WORKERS_SUFFIX,
+             COUNTS_SUFFIX)
 _WORKER_ID = re.compile(r"([0-9a-fA-F]{32}|" + re.escape(WORKER_ID_PREFIX) + r"[0-9a-f]{32}(-[0-9]+)?)")
 """go-delayed's worker ids (32 hex digits) and ours (delayed-py-, 32 hex digits, maybe -N for an extra slot)."""
 
@@ -30,7 +31,8 @@ def queue_names(conn: redis.Redis) -> List[str]:
     `N_noti` a list of "1"s; `N_processing` a hash with a worker id among its first fields; `N_workers` a
     sorted set whose first member is one of our worker ids; `N_scheduled` a sorted set whose
     first member is 8 bytes and a task blob; `N_dead_letters` a stream (or `N_dead`, as older
-    versions kept them, a list) whose first entry is a dead-letter record. Cost: one SCAN, one pipeline of TYPEs and one of samples, never a whole key read.
+    versions kept them, a list) whose first entry is a dead-letter record; `N_counts` a hash
+    whose first fields are counted events (a queue drained empty keeps its counters). Cost: one SCAN, one pipeline of TYPEs and one of samples, never a whole key read.
     """
     candidates: Dict[str, List[str]] = {}
     for raw in conn.scan_iter(count=1000):
@@ -48,12 +50,12 @@ def queue_names(conn: redis.Redis) -> List[str]:
         types = [kind.decode() if isinstance(kind, bytes) else kind for kind in pipe.execute()]
     list_names = {name for name, kind in zip(names, types[len(probed):]) if kind == "list"}
     expected = {NOTI_SUFFIX: "list", PROCESSING_SUFFIX: "hash", DEAD_SUFFIX: "list", DEAD_LETTERS_SUFFIX: "stream",
-                SCHEDULED_SUFFIX: "zset", WORKERS_SUFFIX: "zset"}
+                SCHEDULED_SUFFIX: "zset", WORKERS_SUFFIX: "zset", COUNTS_SUFFIX: "hash"}
     typed = [(name, suffix) for (name, suffix), kind in zip(probed, types) if kind == expected[suffix]]
     with conn.pipeline(transaction=False) as pipe:
         for name, suffix in typed:
             key = name + suffix
-            if suffix == PROCESSING_SUFFIX:
+            if suffix in (PROCESSING_SUFFIX, COUNTS_SUFFIX):
                 pipe.hscan(key, 0, count=10)
             elif suffix in (SCHEDULED_SUFFIX, WORKERS_SUFFIX):
                 pipe.zrange(key, 0, 0)
@@ -73,6 +75,8 @@ def _looks_ours(suffix: str, sample: Any, name_is_list: bool) -> bool:
         return name_is_list and sample == b"1"
     if suffix == PROCESSING_SUFFIX:
         return any(_WORKER_ID.fullmatch(field.decode(errors="replace")) for field in sample[1])
+    if suffix == COUNTS_SUFFIX:
+        return bool(sample[1]) and all(field.decode(errors="replace") in COUNTED_EVENTS for field in sample[1])
     if suffix == WORKERS_SUFFIX:
         return bool(sample) and _WORKER_ID.fullmatch(sample[0].decode(errors="replace")) is not None
     if suffix == SCHEDULED_SUFFIX:
@@ -86,10 +90,16 @@ def _looks_ours(suffix: str, sample: Any, name_is_list: bool) -> bool:
     return isinstance(entry, dict) and "reason" in entry and (suffix == DEAD_LETTERS_SUFFIX or "task" in entry)
 
 
+COUNTER_FIELDS = tuple(event + "_total" for event in COUNTED_EVENTS)
+"""The counters in a stats row: enqueued_total, done_total, retried_total, dead_total (see QueueKeys.counts)."""
+
+
 def stats(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List[Row]:
     """Per queue, in one round trip: tasks pending, held by workers, scheduled, dead; our live workers;
+    the queue's counters (COUNTER_FIELDS: tasks our scripts enqueued, released done, retried and
+    dead-lettered since its counts hash was created, 0 without one);
     with heads, also "head": the blob at the head of the queue (None if empty)."""
-    per_queue = 7 if heads else 6
+    per_queue = 8 if heads else 7
     with conn.pipeline(transaction=False) as pipe:
         for keys in map(QueueKeys.of, names):
             pipe.llen(keys.name)
@@ -98,35 +108,53 @@ def stats(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List[
             pipe.xlen(keys.dead_letters)
             pipe.llen(keys.dead)  # letters of older versions, not yet moved into dead_letters
             pipe.zcount(keys.workers, time.time(), "+inf")
+            pipe.hmget(keys.counts, COUNTED_EVENTS)
             if heads:
                 pipe.lindex(keys.name, 0)
         replies = pipe.execute()
     rows = []
     for i, name in enumerate(names):
-        pending, processing, scheduled, dead_letters, dead, workers, *head = replies[i * per_queue:(i + 1) * per_queue]
+        pending, processing, scheduled, dead_letters, dead, workers, counts, *head = \
+            replies[i * per_queue:(i + 1) * per_queue]
         rows.append({"queue": name, "pending": pending, "processing": processing, "scheduled": scheduled,
-                     "dead": dead_letters + dead, "workers": workers, **({"head": head[0]} if heads else {})})
+                     "dead": dead_letters + dead, "workers": workers,
+                     **{field: int(count or 0) for field, count in zip(COUNTER_FIELDS, counts)},
+                     **({"head": head[0]} if heads else {})})
     return rows
 
 
 def with_rates(rows: List[Row], previous: List[Row], seconds: float) -> List[Row]:
-    """rows with how fast each queue's counts changed since previous (the same queues, seconds ago).
+    """rows with how fast each queue's counts and counters changed since previous (the same queues,
+    seconds ago).
 
-    net_per_s: the change of pending + processing + scheduled per second: above 0 the queue
-    fills (tasks come in faster than they finish), below 0 it drains. Counts give only this
-    difference, not what came in and what went out separately. dead_per_s: dead letters added per
-    second (less any deleted meanwhile). None for a queue seen for the first time.
+    in_per_s: tasks enqueued per second (enqueued_total); out_per_s: tasks that left per second,
+    done or dead-lettered (done_total + dead_total). Both count our producers and workers only:
+    go-delayed's pushes and releases do not count. None if the counters went down (their hash
+    was deleted, or Redis restarted without it).
+    net_per_s: the change of pending + processing + scheduled per second, everyone's tasks
+    included: above 0 the queue fills, below 0 it drains. dead_per_s: dead letters added per
+    second (less any deleted meanwhile). All None for a queue seen for the first time.
     """
     before = {row["queue"]: row for row in previous}
 
     def held(row: Row) -> int:
         return row["pending"] + row["processing"] + row["scheduled"]
 
-    def rate(row: Row, then: Optional[Row], count: Callable[[Row], int]) -> Optional[float]:
-        return None if then is None else round((count(row) - count(then)) / seconds, 1)
+    def out(row: Row) -> int:
+        return row["done_total"] + row["dead_total"]
 
-    return [{**row, "net_per_s": rate(row, before.get(row["queue"]), held),
-             "dead_per_s": rate(row, before.get(row["queue"]), lambda r: r["dead"])} for row in rows]
+    def rate(row: Row, then: Optional[Row], count: Callable[[Row], int], counter: bool = False) -> Optional[float]:
+        if then is None or (counter and count(row) < count(then)):
+            return None
+        return round((count(row) - count(then)) / seconds, 1)
+
+    rated = []
+    for row in rows:
+        then = before.get(row["queue"])
+        rated.append({**row, "in_per_s": rate(row, then, lambda r: r["enqueued_total"], counter=True),
+                      "out_per_s": rate(row, then, out, counter=True), "net_per_s": rate(row, then, held),
+                      "dead_per_s": rate(row, then, lambda r: r["dead"])})
+    return rated
 
 
 def workers(conn: redis.Redis, names: Sequence[str]) -> List[Row]:

@@ -18,8 +18,12 @@ SCHEDULED_SUFFIX = "_scheduled"
 UNIQUE_INFIX = "_unique:"
 WORKERS_SUFFIX = "_workers"
 UNNOTIFIED_SUFFIX = "_unnotified"
+COUNTS_SUFFIX = "_counts"
 
 WORKER_ID_PREFIX = "delayed-py-"
+
+COUNTED_EVENTS = ("enqueued", "done", "retried", "dead")
+"""The fields of a queue's counts hash (see QueueKeys.counts)."""
 
 PERIODIC_KEY = "delayed_periodic"
 """Hash, periodic entry name -> the last tick a scheduler replica claimed (ours only)."""
@@ -44,6 +48,11 @@ class QueueKeys:
     unnotified: string, "<sha1 of the queue's head>:<unix ms>": when a sweep first saw tasks
     without notifications behind that head; the sweeper tops them up once it stood still long
     enough (ours only).
+    counts: hash, event -> how many tasks our scripts saw it happen to, since the key was created
+    (ours only; go-delayed's producers and workers do not count): "enqueued" (our producers,
+    the periodic scheduler and dead-letter requeues put a task in the queue or the scheduled
+    set), "done" (our workers released a finished task), "retried" (requeued or rescheduled
+    after a failure), "dead" (dead-lettered, crash loops included).
     """
 
     name: str
@@ -55,6 +64,7 @@ class QueueKeys:
     workers: str
     unnotified: str
     dead_letters: str
+    counts: str
 
     def unique(self, key: str) -> str:
         """The lock of unique tasks with this key: a string key, holding a token, with an expiry."""
@@ -64,7 +74,7 @@ class QueueKeys:
     def of(cls, name: str) -> "QueueKeys":
         return cls(name, name + NOTI_SUFFIX, name + PROCESSING_SUFFIX, name + DEAD_SUFFIX, name + CRASHES_SUFFIX,
                    name + SCHEDULED_SUFFIX, name + WORKERS_SUFFIX, name + UNNOTIFIED_SUFFIX,
-                   name + DEAD_LETTERS_SUFFIX)
+                   name + DEAD_LETTERS_SUFFIX, name + COUNTS_SUFFIX)
 
 
 def new_worker_id() -> str:

@@ -101,7 +101,7 @@ def _unique_call(keys: QueueKeys, task: Task, delay: Optional[float], at: Option
     [blob] = _blobs((task.with_options(unique_key=key, unique_token=token),), max_task_size)
     due = _due(delay, at)
     member = b"" if due is None else next(iter(_scheduled((blob,), due)))
-    return dict(keys=(keys.unique(key), keys.name, keys.noti, keys.scheduled),
+    return dict(keys=(keys.unique(key), keys.name, keys.noti, keys.scheduled, keys.counts),
                 args=(max(1, int(unique_for * 1000)), token, blob, "" if due is None else due, member))
 
 
@@ -111,12 +111,17 @@ def _check_unique(reply: int, call: Dict[str, Any]) -> None:
                                  f"it expires in {-reply / 1000:.1f} s")
 
 
-def _stage_push(pipe: Any, keys: QueueKeys, blobs: Sequence[bytes]) -> None:
-    """Queue the two pushes of a batch on a MULTI pipeline: the blobs, then one notification each.
+def _stage_enqueue(pipe: Any, keys: QueueKeys, blobs: Sequence[bytes], due: Optional[float]) -> None:
+    """Queue a batch's commands on a MULTI pipeline: the blobs and one notification each (or, with
+    a due time, the blobs into the scheduled set), then their count added to "enqueued".
 
     (A script would be one command, but Lua's unpack() tops out near 8,000 values.)"""
-    pipe.rpush(keys.name, *blobs)
-    pipe.rpush(keys.noti, *([NOTIFICATION] * len(blobs)))
+    if due is None:
+        pipe.rpush(keys.name, *blobs)
+        pipe.rpush(keys.noti, *([NOTIFICATION] * len(blobs)))
+    else:
+        pipe.zadd(keys.scheduled, _scheduled(blobs, due))
+    pipe.hincrby(keys.counts, "enqueued", len(blobs))
 
 
 class Queue:
@@ -180,20 +185,20 @@ class Queue:
         blobs = _blobs((task,), self.max_task_size)
         due = _due(delay, at)
         if due is None:
-            self._scripts["enqueue"](keys=(self.keys.name, self.keys.noti), args=blobs)
+            self._scripts["enqueue"](keys=(self.keys.name, self.keys.noti, self.keys.counts), args=blobs)
         else:
-            self.conn.zadd(self.keys.scheduled, _scheduled(blobs, due))
+            with self.conn.pipeline(transaction=True) as pipe:
+                _stage_enqueue(pipe, self.keys, blobs, due)
+                pipe.execute()
 
     def enqueue_many(self, tasks: Iterable[Task], delay: Optional[float] = None,
                      at: Optional[datetime.datetime] = None) -> int:
         """Append many tasks in one atomic round trip (or schedule them, as enqueue); returns how many."""
         blobs = _blobs(tasks, self.max_task_size)
         due = _due(delay, at)
-        if blobs and due is not None:
-            self.conn.zadd(self.keys.scheduled, _scheduled(blobs, due))
-        elif blobs:
+        if blobs:
             with self.conn.pipeline(transaction=True) as pipe:
-                _stage_push(pipe, self.keys, blobs)
+                _stage_enqueue(pipe, self.keys, blobs, due)
                 pipe.execute()
         return len(blobs)
 
@@ -217,13 +222,14 @@ class Queue:
         )
 
     def claim_batch(self, release_ids: Sequence[str], claim_ids: Sequence[str]) -> List[Tuple[str, bytes]]:
-        """Release the tasks of release_ids and claim up to one task per claim id, without blocking.
+        """Release the tasks of release_ids (done: counted) and claim up to one task per claim id,
+        without blocking.
 
         One round trip; returns (worker id, blob) pairs. A claim id that still holds a
         task (the reply to the previous claim was lost) returns that task again.
         """
         reply = self._scripts["claim_batch"](
-            keys=(self.keys.name, self.keys.noti, self.keys.processing),
+            keys=(self.keys.name, self.keys.noti, self.keys.processing, self.keys.counts),
             args=(len(release_ids), *release_ids, *claim_ids),
         )
         return [(reply[i].decode(), reply[i + 1]) for i in range(0, len(reply), 2)]
@@ -249,12 +255,12 @@ class Queue:
         return None if blob is None else PyTask.deserialize(blob)
 
     def release(self, worker_id: Optional[str] = None) -> None:
-        """Forget the task the worker holds: it is done.
+        """Forget the task the worker holds: it is done (and counted, as claim_batch's releases are).
 
         Needs no fence: a processing field belongs to one worker id, and the only
         other writer, a sweeper, deletes it; releasing a field it took does nothing.
         """
-        self.conn.hdel(self.keys.processing, self._id(worker_id))
+        self.claim_batch((self._id(worker_id),), ())
 
     def requeue(self, claimed: bytes, blob: bytes, worker_id: Optional[str] = None) -> bool:
         """Enqueue blob (a retry of the held task) and release the held task, atomically.
@@ -262,7 +268,7 @@ class Queue:
         Fenced: False, and nothing done, if the worker no longer holds `claimed`.
         """
         return bool(self._scripts["requeue"](
-            keys=(self.keys.name, self.keys.noti, self.keys.processing),
+            keys=(self.keys.name, self.keys.noti, self.keys.processing, self.keys.counts),
             args=(self._id(worker_id), claimed, blob),
         ))
 
@@ -271,7 +277,7 @@ class Queue:
         atomically; fenced as requeue."""
         [member] = _scheduled((blob,), due)
         return bool(self._scripts["reschedule"](
-            keys=(self.keys.processing, self.keys.scheduled),
+            keys=(self.keys.processing, self.keys.scheduled, self.keys.counts),
             args=(self._id(worker_id), claimed, due, member),
         ))
 
@@ -280,7 +286,7 @@ class Queue:
         trimming the letters to dead_max and dead_max_age; fenced as requeue."""
         fields = [item for pair in letter.items() for item in pair]
         return bool(self._scripts["bury"](
-            keys=(self.keys.dead_letters, self.keys.processing),
+            keys=(self.keys.dead_letters, self.keys.processing, self.keys.counts),
             args=(self._id(worker_id), claimed, self.dead_max, int(self.dead_max_age * 1000), *fields),
         ))
 
@@ -387,7 +393,8 @@ class Queue:
         script; if any id names no letter (or one without a task), DeadLetterError and nothing moves."""
         dead_letter.check_ids(letter_ids)
         self.migrate_dead()
-        reply = self._scripts["requeue_dead"](keys=(self.keys.dead_letters, self.keys.name, self.keys.noti),
+        reply = self._scripts["requeue_dead"](keys=(self.keys.dead_letters, self.keys.name, self.keys.noti,
+                                                    self.keys.counts),
                                               args=(dead_letter.TASK, *letter_ids))
         self._check_letters(reply[1:])
         return int(reply[0])
@@ -401,7 +408,7 @@ class Queue:
         moved, cursor = 0, "-"
         while True:
             chunk, skipped, last = self._scripts["requeue_dead_chunk"](
-                keys=(self.keys.dead_letters, self.keys.name, self.keys.noti),
+                keys=(self.keys.dead_letters, self.keys.name, self.keys.noti, self.keys.counts),
                 args=(dead_letter.TASK, cursor, REQUEUE_CHUNK_LETTERS, REQUEUE_CHUNK_BYTES))
             if not chunk and not skipped:
                 return moved
@@ -476,20 +483,20 @@ class AsyncQueue:
         blobs = _blobs((task,), self.max_task_size)
         due = _due(delay, at)
         if due is None:
-            await self._scripts["enqueue"](keys=(self.keys.name, self.keys.noti), args=blobs)
+            await self._scripts["enqueue"](keys=(self.keys.name, self.keys.noti, self.keys.counts), args=blobs)
         else:
-            await self.conn.zadd(self.keys.scheduled, _scheduled(blobs, due))
+            async with self.conn.pipeline(transaction=True) as pipe:
+                _stage_enqueue(pipe, self.keys, blobs, due)
+                await pipe.execute()
 
     async def enqueue_many(self, tasks: Iterable[Task], delay: Optional[float] = None,
                            at: Optional[datetime.datetime] = None) -> int:
         """Append many tasks in one atomic round trip (or schedule them), as Queue.enqueue_many."""
         blobs = _blobs(tasks, self.max_task_size)
         due = _due(delay, at)
-        if blobs and due is not None:
-            await self.conn.zadd(self.keys.scheduled, _scheduled(blobs, due))
-        elif blobs:
+        if blobs:
             async with self.conn.pipeline(transaction=True) as pipe:
-                _stage_push(pipe, self.keys, blobs)
+                _stage_enqueue(pipe, self.keys, blobs, due)
                 await pipe.execute()
         return len(blobs)
 

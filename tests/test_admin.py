@@ -49,7 +49,8 @@ def test_stats_as_a_table_and_as_json(conn, redis_server, busy):
     assert [line.split() for line in text.splitlines()[1:]] == [["other", "1", "0", "0", "0", "0"],
                                                                 ["q", "2", "0", "1", "2", "0"]]
     rows = json.loads(delayed(redis_server.url, "stats", "--queue", "q", "--json"))
-    assert rows == [{"queue": "q", "pending": 2, "processing": 0, "scheduled": 1, "dead": 2, "workers": 0}]
+    assert rows == [{"queue": "q", "pending": 2, "processing": 0, "scheduled": 1, "dead": 2, "workers": 0,
+                     "enqueued_total": 3, "done_total": 0, "retried_total": 0, "dead_total": 0}]
 
 
 def test_workers_lists_our_live_workers(conn, redis_server, busy):

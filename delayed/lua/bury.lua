@@ -1,7 +1,7 @@
 -- Move a worker's task to the dead letters and release it, atomically, trimming the letters to the
 -- queue's retention bound as it writes (approximately: whole stream nodes, so never more work than one node).
 -- Fenced as requeue.lua is: only if the worker's id still holds the blob it claimed.
--- KEYS[1] dead-letter stream, KEYS[2] processing hash
+-- KEYS[1] dead-letter stream, KEYS[2] processing hash, KEYS[3] counts hash (adds 1 to 'dead')
 -- ARGV[1] worker id, ARGV[2] the blob it claimed, ARGV[3] most letters kept (0: no bound),
 -- ARGV[4] ms a letter is kept (0: no bound), ARGV[5..] the letter: field, value, field, value, ...
 -- Returns 1, or 0 when fenced off.
@@ -22,4 +22,5 @@ if max_age > 0 then
     redis.call('xtrim', KEYS[1], 'minid', '~', string.format('%d', oldest))
 end
 redis.call('hdel', KEYS[2], ARGV[1])
+redis.call('hincrby', KEYS[3], 'dead', 1)
 return 1

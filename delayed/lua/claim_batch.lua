@@ -9,13 +9,18 @@
 -- that BLPOPed a notification pops the queue in a second round trip, and if we
 -- took its task its dequeue script errors on the empty list and it backs off
 -- (1 s, 2 s, 4 s ... up to a minute).
--- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] processing hash
+-- Released tasks are done: 'done' in the counts hash grows by how many ids still held one (one
+-- HINCRBY per batch; a resent release, or one of a task a sweeper took, deletes and counts nothing).
+-- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] processing hash, KEYS[4] counts hash
 -- ARGV[1] r, the number of ids to release; ARGV[2 .. r+1] those ids;
 -- ARGV[r+2 ..] the ids to claim tasks for
 -- Returns id1, blob1, id2, blob2, ...: the tasks now held, in queue order.
 local released = tonumber(ARGV[1])
 if released > 0 then
-    redis.call('hdel', KEYS[3], unpack(ARGV, 2, released + 1))
+    local done = redis.call('hdel', KEYS[3], unpack(ARGV, 2, released + 1))
+    if done > 0 then
+        redis.call('hincrby', KEYS[4], 'done', done)
+    end
 end
 local first = released + 2
 local wanted = math.min(#ARGV - first + 1, redis.call('llen', KEYS[2]))

@@ -1,5 +1,6 @@
 -- Take a unique task's lock and enqueue (or schedule) it, atomically; nothing if the lock is held.
--- KEYS[1] the lock, KEYS[2] queue list, KEYS[3] notification list, KEYS[4] scheduled sorted set
+-- KEYS[1] the lock, KEYS[2] queue list, KEYS[3] notification list, KEYS[4] scheduled sorted set,
+-- KEYS[5] counts hash (adds 1 to 'enqueued' when the task is enqueued or scheduled)
 -- ARGV[1] lock lifetime (ms), ARGV[2] lock token, ARGV[3] blob, ARGV[4] due time or "" for now,
 -- ARGV[5] scheduled-set member (when due is given)
 -- Returns 1, or the lock's remaining lifetime in ms, negated, when it is held.
@@ -12,4 +13,5 @@ if ARGV[4] == '' then
 else
     redis.call('zadd', KEYS[4], ARGV[4], ARGV[5])
 end
+redis.call('hincrby', KEYS[5], 'enqueued', 1)
 return 1

@@ -1,6 +1,7 @@
 -- Move dead letters, named by id, back into the queue, each task with its notification: all of them,
 -- or, if any id names no letter or a letter without a task, none.
--- KEYS[1] dead-letter stream, KEYS[2] queue list, KEYS[3] notification list
+-- KEYS[1] dead-letter stream, KEYS[2] queue list, KEYS[3] notification list,
+-- KEYS[4] counts hash (adds the tasks moved to 'enqueued': they come into the queue again)
 -- ARGV[1] the task field of a letter, ARGV[2..] letter ids
 -- Returns {count requeued}, or {0, id, problem, id, problem, ...} having changed nothing.
 local tasks, problems, seen = {}, {}, {}
@@ -33,5 +34,8 @@ for _, pair in ipairs(tasks) do
     redis.call('rpush', KEYS[2], pair[2])
     redis.call('rpush', KEYS[3], '1')
     redis.call('xdel', KEYS[1], pair[1])
+end
+if #tasks > 0 then
+    redis.call('hincrby', KEYS[4], 'enqueued', #tasks)
 end
 return {#tasks}

@@ -1,7 +1,8 @@
 -- Move the next dead letters after a cursor back into the queue, each task with its notification,
 -- until a bound on letters or on bytes is reached: one chunk of `dead requeue --all`, so that no call
 -- keeps Redis busy for long. Letters without a task stay where they are.
--- KEYS[1] dead-letter stream, KEYS[2] queue list, KEYS[3] notification list
+-- KEYS[1] dead-letter stream, KEYS[2] queue list, KEYS[3] notification list,
+-- KEYS[4] counts hash (adds the tasks moved to 'enqueued': they come into the queue again)
 -- ARGV[1] the task field of a letter, ARGV[2] the id after which to start ('-': the first letter),
 -- ARGV[3] most letters to move, ARGV[4] most task bytes to move (at least one letter moves)
 -- Returns {moved, skipped, the last id looked at ('' when there were none)}.
@@ -29,5 +30,8 @@ while moved + skipped < max_letters and bytes < max_bytes do
         end
     end
     start = '(' .. last
+end
+if moved > 0 then
+    redis.call('hincrby', KEYS[4], 'enqueued', moved)
 end
 return {moved, skipped, last}

@@ -1,6 +1,7 @@
 -- Claim one tick of a periodic entry and enqueue its task, atomically: of all the
 -- scheduler replicas that see the same tick, exactly one enqueues it.
--- KEYS[1] periodic hash (entry name -> last tick claimed), KEYS[2] queue list, KEYS[3] notification list
+-- KEYS[1] periodic hash (entry name -> last tick claimed), KEYS[2] queue list, KEYS[3] notification list,
+-- KEYS[4] the queue's counts hash (adds 1 to 'enqueued' when it enqueues)
 -- ARGV[1] entry name, ARGV[2] tick (unix seconds), ARGV[3] blob, ARGV[4] "1" to enqueue,
 -- "0" to claim the tick without enqueueing (a missed tick the entry skips)
 -- Returns 1 if this call claimed the tick, 0 if another replica already had.
@@ -12,5 +13,6 @@ redis.call('hset', KEYS[1], ARGV[1], ARGV[2])
 if ARGV[4] == '1' then
     redis.call('rpush', KEYS[2], ARGV[3])
     redis.call('rpush', KEYS[3], '1')
+    redis.call('hincrby', KEYS[4], 'enqueued', 1)
 end
 return 1

@@ -3,6 +3,8 @@
     delayed_queue_tasks{queue,state}             pending, processing, scheduled, dead
     delayed_workers{queue}                       our live workers (go-delayed's do not register)
     delayed_queue_oldest_pending_seconds{queue}  a lower bound on the oldest pending task's age
+    delayed_queue_events_total{queue,event}      tasks enqueued, done, retried, dead, as the queue's
+                                                 counts hash has them (ours only: see QueueKeys.counts)
     delayed_up                                   1 if Redis answered the scrape, else 0
 
 Blobs carry no enqueue time (the format is go-delayed's), so the oldest pending age is how long
@@ -20,6 +22,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 import redis
 
 from .. import admin
+from ..keys import COUNTED_EVENTS
 from ..lifecycle import Lifecycle
 
 logger = logging.getLogger(__name__)
@@ -27,6 +30,9 @@ logger = logging.getLogger(__name__)
 DISCOVERY_INTERVAL = 60.0
 """Seconds between looks (SCAN) for the queues that exist, when no queue is named."""
 STATES = ("pending", "processing", "scheduled", "dead")
+
+Scraped = Tuple[str, List[int], int, float, List[int]]
+"""A queue's name, its counts by state, its live workers, its oldest pending age, its counters by event."""
 
 
 class QueueCollector:
@@ -51,20 +57,22 @@ class QueueCollector:
         return list(self._families())
 
     def collect(self) -> Iterator[Any]:
-        up, tasks, workers, oldest = self._families()
+        up, tasks, workers, oldest, events = self._families()
         rows = self._scrape()
         up.add_metric([], 0 if rows is None else 1)
         if rows is None:
             yield up
             return
-        for name, counts, live, age in rows:
+        for name, counts, live, age, counters in rows:
             for state, count in zip(STATES, counts):
                 tasks.add_metric([name, state], count)
             workers.add_metric([name], live)
             oldest.add_metric([name], age)
-        yield from (up, tasks, workers, oldest)
+            for event, total in zip(COUNTED_EVENTS, counters):
+                events.add_metric([name, event], total)
+        yield from (up, tasks, workers, oldest, events)
 
-    def _scrape(self) -> Optional[List[Tuple[str, List[int], int, float]]]:
+    def _scrape(self) -> Optional[List[Scraped]]:
         """The rows of _read(), or None after a Redis error (said once, and once when it answers again)."""
         with self._lock:
             try:
@@ -80,8 +88,8 @@ class QueueCollector:
             return rows
 
     @staticmethod
-    def _families() -> Tuple[Any, Any, Any, Any]:
-        from prometheus_client.core import GaugeMetricFamily
+    def _families() -> Tuple[Any, Any, Any, Any, Any]:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         return (
             GaugeMetricFamily("delayed_up", "1 if Redis answered this scrape, else 0 (then no queue metrics)"),
@@ -93,14 +101,20 @@ class QueueCollector:
             GaugeMetricFamily("delayed_queue_oldest_pending_seconds", "A lower bound on the age of the oldest "
                               "pending task: how long the exporter has seen the task now at the head of the queue "
                               "there (blobs carry no enqueue time); 0 when none is pending", labels=["queue"]),
+            CounterMetricFamily("delayed_queue_events", "Tasks per queue and event, counted by our producers' and "
+                                "workers' scripts (go-delayed's do not count): enqueued (into the queue or the "
+                                "scheduled set, dead letters requeued included), done (released by a worker), "
+                                "retried (requeued or rescheduled after a failure), dead (dead-lettered)",
+                                labels=["queue", "event"]),
         )
 
-    def _read(self) -> List[Tuple[str, List[int], int, float]]:
-        """Per queue: its counts by state, its live workers and its oldest pending age."""
+    def _read(self) -> List[Scraped]:
+        """Per queue: its counts by state, its live workers, its oldest pending age and its counters."""
         rows = admin.stats(self._conn, self._queue_names(), heads=True)
         now = time.monotonic()
         return [(row["queue"], [row[state] for state in STATES], row["workers"],
-                 self._oldest(row["queue"], row["head"], row["pending"], now)) for row in rows]
+                 self._oldest(row["queue"], row["head"], row["pending"], now),
+                 [row[field] for field in admin.COUNTER_FIELDS]) for row in rows]
 
     def _queue_names(self) -> List[str]:
         if self._names is not None:

@@ -89,7 +89,7 @@ class Scheduler:
                 continue
             run = entry.missed == "once" or now - tick <= entry.grace
             keys = QueueKeys.of(entry.queue)
-            if self._script(keys=(PERIODIC_KEY, keys.name, keys.noti),
+            if self._script(keys=(PERIODIC_KEY, keys.name, keys.noti, keys.counts),
                             args=(entry.name, repr(tick), entry.blob(), int(run))):
                 logger.info("%s: tick %s %s", entry.name, repr(tick), "enqueued" if run else "missed, skipped")
                 enqueued += run
