@@ -14,9 +14,10 @@ if TYPE_CHECKING:
 
 
 def create_app(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Sequence[str]] = None,
-               sample_every: float = 5.0) -> "flask.Flask":
+               sample_every: float = 5.0, window: float = 600.0) -> "flask.Flask":
     """The dashboard's Flask app over conn, showing queues (default: every queue found). With a token,
-    every request must carry it; without one, only requests to a loopback host name are served."""
+    every request must carry it; without one, only requests to a loopback host name are served. The
+    throughput charts sample admin.stats every sample_every seconds and show the last window seconds."""
     from .app import build
 
-    return build(conn, token=token, queues=queues, sample_every=sample_every)
+    return build(conn, token=token, queues=queues, sample_every=sample_every, window=window)

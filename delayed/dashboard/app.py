@@ -33,13 +33,13 @@ Reply = Union[str, Response, Tuple[str, int]]
 
 
 def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Sequence[str]] = None,
-          sample_every: float = 5.0) -> flask.Flask:
+          sample_every: float = 5.0, window: float = 600.0) -> flask.Flask:
     app = flask.Flask(__name__)
     app.secret_key = secrets.token_bytes(32)  # signs the session cookie that carries flashed messages
     app.config.update(SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Strict")
     csrf = secrets.token_urlsafe(32)
     chosen = list(queues or [])
-    sampler = Sampler(conn, chosen, every=sample_every).start()
+    sampler = Sampler(conn, chosen, every=sample_every, window=window).start()
     app.extensions["delayed_sampler"] = sampler
 
     def names() -> List[str]:

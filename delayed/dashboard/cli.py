@@ -24,7 +24,9 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--queue", action="append", dest="queues", metavar="NAME",
                         help="queue to show; repeat for several (default: every queue that has keys)")
     parser.add_argument("--sample-every", type=positive(float), default=5.0, metavar="SECONDS",
-                        help="seconds between the throughput samples (default: %(default)s; 10 minutes are kept)")
+                        help="seconds between the throughput samples (default: %(default)s)")
+    parser.add_argument("--window", type=positive(float), default=600.0, metavar="SECONDS",
+                        help="seconds of throughput the charts show (default: %(default)s)")
     return parser
 
 
@@ -51,7 +53,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     from . import create_app
 
-    app = create_app(conn, token=args.token, queues=args.queues, sample_every=args.sample_every)
+    app = create_app(conn, token=args.token, queues=args.queues, sample_every=args.sample_every,
+                     window=args.window)
     try:
         server = waitress.create_server(app, host=args.host, port=args.port, threads=4)
     except OSError as exc:

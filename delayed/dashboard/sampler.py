@@ -86,7 +86,8 @@ class Sampler:
         gap, or a slot not yet sampled: the window is always whole, so charts keep their time scale)."""
         with self._lock:
             samples: List[Optional[List[admin.Row]]] = list(self._samples)
-        samples = [None] * (cast(int, self._samples.maxlen) - len(samples)) + samples
+        gaps: List[Optional[List[admin.Row]]] = [None] * (cast(int, self._samples.maxlen) - len(samples))
+        samples = gaps + samples
         found: Series = {}
         for i, rows in enumerate(samples):
             for row in rows or []:
