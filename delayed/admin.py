@@ -211,14 +211,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def dead_letters(conn: redis.Redis, name: str, after: Optional[str] = None, count: int = 20) -> List[Row]:
-    """Up to count dead letters after the letter id `after` (default: from the oldest), parsed, with their ids."""
-    return Queue(name, conn).dead_letters(after, count)
+def dead_letters(conn: redis.Redis, name: str, after: Optional[str] = None, count: int = 20,
+                 migrate: bool = True) -> List[Row]:
+    """Up to count dead letters after the letter id `after` (default: from the oldest), parsed, with their ids.
+    migrate=False never writes: letters still in an old N_dead list are then not moved, nor listed."""
+    return Queue(name, conn).dead_letters(after, count, migrate)
 
 
-def dead_letter(conn: redis.Redis, name: str, letter_id: str) -> Row:
-    """One dead letter, parsed; DeadLetterError if there is none with this id."""
-    return Queue(name, conn).dead_letter(letter_id)
+def dead_letter(conn: redis.Redis, name: str, letter_id: str, migrate: bool = True) -> Row:
+    """One dead letter, parsed; DeadLetterError if there is none with this id (migrate: as dead_letters)."""
+    return Queue(name, conn).dead_letter(letter_id, migrate)
 
 
 def requeue_dead(conn: redis.Redis, name: str, letter_ids: Optional[Sequence[str]] = None,

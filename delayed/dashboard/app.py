@@ -6,7 +6,8 @@ Security model:
   with hmac.compare_digest. Without one (served on loopback only, which the command line enforces),
   the Host header must name a loopback host, so a web page cannot reach the dashboard by DNS rebinding.
 - Every change is a POST carrying a CSRF token (a random secret of this process, in a hidden field,
-  compared with hmac.compare_digest); a GET never changes Redis.
+  compared with hmac.compare_digest); a GET never changes Redis (it reads dead letters with
+  migrate=False: an old N_dead list moves into the stream at the first POST on that queue).
 - Everything shown is escaped by Jinja2's autoescape; the Content-Security-Policy allows no script
   and nothing from elsewhere.
 """
@@ -94,12 +95,13 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
     @app.get("/")
     def index() -> Reply:
         found = names()
+        sampler.include(found)
         rows = admin.stats(conn, found)
         series = sampler.series()
         charts = {row["queue"]: {field: sparkline(values) for field, values in series.get(row["queue"], {}).items()}
                   for row in rows}
         letters = {row["queue"]: [admin.describe_dead(entry) for entry in admin.dead_letters(conn, row["queue"],
-                                                                                            count=PAGE)]
+                                                                                            count=PAGE, migrate=False)]
                    for row in rows if row["dead"]}
         upcoming = {row["queue"]: admin.scheduled(conn, row["queue"], PAGE) for row in rows if row["scheduled"]}
         refresh = flask.request.args.get("refresh", type=int)
@@ -114,7 +116,7 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
         queue = _queue()
         after = flask.request.args.get("after") or None
         try:
-            letters = [admin.describe_dead(entry) for entry in admin.dead_letters(conn, queue, after, PAGE)]
+            letters = [admin.describe_dead(entry) for entry in admin.dead_letters(conn, queue, after, PAGE, migrate=False)]
         except DeadLetterError as exc:
             return _message("No such dead letter", str(exc), 404)
         return flask.render_template("dead.html", queue=queue, letters=letters, after=after, page=PAGE)
@@ -123,7 +125,7 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
     def dead_show() -> Reply:
         queue, letter_id = _queue(), flask.request.args.get("id", "")
         try:
-            letter = admin.describe_dead(admin.dead_letter(conn, queue, letter_id))
+            letter = admin.describe_dead(admin.dead_letter(conn, queue, letter_id, migrate=False))
         except DeadLetterError as exc:
             return _message("No such dead letter", str(exc), 404)
         return flask.render_template("letter.html", queue=queue, letter=letter)

@@ -21,6 +21,9 @@ Series = Dict[str, Dict[str, List[Optional[float]]]]
 
 log = logging.getLogger("delayed.dashboard")
 
+DISCOVER_EVERY = 60.0
+"""Seconds between looks for queues (one SCAN of the database) when no queues were named."""
+
 
 _FIRST = ("in_per_s", "out_per_s", "net_per_s", "dead_per_s")
 
@@ -32,7 +35,8 @@ def rate_fields(row: admin.Row) -> List[str]:
 
 
 class Sampler:
-    """Samples admin.stats of queues (default: every queue found) every `every` seconds, keeping window seconds."""
+    """Samples admin.stats of queues (default: every queue found, looked for at most once a minute) every
+    `every` seconds, keeping window seconds."""
 
     def __init__(self, conn: redis.Redis, queues: Optional[Sequence[str]] = None, every: float = 5.0,
                  window: float = 600.0) -> None:
@@ -42,6 +46,8 @@ class Sampler:
         self.window = window
         self._samples: Deque[Optional[List[admin.Row]]] = collections.deque(maxlen=max(2, int(window / every)))
         self._previous: Optional[Tuple[float, List[admin.Row]]] = None
+        self._found: List[str] = []
+        self._next_discovery = 0.0
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="delayed-dashboard-sampler", daemon=True)
@@ -59,10 +65,20 @@ class Sampler:
             self.sample()
             self._stopping.wait(self.every)
 
+    def include(self, names: Sequence[str]) -> None:
+        """Sample these queues too from now on (the page found them before the next look for queues)."""
+        with self._lock:
+            self._found = sorted(set(self._found).union(names))
+
     def sample(self) -> None:
         """Take one sample (a gap if Redis does not answer)."""
         try:
-            rows = admin.stats(self.conn, self.queues or admin.queue_names(self.conn))
+            if not self.queues and time.monotonic() >= self._next_discovery:  # a SCAN: at most once a minute
+                found = admin.queue_names(self.conn)
+                with self._lock:
+                    self._found = found
+                self._next_discovery = time.monotonic() + DISCOVER_EVERY
+            rows = admin.stats(self.conn, self.queues or self._found)
         except redis.RedisError as exc:
             log.debug("sample failed: %s", exc)
             with self._lock:
