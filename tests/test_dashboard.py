@@ -423,3 +423,18 @@ def test_without_flask_delayed_imports_and_the_dashboard_says_what_to_install(re
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert done.returncode == 2 and done.stderr == (
         "delayed.dashboard: the dashboard needs flask and waitress: pip install 'delayed[dashboard]'\n"), done.stderr
+
+
+def test_dead_letters_page_by_id(conn, dashboard):
+    ids = [letter(conn, "default", f"failure {i}") for i in range(25)]
+    web = dashboard()
+    page = web.get()[1]
+    listed = re.findall(r'<tr class="letter" data-id="([^"]+)"', page)
+    assert listed == ids[:20]
+    more = unescape(re.search(r'<a href="([^"]+)">more…</a>', page).group(1))
+    assert more == f"/dead?queue=default&after={ids[19]}"
+    status, rest = web.get(more)
+    assert status == 200 and re.findall(r'<tr class="letter" data-id="([^"]+)"', rest) == ids[20:]
+    assert "next page" not in rest
+    status, detail = web.get(f"/dead/show?queue=default&id={ids[3]}")
+    assert status == 200 and "failure 3" in detail and "ValueError: failure 3" in detail
