@@ -26,7 +26,7 @@ from .sampler import Sampler, sparkline
 
 TOKEN_COOKIE = "delayed_dashboard_token"
 PAGE = 20
-LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
+LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "[::1]"}
 CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; "
        "base-uri 'none'")
 
@@ -53,7 +53,7 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
     @app.before_request
     def guard() -> Optional[Reply]:
         if token is None:
-            if flask.request.host.rsplit(":", 1)[0] not in LOOPBACK_HOSTS and flask.request.host not in LOOPBACK_HOSTS:
+            if _host_name(flask.request.host) not in LOOPBACK_HOSTS:
                 return _message("Forbidden", "This dashboard answers only to a loopback host name "
                                 "(127.0.0.1, localhost); serve it with --token to reach it otherwise.", 403)
         else:
@@ -167,6 +167,12 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
         return _back()
 
     return app
+
+
+def _host_name(host: str) -> str:
+    """A Host header without its port: "127.0.0.1:8080" -> "127.0.0.1", "[::1]:8080" -> "[::1]"."""
+    name, colon, port = host.rpartition(":")
+    return name if colon and port.isdigit() and not host.endswith("]") else host
 
 
 def _queue() -> str:
