@@ -1,15 +1,15 @@
 # make test: the whole suite; make demo: a worker on a throwaway Redis.
 # Both install what is missing: a virtualenv with the package, and Debian's redis-server
-# (and, for make test's metrics tests, Debian's prometheus).
+# (and, for make test's metrics and dashboard tests, Debian's prometheus, chromium and chromium-driver).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: test interop demo bench chaos redis-server prometheus clean
+.PHONY: test interop demo bench chaos redis-server prometheus chromium clean
 
-test: $(INSTALLED) redis-server prometheus
+test: $(INSTALLED) redis-server prometheus chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Live interop: real go-delayed workers, producers and sweepers (interop/cmd) beside ours.
@@ -44,6 +44,11 @@ prometheus:
 	@command -v prometheus >/dev/null || { \
 		echo "installing Debian's prometheus"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus; }
+
+chromium:
+	@{ command -v chromium >/dev/null && command -v chromedriver >/dev/null; } || { \
+		echo "installing Debian's chromium and chromium-driver"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium chromium-driver; }
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache bench/.venv-*

@@ -15,6 +15,7 @@ from . import __version__, admin
 from .cli import (CommandError, add_connection_options, connect_checked, positive, run_command, scheduler_main,
                   sweeper_main, worker_main)
 from .connection import Backoff
+from .dashboard.cli import main as dashboard_main
 from .dead_letter import DeadLetterError
 from .errors import TaskTooLargeError
 from .metrics.cli import main as metrics_main
@@ -170,7 +171,8 @@ COMMANDS = {"stats": _stats, "workers": _workers, "dead": _dead, "scheduled": _s
 
 
 RUNNERS: Dict[str, Callable[[Optional[Sequence[str]]], int]] = {
-    "worker": worker_main, "sweeper": sweeper_main, "scheduler": scheduler_main, "metrics": metrics_main}
+    "worker": worker_main, "sweeper": sweeper_main, "scheduler": scheduler_main, "metrics": metrics_main,
+    "dashboard": dashboard_main}
 
 
 def _common(defaults: bool) -> argparse.ArgumentParser:
@@ -189,7 +191,8 @@ def front_parser() -> argparse.ArgumentParser:
         description=__doc__,
         epilog="commands: stats, workers, dead, scheduled, enqueue (operate the queues); worker, sweeper, "
                "scheduler (run one, as python -m delayed.worker etc.); metrics (the queues' Prometheus exporter, as "
-               "python -m delayed.metrics). `delayed COMMAND --help` for each.")
+               "python -m delayed.metrics); dashboard (the web page, as python -m delayed.dashboard). "
+               "`delayed COMMAND --help` for each.")
     front.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     front.add_argument("command", choices=[*COMMANDS, *RUNNERS], metavar="COMMAND", nargs="?")
     front.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)

@@ -9,8 +9,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 import redis
 
 from .errors import MalformedTaskError
-from .keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, NOTI_SUFFIX, PROCESSING_SUFFIX,
-                   SCHEDULED_SUFFIX, WORKER_ID_PREFIX, WORKERS_SUFFIX, QueueKeys)
+from .keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, NOTI_SUFFIX, PERIODIC_KEY,
+                   PROCESSING_SUFFIX, SCHEDULED_SUFFIX, WORKER_ID_PREFIX, WORKERS_SUFFIX, QueueKeys)
 from .queue import Queue
 from .task import GoTask, decode_task
 
@@ -171,6 +171,46 @@ def workers(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
     return rows
 
 
+_GO_WORKER_ID = re.compile(r"[0-9a-fA-F]{32}")
+
+
+def holders(conn: redis.Redis, names: Sequence[str], limit: int = 200) -> List[Row]:
+    """Who holds what, per queue, go-delayed's workers included (they register nowhere else): each
+    field of N_processing (at most limit per queue, read with HSCAN) whose keep-alive key (the bare
+    worker id) exists. Rows: queue, worker, "go" (a go-delayed id: 32 hex digits), task (described).
+    A field whose keep-alive is gone is a lapsed worker's task that a sweeper will requeue: left out."""
+    rows = []
+    for keys in map(QueueKeys.of, names):
+        held: List[Tuple[str, bytes]] = []
+        for field, blob in conn.hscan_iter(keys.processing, count=100):
+            held.append((cast(bytes, field).decode(errors="replace"), cast(bytes, blob)))
+            if len(held) >= limit:
+                break
+        with conn.pipeline(transaction=False) as pipe:
+            for worker_id, _ in held:
+                pipe.exists(worker_id)
+            alive = pipe.execute()
+        rows += [{"queue": keys.name, "worker": worker_id, "go": _GO_WORKER_ID.fullmatch(worker_id) is not None,
+                  "task": describe_task(blob)} for (worker_id, blob), live in zip(held, alive) if live]
+    return rows
+
+
+def periodic(conn: redis.Redis, limit: int = 1000) -> List[Row]:
+    """The periodic entries schedulers have claimed ticks of (the hash delayed_periodic, at most limit),
+    by name: name, last_tick (ISO 8601, UTC; the raw value if it is not a unix time)."""
+    rows = []
+    for field, value in conn.hscan_iter(PERIODIC_KEY, count=100):
+        text = cast(bytes, value).decode(errors="replace")
+        try:
+            tick = _when(float(text))
+        except ValueError:
+            tick = text
+        rows.append({"name": cast(bytes, field).decode(errors="replace"), "last_tick": tick})
+        if len(rows) >= limit:
+            break
+    return sorted(rows, key=lambda row: row["name"])
+
+
 def describe_task(blob: bytes) -> Row:
     """A task blob as plain JSON-able data, for --json and tables alike.
 
@@ -199,14 +239,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def dead_letters(conn: redis.Redis, name: str, after: Optional[str] = None, count: int = 20) -> List[Row]:
-    """Up to count dead letters after the letter id `after` (default: from the oldest), parsed, with their ids."""
-    return Queue(name, conn).dead_letters(after, count)
+def dead_letters(conn: redis.Redis, name: str, after: Optional[str] = None, count: int = 20,
+                 migrate: bool = True) -> List[Row]:
+    """Up to count dead letters after the letter id `after` (default: from the oldest), parsed, with their ids.
+    migrate=False never writes: letters still in an old N_dead list are then not moved, nor listed."""
+    return Queue(name, conn).dead_letters(after, count, migrate)
 
 
-def dead_letter(conn: redis.Redis, name: str, letter_id: str) -> Row:
-    """One dead letter, parsed; DeadLetterError if there is none with this id."""
-    return Queue(name, conn).dead_letter(letter_id)
+def dead_letter(conn: redis.Redis, name: str, letter_id: str, migrate: bool = True) -> Row:
+    """One dead letter, parsed; DeadLetterError if there is none with this id (migrate: as dead_letters)."""
+    return Queue(name, conn).dead_letter(letter_id, migrate)
 
 
 def requeue_dead(conn: redis.Redis, name: str, letter_ids: Optional[Sequence[str]] = None,

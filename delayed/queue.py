@@ -361,20 +361,24 @@ class Queue:
 
     # Dead letters (the operators' side: each call first moves an old <name>_dead list into the stream)
 
-    def dead_letters(self, after: Optional[str] = None, count: Optional[int] = None) -> List[Dict[str, Any]]:
+    def dead_letters(self, after: Optional[str] = None, count: Optional[int] = None,
+                     migrate: bool = True) -> List[Dict[str, Any]]:
         """Dead letters, oldest first, parsed (delayed.dead_letter.parse): up to count of them
-        (default: all), starting after the letter id `after`."""
-        self.migrate_dead()
+        (default: all), starting after the letter id `after`. migrate=False reads without moving an
+        old list into the stream first (for readers that must not write): its letters are not shown."""
+        if migrate:
+            self.migrate_dead()
         if after is not None:
             dead_letter.check_ids([after])
         entries = cast(List[Tuple[bytes, Dict[bytes, bytes]]],
                        self.conn.xrange(self.keys.dead_letters, "-" if after is None else "(" + after, "+", count))
         return [dead_letter.parse(letter_id, fields) for letter_id, fields in entries]
 
-    def dead_letter(self, letter_id: str) -> Dict[str, Any]:
-        """One dead letter, parsed; DeadLetterError if there is none with this id."""
+    def dead_letter(self, letter_id: str, migrate: bool = True) -> Dict[str, Any]:
+        """One dead letter, parsed; DeadLetterError if there is none with this id (migrate: as dead_letters)."""
         dead_letter.check_ids([letter_id])
-        self.migrate_dead()
+        if migrate:
+            self.migrate_dead()
         entries = cast(List[Tuple[bytes, Dict[bytes, bytes]]],
                        self.conn.xrange(self.keys.dead_letters, letter_id, letter_id))
         if not entries:

@@ -1,0 +1,191 @@
+"""The dashboard's pages and actions (Flask): read with delayed.admin, change only through it.
+
+Security model:
+- With a token, every request carries it: `?token=` once (it is then kept in an HttpOnly, SameSite=Strict
+  cookie, and the URL is redirected without it), the cookie, or `Authorization: Bearer TOKEN`; compared
+  with hmac.compare_digest. Without one (served on loopback only, which the command line enforces),
+  the Host header must name a loopback host, so a web page cannot reach the dashboard by DNS rebinding.
+- Every change is a POST carrying a CSRF token (a random secret of this process, in a hidden field,
+  compared with hmac.compare_digest); a GET never changes Redis (it reads dead letters with
+  migrate=False: an old N_dead list moves into the stream at the first POST on that queue).
+- Everything shown is escaped by Jinja2's autoescape; the Content-Security-Policy allows no script
+  and nothing from elsewhere.
+"""
+import hmac
+import secrets
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from urllib.parse import urlencode
+
+import flask
+import redis
+from werkzeug.wrappers import Response
+
+from .. import admin
+from ..dead_letter import DeadLetterError
+from .sampler import Sampler, sparkline
+
+TOKEN_COOKIE = "delayed_dashboard_token"
+PAGE = 20
+LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "[::1]"}
+CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; "
+       "base-uri 'none'")
+
+Reply = Union[str, Response, Tuple[str, int]]
+
+
+def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Sequence[str]] = None,
+          sample_every: float = 5.0, window: float = 600.0) -> flask.Flask:
+    app = flask.Flask(__name__)
+    app.secret_key = secrets.token_bytes(32)  # signs the session cookie that carries flashed messages
+    app.config.update(SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Strict")
+    csrf = secrets.token_urlsafe(32)
+    chosen = list(queues or [])
+    sampler = Sampler(conn, chosen, every=sample_every, window=window).start()
+    app.extensions["delayed_sampler"] = sampler
+
+    def names() -> List[str]:
+        return chosen or admin.queue_names(conn)
+
+    @app.context_processor
+    def common() -> Dict[str, Any]:
+        return {"csrf": csrf}
+
+    @app.before_request
+    def guard() -> Optional[Reply]:
+        if token is None:
+            if _host_name(flask.request.host) not in LOOPBACK_HOSTS:
+                return _message("Forbidden", "This dashboard answers only to a loopback host name "
+                                "(127.0.0.1, localhost); serve it with --token to reach it otherwise.", 403)
+        else:
+            given = flask.request.args.get("token")
+            if given is not None:
+                if not hmac.compare_digest(given.encode(), token.encode()):
+                    return _message("Unauthorized", "Wrong token.", 401)
+                args = {key: value for key, value in flask.request.args.items() if key != "token"}
+                reply = flask.redirect(flask.request.path + ("?" + urlencode(args) if args else ""), 303)
+                reply.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="Strict")
+                return reply
+            header = flask.request.headers.get("Authorization", "")
+            sent = header[7:] if header.startswith("Bearer ") else flask.request.cookies.get(TOKEN_COOKIE, "")
+            if not hmac.compare_digest(sent.encode(), token.encode()):
+                return _message("Unauthorized", "This dashboard needs its token: open it once with ?token=TOKEN "
+                                "(or send Authorization: Bearer TOKEN).", 401)
+        if flask.request.method == "POST":
+            sent = flask.request.form.get("csrf", "")
+            if not hmac.compare_digest(sent.encode(), csrf.encode()):
+                return _message("Forbidden", "The form's CSRF token is missing or wrong (the dashboard may have "
+                                "restarted): reload the page and try again. Nothing was changed.", 403)
+        return None
+
+    @app.after_request
+    def headers(reply: Response) -> Response:
+        reply.headers["Content-Security-Policy"] = CSP
+        reply.headers["X-Content-Type-Options"] = "nosniff"
+        reply.headers["Referrer-Policy"] = "no-referrer"
+        reply.headers["Cache-Control"] = "no-store"
+        return reply
+
+    @app.errorhandler(redis.RedisError)
+    def redis_error(exc: redis.RedisError) -> Reply:
+        if isinstance(exc, (redis.ConnectionError, redis.TimeoutError)):
+            return _message("Redis is unreachable", f"The dashboard cannot reach Redis: {exc}. "
+                            "Reload the page once it is back.", 503)
+        return _message("Redis error", f"Redis refused a command: {exc}", 500)
+
+    @app.get("/")
+    def index() -> Reply:
+        found = names()
+        sampler.include(found)
+        rows = admin.stats(conn, found)
+        series = sampler.series()
+        charts = {row["queue"]: {field: sparkline(values) for field, values in series.get(row["queue"], {}).items()}
+                  for row in rows}
+        letters = {row["queue"]: [admin.describe_dead(entry) for entry in admin.dead_letters(conn, row["queue"],
+                                                                                            count=PAGE, migrate=False)]
+                   for row in rows if row["dead"]}
+        upcoming = {row["queue"]: admin.scheduled(conn, row["queue"], PAGE) for row in rows if row["scheduled"]}
+        refresh = flask.request.args.get("refresh", type=int)
+        return flask.render_template(
+            "index.html", rows=rows, charts=charts, workers=admin.workers(conn, found),
+            holders=admin.holders(conn, found), letters=letters, page=PAGE, scheduled=upcoming,
+            periodic=admin.periodic(conn), every=sampler.every, window=sampler.window,
+            refresh=refresh if refresh and refresh > 0 else None)
+
+    @app.get("/dead")
+    def dead_list() -> Reply:
+        queue = _queue()
+        after = flask.request.args.get("after") or None
+        try:
+            letters = [admin.describe_dead(entry) for entry in admin.dead_letters(conn, queue, after, PAGE, migrate=False)]
+        except DeadLetterError as exc:
+            return _message("No such dead letter", str(exc), 404)
+        return flask.render_template("dead.html", queue=queue, letters=letters, after=after, page=PAGE)
+
+    @app.get("/dead/show")
+    def dead_show() -> Reply:
+        queue, letter_id = _queue(), flask.request.args.get("id", "")
+        try:
+            letter = admin.describe_dead(admin.dead_letter(conn, queue, letter_id, migrate=False))
+        except DeadLetterError as exc:
+            return _message("No such dead letter", str(exc), 404)
+        return flask.render_template("letter.html", queue=queue, letter=letter)
+
+    @app.get("/dead/purge")
+    def purge_confirm() -> Reply:
+        queue = _queue()
+        return flask.render_template("purge.html", queue=queue, count=admin.stats(conn, [queue])[0]["dead"])
+
+    @app.post("/dead/requeue")
+    def requeue() -> Response:
+        queue, letter_id = _queue(), flask.request.form.get("id", "")
+        try:
+            moved = admin.requeue_dead(conn, queue, None if letter_id == "all" else [letter_id])
+        except DeadLetterError as exc:
+            flask.flash(str(exc), "error")
+        else:
+            flask.flash(f"requeued {moved} task{'s' * (moved != 1)} into {queue}", "done")
+        return _back()
+
+    @app.post("/dead/delete")
+    def delete() -> Response:
+        queue, letter_id = _queue(), flask.request.form.get("id", "")
+        try:
+            deleted = admin.delete_dead(conn, queue, [letter_id])
+        except DeadLetterError as exc:
+            flask.flash(str(exc), "error")
+        else:
+            flask.flash(f"deleted {deleted} dead letter{'s' * (deleted != 1)} of {queue}", "done")
+        return _back()
+
+    @app.post("/dead/purge")
+    def purge() -> Response:
+        queue = _queue()
+        if flask.request.form.get("confirm") != "yes":  # only the confirm page's form says yes
+            return flask.redirect(flask.url_for("purge_confirm", queue=queue), 303)
+        purged = admin.purge_dead(conn, queue)
+        flask.flash(f"purged {purged} dead letter{'s' * (purged != 1)} of {queue}", "done")
+        return _back()
+
+    return app
+
+
+def _host_name(host: str) -> str:
+    """A Host header without its port: "127.0.0.1:8080" -> "127.0.0.1", "[::1]:8080" -> "[::1]"."""
+    name, colon, port = host.rpartition(":")
+    return name if colon and port.isdigit() and not host.endswith("]") else host
+
+
+def _queue() -> str:
+    queue = flask.request.values.get("queue", "")
+    if not queue:
+        flask.abort(_message("No queue", "Say which queue: ?queue=NAME.", 400))
+    return queue
+
+
+def _back() -> Response:
+    """After a change: back to the overview (a reload then does not repeat it)."""
+    return flask.redirect(flask.url_for("index") + "#dead", 303)
+
+
+def _message(title: str, text: str, status: int) -> Response:
+    return flask.make_response(flask.render_template("message.html", title=title, text=text), status)

@@ -1,0 +1,440 @@
+"""The dashboard (`python -m delayed.dashboard`, `delayed dashboard`): a real waitress server in a
+subprocess on a free loopback port, a real redis-server, and a real headless Chromium for the clicks."""
+import http.client
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from html import unescape
+from typing import Dict, Optional, Tuple
+from urllib.parse import urlencode
+
+import pytest
+import redis
+
+from delayed import GoTask, PyTask, Queue, admin
+from delayed.dashboard.sampler import Sampler, rate_fields, sparkline
+from delayed.dead_letter import record
+from delayed.keys import PERIODIC_KEY
+from delayed.testing import RedisServer, free_port
+
+from .conftest import ROOT, spawn, wait_for
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+GO_WORKER = "0123456789abcdef0123456789abcdef"
+
+
+class Dashboard:
+    """A dashboard process on a free loopback port, and plain HTTP requests to it (no redirects followed)."""
+
+    def __init__(self, url: str, *options: str, command: Tuple[str, ...] = ("-m", "delayed.dashboard")) -> None:
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            [sys.executable, *command, "--redis-url", url, "--port", str(self.port), "--sample-every", "0.3",
+             *options], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()  # it says where it serves once it listens
+        assert line.startswith("delayed dashboard on http://127.0.0.1:"), line + self.process.stdout.read()
+        self.base = f"http://127.0.0.1:{self.port}"
+
+    def request(self, method: str, path: str, form: Optional[Dict[str, str]] = None,
+                headers: Optional[Dict[str, str]] = None) -> Tuple[int, http.client.HTTPMessage, str]:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        body = urlencode(form) if form is not None else None
+        sent = {**({"Content-Type": "application/x-www-form-urlencoded"} if form is not None else {}),
+                **(headers or {})}
+        connection.request(method, path, body=body, headers=sent)
+        reply = connection.getresponse()
+        text = reply.read().decode()
+        connection.close()
+        return reply.status, reply.headers, text
+
+    def get(self, path: str = "/", **headers: str) -> Tuple[int, str]:
+        status, _, text = self.request("GET", path, headers=headers)
+        return status, text
+
+    def csrf(self) -> str:
+        status, page = self.get()
+        assert status == 200, page
+        return re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        assert self.process.wait(10) == 0  # a stop is a clean exit
+
+
+@pytest.fixture
+def dashboard(conn, redis_server):
+    started = []
+
+    def start(*options: str, url: str = redis_server.url, **kwargs) -> Dashboard:
+        started.append(Dashboard(url, *options, **kwargs))
+        return started[-1]
+
+    yield start
+    for one in started:
+        one.stop()
+
+
+def letter(conn: redis.Redis, queue: str, error: str = "boom", task: Optional[PyTask] = None) -> str:
+    """A dead letter of queue, as a worker writes it; its id."""
+    task = task or PyTask("tests.tasks:record", ["x"])
+    fields = record(reason="failed", error=error, blob=task.serialize(), queue=queue, worker=None,
+                    func=task.func_path, traceback="Traceback (most recent call last):\n  ValueError: " + error)
+    return conn.xadd(f"{queue}_dead_letters", fields).decode()
+
+
+def snapshot(conn: redis.Redis) -> Dict[bytes, bytes]:
+    """Every key's serialized value: equal snapshots, equal databases."""
+    return {key: conn.dump(key) for key in sorted(conn.scan_iter())}
+
+
+def cells(page: str, queue: str) -> Dict[str, int]:
+    """A queue's counts as the overview shows them."""
+    row = re.search(r'<tr class="queue" data-queue="%s">(.*?)</tr>' % re.escape(queue), page, re.S).group(1)
+    return {name: int(re.sub(r"<[^>]+>", "", value)) for name, value in
+            re.findall(r'<td class="(pending|processing|scheduled|dead|workers)">(.*?)</td>', row)}
+
+
+# The browser
+
+@pytest.fixture
+def browser():
+    missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not os.path.exists(path)]
+    if missing:
+        pytest.fail(f"the dashboard's browser tests need Debian's chromium and chromium-driver ({', '.join(missing)} "
+                    "missing): apt-get install -y --no-install-recommends chromium chromium-driver")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM  # with the driver's path given too, selenium looks nothing up
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.implicitly_wait(0)
+    yield driver
+    driver.quit()
+
+
+def test_in_a_browser_requeue_delete_and_purge_dead_letters(conn, dashboard, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    queue = Queue("default", conn)
+    queue.enqueue(PyTask("tests.tasks:record", ["waiting"]))
+    Queue("reports", conn).enqueue(PyTask("tests.tasks:record", ["later"]), delay=3600)
+    first = letter(conn, "default", "first failure")
+    second = letter(conn, "default", "<script>document.title='owned'</script>")
+    third = letter(conn, "default", "third failure")
+    web = dashboard(command=("-m", "delayed", "dashboard"))  # as `delayed dashboard`
+
+    def count(name: str, column: str) -> int:
+        return int(browser.find_element(By.CSS_SELECTOR, f'tr.queue[data-queue="{name}"] td.{column}').text)
+
+    def click(letter_id: str, button: str) -> None:
+        browser.find_element(By.CSS_SELECTOR, f'tr.letter[data-id="{letter_id}"] button.{button}').click()
+
+    browser.get(web.base + "/")
+    assert (count("default", "pending"), count("default", "dead")) == (1, 3)
+    assert count("reports", "scheduled") == 1
+    error = browser.find_element(By.CSS_SELECTOR, f'tr.letter[data-id="{second}"] td.error').text
+    assert error == "<script>document.title='owned'</script>" and browser.title == "delayed"  # text, not run
+    browser.save_screenshot(str(tmp_path / "page.png"))
+    assert (tmp_path / "page.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    click(first, "requeue")
+    wait_for(lambda: "requeued 1 task into default" in browser.page_source, what="the requeue's message")
+    assert (count("default", "pending"), count("default", "dead")) == (2, 2)
+    assert conn.llen("default") == 2 and conn.llen("default_noti") == 2
+    assert [entry["id"] for entry in queue.dead_letters()] == [second, third]
+
+    click(second, "delete")
+    wait_for(lambda: "deleted 1 dead letter of default" in browser.page_source, what="the delete's message")
+    assert (count("default", "pending"), count("default", "dead")) == (2, 1)
+    assert [entry["id"] for entry in queue.dead_letters()] == [third]
+
+    browser.find_element(By.CSS_SELECTOR, '.dead-queue[data-queue="default"] a.purge').click()
+    wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "button.confirm-purge"), what="the confirm page")
+    assert browser.find_element(By.CSS_SELECTOR, "strong.count").text == "1"
+    assert queue.dead_count() == 1  # the confirm page itself changes nothing
+    browser.find_element(By.CSS_SELECTOR, "button.confirm-purge").click()
+    wait_for(lambda: "purged 1 dead letter of default" in browser.page_source, what="the purge's message")
+    assert count("default", "dead") == 0 and queue.dead_count() == 0
+    assert "No dead letters." in browser.find_element(By.ID, "dead").text
+
+
+def test_screenshot_of_queues_workers_and_a_dead_letter(conn, redis_server, dashboard, browser, busy_worker):
+    """The page with three queues, a worker of ours holding a task, a go-delayed worker holding one, a dead
+    letter and some throughput; written to $DELAYED_DASHBOARD_SCREENSHOT when set (docs/dashboard.png)."""
+    from selenium.webdriver.common.by import By
+
+    web = dashboard("--window", "8", "--sample-every", "0.4")
+    reports = Queue("reports", conn)
+    conn.hset("go_processing", GO_WORKER, GoTask("main.Resize", {"image": "cat.png", "width": 640}).serialize())
+    conn.set(GO_WORKER, "1", ex=60)  # the keep-alive a go-delayed worker keeps
+    conn.rpush("go", GoTask("main.Resize", {"image": "dog.png", "width": 320}).serialize())
+    conn.rpush("go_noti", "1")
+    for burst in (3, 8, 14, 6, 0, 10, 4):
+        reports.enqueue_many([PyTask("tests.tasks:record", [f"report {i}"]) for i in range(burst)])
+        if burst == 3:
+            web.get()  # a page load: the sampler charts the queues it shows from then on
+        time.sleep(0.5)
+    letter(conn, "reports", "ValueError: the report's month is 13", PyTask("tests.tasks:record", ["2026-13"], retry=3))
+    drain = spawn("delayed.worker", "tests.tasks", "--queue", "reports", redis_url=redis_server.url)
+    try:
+        wait_for(lambda: conn.llen("results") == 45 and not conn.hlen("reports_processing"),
+                 what="the reports to drain")
+    finally:
+        drain.terminate()  # a stop: it goes offline
+        drain.communicate(timeout=10)
+    reports.enqueue_many([PyTask("tests.tasks:record", [f"report {i}"]) for i in range(5)])
+    reports.enqueue(PyTask("tests.tasks:record", ["monthly"]), delay=3600)
+    conn.hset(PERIODIC_KEY, "reports:tests.tasks:record:cron=0 3 * * *", repr(time.time() - 3000))
+    time.sleep(1.5)
+    browser.get(web.base + "/")
+    assert browser.find_element(By.CSS_SELECTOR, "table.holders").text.count("go-delayed") == 1
+    assert "main.Resize" in browser.find_element(By.CSS_SELECTOR, "table.holders").text
+    assert int(browser.find_element(By.CSS_SELECTOR, 'tr.queue[data-queue="default"] td.workers').text) == 1
+    reports_chart = browser.find_elements(By.CSS_SELECTOR, 'tr.queue[data-queue="reports"] svg.spark polyline')
+    assert reports_chart  # the throughput was sampled and drawn
+    target = os.environ.get("DELAYED_DASHBOARD_SCREENSHOT")
+    if target:
+        height = browser.execute_script("return document.documentElement.scrollHeight")
+        browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                {"width": 1100, "height": height, "deviceScaleFactor": 1, "mobile": False})
+        browser.save_screenshot(target)
+
+
+@pytest.fixture
+def busy_worker(conn, redis_server):
+    """A worker of ours (a process) holding a slow task of queue "default"; killed after the test."""
+    Queue("default", conn).enqueue(PyTask("tests.tasks:slow", ["resize", 60]))
+    worker = spawn("delayed.worker", "tests.tasks", "--batch", "1", redis_url=redis_server.url)
+    wait_for(lambda: conn.hlen("default_processing"), what="our worker to hold the slow task")
+    yield wait_for(lambda: conn.zrange("default_workers", 0, -1), what="our worker to register")[0].decode()
+    worker.kill()
+    worker.communicate(timeout=10)
+
+
+# HTTP
+
+def test_a_post_without_or_with_a_wrong_csrf_token_is_refused_and_changes_nothing(conn, dashboard):
+    letter_id = letter(conn, "default")
+    web = dashboard()
+    before = snapshot(conn)
+    for form in ({"queue": "default", "id": letter_id}, {"queue": "default", "id": letter_id, "csrf": "wrong"},
+                 {"queue": "default", "id": letter_id, "csrf": ""}):
+        for path in ("/dead/requeue", "/dead/delete"):
+            status, _, text = web.request("POST", path, form)
+            assert status == 403 and "CSRF" in text and "Nothing was changed" in text
+        status, _, _ = web.request("POST", "/dead/purge", {**form, "confirm": "yes"})
+        assert status == 403
+    assert snapshot(conn) == before
+    status, headers, _ = web.request("POST", "/dead/requeue", {"queue": "default", "id": letter_id, "csrf": web.csrf()})
+    assert status == 303 and conn.llen("default") == 1 and conn.xlen("default_dead_letters") == 0  # the right one
+
+
+def test_with_a_token_every_request_must_carry_it(conn, dashboard):
+    letter_id = letter(conn, "default")
+    web = dashboard("--token", "s3cret-token")
+    for path in ("/", "/static/dashboard.css", "/dead?queue=default", "/?token=wrong"):
+        status, text = web.get(path)
+        assert status == 401 and "Unauthorized" in text and letter_id not in text
+    assert web.get("/", Authorization="Bearer wrong")[0] == 401
+    assert web.get("/", Cookie="delayed_dashboard_token=wrong")[0] == 401
+    status, _, _ = web.request("POST", "/dead/delete", {"queue": "default", "id": letter_id})
+    assert status == 401 and conn.xlen("default_dead_letters") == 1
+    assert web.get("/", Authorization="Bearer s3cret-token")[0] == 200
+    status, headers, _ = web.request("GET", "/dead?queue=default&token=s3cret-token")
+    assert status == 303 and headers["Location"] == "/dead?queue=default"  # the token leaves the URL
+    cookie = headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    jar = cookie.split(";")[0]
+    status, page = web.get("/", Cookie=jar)
+    assert status == 200 and letter_id in page
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+    status, _, _ = web.request("POST", "/dead/delete", {"queue": "default", "id": letter_id}, {"Cookie": jar})
+    assert status == 403 and conn.xlen("default_dead_letters") == 1  # the token is not a CSRF token
+    status, _, _ = web.request("POST", "/dead/delete", {"queue": "default", "id": letter_id, "csrf": csrf},
+                               {"Cookie": jar})
+    assert status == 303 and conn.xlen("default_dead_letters") == 0
+
+
+def test_without_a_token_it_answers_only_to_a_loopback_host_name(conn, dashboard):
+    web = dashboard()
+    assert web.get("/", Host="localhost:%d" % web.port)[0] == 200
+    status, text = web.get("/", Host="attacker.example:%d" % web.port)  # a page reaching it by DNS rebinding
+    assert status == 403 and "loopback" in text
+
+
+@pytest.mark.parametrize("command", [("-m", "delayed.dashboard"), ("-m", "delayed", "dashboard")])
+def test_serving_beyond_loopback_without_a_token_exits_2_with_one_line(redis_server, command):
+    port = free_port()
+    done = subprocess.run([sys.executable, *command, "--redis-url", redis_server.url, "--host", "0.0.0.0",
+                           "--port", str(port)], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(
+        "delayed.dashboard: refusing to serve on 0.0.0.0 without --token"), done.stderr
+
+
+def test_gets_never_change_redis(conn, dashboard):
+    queue = Queue("default", conn)
+    queue.enqueue(PyTask("tests.tasks:record", ["a"]))
+    queue.enqueue(PyTask("tests.tasks:record", ["b"]), delay=600)
+    letter_id = letter(conn, "default")
+    conn.rpush("default_dead", json.dumps({"reason": "failed", "error": "old", "task": "kg=="}))  # an older version's
+    conn.hset(PERIODIC_KEY, "default:tick", "1700000000")
+    web = dashboard()
+    wait_for(lambda: "net_per_s" in web.get()[1], what="a throughput sample")
+    before = snapshot(conn)
+    page = web.get()[1]
+    assert cells(page, "default")["dead"] == 2 and "still in the list default_dead" in page
+    for path in ("/", "/?refresh=5", "/dead?queue=default", f"/dead?queue=default&after={letter_id}",
+                 f"/dead/show?queue=default&id={letter_id}", "/dead/purge?queue=default", "/dead/show?queue=default&id=1-0",
+                 "/dead/requeue?queue=default&id=" + letter_id, "/dead/delete?queue=default&id=" + letter_id,
+                 "/dead/purge?queue=default&confirm=yes", "/static/dashboard.css"):
+        status, _ = web.get(path)
+        assert status in (200, 404, 405), path
+    assert web.get("/dead/requeue?queue=default&id=" + letter_id)[0] == 405  # actions are POSTs only
+    assert snapshot(conn) == before
+    status, _, _ = web.request("POST", "/dead/delete", {"queue": "default", "id": letter_id, "csrf": web.csrf()})
+    assert status == 303 and not conn.exists("default_dead")  # a change moves the old list into the stream
+    page = web.get()[1]
+    assert "old" in re.search(r'<table class="letters">(.*?)</table>', page, re.S).group(1)
+    assert "still in the list" not in page
+
+
+def test_html_in_tasks_errors_and_queue_names_is_shown_as_text(conn, dashboard):
+    evil = PyTask("tests.tasks:record", ["<img src=x onerror=alert(1)>"], {"k": "</code><b>bold</b>"})
+    letter_id = letter(conn, "q<script>", "<script>alert('error')</script>", evil)
+    conn.hset("q<script>_processing", GO_WORKER, evil.serialize())
+    conn.set(GO_WORKER, "1", ex=60)
+    web = dashboard()
+    for path in ("/", "/dead?" + urlencode({"queue": "q<script>"}),
+                 "/dead/show?" + urlencode({"queue": "q<script>", "id": letter_id})):
+        status, headers, page = web.request("GET", path)
+        assert status == 200
+        assert "<script" not in page and "<img" not in page and "<b>" not in page, path
+        assert "&lt;script&gt;alert(&#39;error&#39;)&lt;/script&gt;" in page, path
+        assert "q&lt;script&gt;" in page
+        assert "default-src 'none'" in headers["Content-Security-Policy"]
+    status, page = web.get("/dead/show?" + urlencode({"queue": "q<script>", "id": letter_id}))
+    assert "ValueError: &lt;script&gt;" in page  # the traceback, escaped too
+    assert unescape(re.search(r'<pre class="json">(.*?)</pre>', page, re.S).group(1)).count("onerror") == 1
+
+
+def test_a_missing_letter_is_a_clear_message(conn, dashboard):
+    letter_id = letter(conn, "default")
+    web = dashboard()
+    status, page = web.get("/dead/show?queue=default&id=1-0")
+    assert status == 404 and "no dead letter 1-0" in page
+    status, page = web.get("/dead/show?queue=default&id=nonsense")
+    assert status == 404 and "not a dead letter id: nonsense" in page
+    status, page = web.get("/dead/show?id=1-0")
+    assert status == 400 and "Say which queue" in page
+    before = snapshot(conn)
+    status, headers, _ = web.request("POST", "/dead/requeue", {"queue": "default", "id": "1-0", "csrf": web.csrf()})
+    assert status == 303
+    page = web.get("/", Cookie=headers["Set-Cookie"].split(";")[0])[1]  # the flashed message rides the session
+    assert 'class="flash error"' in page and "1-0: no such dead letter (nothing was changed)" in page, page
+    assert snapshot(conn) == before and letter_id in page
+
+
+def test_an_unreachable_redis_is_a_page_saying_so_and_it_recovers(conn, tmp_path, dashboard):
+    server = RedisServer(tmp_path).start()
+    try:
+        Queue("default", redis.Redis.from_url(server.url)).enqueue(PyTask("tests.tasks:record", ["a"]))
+        web = dashboard(url=server.url)
+        assert cells(web.get()[1], "default")["pending"] == 1
+        server.stop()
+        for path in ("/", "/dead?queue=default", "/dead/show?queue=default&id=1-0"):
+            status, page = web.get(path)
+            assert status == 503 and "cannot reach Redis" in page and "Traceback" not in page
+        server.start()  # the same port, empty
+        status, page = web.get()
+        assert status == 200 and "No queue has keys" in page
+    finally:
+        server.stop()
+
+
+def test_the_overview_shows_counts_workers_go_delayeds_holders_scheduled_and_periodic(conn, dashboard, busy_worker):
+    ours = busy_worker
+    conn.hset("go_processing", GO_WORKER, GoTask("main.Resize", 640).serialize())
+    conn.set(GO_WORKER, "1", ex=60)
+    lapsed = "fedcba9876543210fedcba9876543210"  # its keep-alive is gone: a sweeper will requeue its task
+    conn.hset("go_processing", lapsed, GoTask("main.Lost", 1).serialize())
+    Queue("go", conn).enqueue(GoTask("main.Resize", 320), delay=600)
+    conn.hset(PERIODIC_KEY, "go:main.Report", "1732280000")
+    web = dashboard()
+    page = web.get()[1]
+    assert cells(page, "default") == {"pending": 0, "processing": 1, "scheduled": 0, "dead": 0, "workers": 1}
+    assert cells(page, "go") == {"pending": 0, "processing": 2, "scheduled": 1, "dead": 0, "workers": 0}
+    assert ours in re.search(r'<table class="workers">(.*?)</table>', page, re.S).group(1)
+    holders = re.search(r'<table class="holders">(.*?)</table>', page, re.S).group(1)
+    assert GO_WORKER in holders and "main.Resize(640)" in holders and "tests.tasks:slow" in holders
+    assert lapsed not in holders and "main.Lost" not in holders
+    assert "main.Resize(320)" in page and "2024-11-22T12:53:20+00:00" in page
+    rows = admin.holders(conn, ["default", "go"])
+    assert [(row["queue"], row["go"]) for row in rows] == [("default", False), ("go", True)]
+    assert admin.periodic(conn) == [{"name": "go:main.Report", "last_tick": "2024-11-22T12:53:20+00:00"}]
+
+
+# Throughput
+
+def test_throughput_is_the_change_of_counts_per_second_between_samples(conn):
+    queue = Queue("q", conn)
+    sampler = Sampler(conn, ["q"], every=1, window=10)
+    sampler.sample()
+    assert sampler.series() == {}  # one sample makes no rate
+    queue.enqueue_many([PyTask("tests.tasks:record", [i]) for i in range(50)])
+    letter(conn, "q")
+    sampler.sample()
+    series = sampler.series()["q"]
+    assert list(series) == ["net_per_s", "dead_per_s"] and len(series["net_per_s"]) == 10
+    assert series["net_per_s"][:-1] == [None] * 9 and series["net_per_s"][-1] > 0
+    assert series["dead_per_s"][-1] > 0
+    sampler.conn = redis.Redis(port=free_port(), socket_connect_timeout=0.5)  # Redis gone: a gap, then afresh
+    sampler.sample()
+    sampler.conn = conn
+    sampler.sample()
+    assert sampler.series()["q"]["net_per_s"][-2:] == [None, None]
+    sampler.sample()
+    assert sampler.series()["q"]["net_per_s"][-1] == 0
+
+
+def test_rate_fields_admin_stats_carries_are_charted_as_they_are():
+    row = {"queue": "q", "pending": 1, "out_per_s": 2.0, "in_per_s": 3.0, "retry_per_s": 0.5}
+    assert rate_fields(row) == ["in_per_s", "out_per_s", "retry_per_s"]
+    chart = sparkline([None, 1.0, -2.0, None, 2.0], width=40, height=10)
+    assert chart["lines"] == ["10.0,3.0 20.0,9.0", "40.0,1.0"] and chart["latest"] == 2.0 and chart["peak"] == 2.0
+
+
+# Without the extra
+
+def test_without_flask_delayed_imports_and_the_dashboard_says_what_to_install(redis_server):
+    code = ("import sys; sys.modules['flask'] = sys.modules['waitress'] = None; "
+            "import importlib.util; real = importlib.util.find_spec; "
+            "importlib.util.find_spec = lambda name, *a: None if name in ('flask', 'waitress') else real(name, *a); "
+            "import delayed, delayed.__main__, delayed.dashboard; "
+            f"sys.exit(delayed.__main__.main(['dashboard', '--redis-url', {redis_server.url!r}]))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and done.stderr == (
+        "delayed.dashboard: the dashboard needs flask and waitress: pip install 'delayed[dashboard]'\n"), done.stderr
+
+
+def test_dead_letters_page_by_id(conn, dashboard):
+    ids = [letter(conn, "default", f"failure {i}") for i in range(25)]
+    web = dashboard()
+    page = web.get()[1]
+    listed = re.findall(r'<tr class="letter" data-id="([^"]+)"', page)
+    assert listed == ids[:20]
+    more = unescape(re.search(r'<a href="([^"]+)">more…</a>', page).group(1))
+    assert more == f"/dead?queue=default&after={ids[19]}"
+    status, rest = web.get(more)
+    assert status == 200 and re.findall(r'<tr class="letter" data-id="([^"]+)"', rest) == ids[20:]
+    assert "next page" not in rest
+    status, detail = web.get(f"/dead/show?queue=default&id={ids[3]}")
+    assert status == 200 and "failure 3" in detail and "ValueError: failure 3" in detail
