@@ -136,7 +136,8 @@ def worker_parser() -> argparse.ArgumentParser:
         prog="python -m delayed.worker",
         description="Run PyTasks from a go-delayed queue, calling only functions defined in MODULE...")
     add_connection_options(parser)
-    parser.add_argument("--queue", default="default", help="queue name (default: %(default)s)")
+    parser.add_argument("--queue", action="append", dest="queues", metavar="NAME",
+                        help="the queue to serve, one per worker (default: default)")
     parser.add_argument("--concurrency", type=positive(int), default=1,
                         help="worker processes, each with its own id (default: %(default)s)")
     parser.add_argument("--threads", type=positive(int), default=1,
@@ -185,7 +186,16 @@ def _allowed_functions(names: Sequence[str]) -> FunctionRegistry:
     return functions
 
 
+def _one_queue(names: Optional[List[str]]) -> str:
+    """The queue a worker serves: one, so --queue given twice is refused rather than the last one kept."""
+    if names and len(names) > 1:
+        raise CommandError(f"--queue given {len(names)} times ({', '.join(names)}): a worker serves one queue; "
+                           "start one worker per queue", status=2)
+    return names[0] if names else "default"
+
+
 def _worker(args: argparse.Namespace) -> int:
+    queue_name = _one_queue(args.queues)
     problem = args.metrics_port and metrics_unavailable(args.metrics_port)
     if problem:
         raise CommandError(problem, status=2)
@@ -202,12 +212,12 @@ def _worker(args: argparse.Namespace) -> int:
         conn.close()
 
         def make_worker() -> Worker:
-            queue = Queue(args.queue, _client(args), keep_alive_timeout=args.keep_alive_timeout,
+            queue = Queue(queue_name, _client(args), keep_alive_timeout=args.keep_alive_timeout,
                           max_task_size=args.max_task_size, dead_max=args.dead_max,
                           dead_max_age=args.dead_max_age)
             return Worker(queue, functions, keep_alive_interval=args.keep_alive_timeout / 4,
                           batch=args.batch, time_limit=args.time_limit, threads=args.threads,
-                          observe=task_metrics.TaskMetrics(args.queue) if args.metrics_port else None)
+                          observe=task_metrics.TaskMetrics(queue_name) if args.metrics_port else None)
 
         if args.concurrency > 1:
             supervisor = Supervisor(make_worker, args.concurrency, metrics_port=args.metrics_port)

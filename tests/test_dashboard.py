@@ -393,8 +393,9 @@ def test_throughput_is_the_change_of_counts_per_second_between_samples(conn):
     letter(conn, "q")
     sampler.sample()
     series = sampler.series()["q"]
-    assert list(series) == ["net_per_s", "dead_per_s"] and len(series["net_per_s"]) == 10
+    assert list(series) == ["in_per_s", "out_per_s", "net_per_s", "dead_per_s"] and len(series["net_per_s"]) == 10
     assert series["net_per_s"][:-1] == [None] * 9 and series["net_per_s"][-1] > 0
+    assert series["in_per_s"][-1] > 0 and series["out_per_s"][-1] == 0  # 50 in; the letter was written by hand
     assert series["dead_per_s"][-1] > 0
     sampler.conn = redis.Redis(port=free_port(), socket_connect_timeout=0.5)  # Redis gone: a gap, then afresh
     sampler.sample()
