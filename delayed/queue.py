@@ -2,6 +2,7 @@
 (the scheduler's tick is in delayed.scheduler, the operators' reads in admin.py)."""
 import datetime
 import hashlib
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -82,6 +83,8 @@ def _due(delay: Optional[float], at: Optional[datetime.datetime]) -> Optional[fl
         due = time.time() + delay
     else:
         return None
+    if not math.isfinite(due):  # inf would park the task forever; nan would be due never and always
+        raise ValueError(f"a task's due time must be finite, got delay={delay!r}, at={at!r}")
     return due if due > time.time() else None
 
 

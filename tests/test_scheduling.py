@@ -48,6 +48,17 @@ def test_no_delay_or_one_already_past_enqueues_at_once(conn, queue):
         queue.enqueue(PyTask("m:f"), delay=1, at=datetime.datetime.now())
 
 
+@pytest.mark.parametrize("delay", [float("inf"), float("nan")])
+def test_a_delay_that_is_not_finite_is_refused_and_writes_nothing(conn, queue, delay):
+    # inf parked a task in N_scheduled forever (and broke `scheduled list`); nan compared false both ways
+    for enqueue in (lambda: queue.enqueue(PyTask("m:f"), delay=delay),
+                    lambda: queue.enqueue_many([PyTask("m:f")], delay=delay),
+                    lambda: queue.enqueue(PyTask("m:f"), delay=delay, unique_for=60)):
+        with pytest.raises(ValueError, match="finite"):
+            enqueue()
+    assert conn.dbsize() == 0
+
+
 def test_moving_is_bounded_per_call(conn, queue):
     queue.enqueue_many([PyTask("m:f", [i]) for i in range(25)], delay=0.05)
     time.sleep(0.1)
