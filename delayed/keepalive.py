@@ -8,7 +8,11 @@ refreshes the keys (through the Queue, on a connection of its own: redis-py pool
 forked child) every interval for as long as the worker process lives: it ends when the worker
 stops it, and when the worker process dies (SIGKILL included) its keys lapse as before.
 
-If the helper cannot be forked or dies, a thread of the worker refreshes the keys instead.
+If the helper cannot be forked or dies, a thread of the worker refreshes the keys instead; so it
+does when the process already runs other threads as the worker starts (a worker run in a thread
+of a bigger program), but for threads marked fork_safe (holding no lock the helper needs, as
+delayed.lifecycle's signal watcher): a child forked then could inherit a lock held by one of
+them and hang.
 """
 import ctypes
 import ctypes.util
@@ -72,6 +76,16 @@ class KeepAlive:
         self._lock = threading.Lock()
 
     def start(self) -> None:
+        others = [thread.name for thread in threading.enumerate()
+                  if thread is not threading.current_thread() and not getattr(thread, "fork_safe", False)]
+        if others:
+            # A child forked now would inherit any lock one of them holds (one of the Redis client's, say)
+            # locked for good, and could wait on it forever: keep the keys from a thread instead.
+            logger.info("%s: refreshed by a thread, not a helper process, as this process already runs "
+                        "other threads (%s): a task holding the GIL for longer than the keep-alive timeout "
+                        "can then let the keys lapse", self._what, ", ".join(others))
+            self._start_fallback()
+            return
         read_fd, write_fd = os.pipe()
         parent = os.getpid()
         try:

@@ -1,8 +1,10 @@
 """The keep-alive lives in a helper process: a task that holds the worker's GIL cannot starve it."""
+import logging
 import signal
+import threading
 import time
 
-from delayed import PyTask, Queue
+from delayed import PyTask, Queue, Worker
 
 from .conftest import results, spawn, wait_for
 
@@ -47,3 +49,25 @@ def test_a_stopped_worker_leaves_no_helper_behind(conn, redis_server):
     assert worker.wait(10) == 0
     time.sleep(0.6)
     assert not conn.exists(worker_id)  # deleted at going offline, and not set again by a helper
+
+
+def test_a_worker_started_beside_other_threads_keeps_its_keys_from_a_thread_not_a_forked_helper(
+        conn, redis_server, caplog):
+    # A child forked beside other threads inherits their locks as they stand; one held then (a Redis
+    # client's, say) stays locked in the child for good: a helper forked in this pytest process once
+    # hung its worker's stop forever. So a worker run in a thread of a bigger program does not fork.
+    caplog.set_level(logging.INFO, "delayed.keepalive")
+    busy = threading.Thread(target=time.sleep, args=(5,), daemon=True)  # another program's thread
+    busy.start()
+    worker = Worker(Queue("q", conn, keep_alive_timeout=1), ["tests.tasks"], keep_alive_interval=0.25)
+    thread = threading.Thread(target=worker.run, kwargs={"handle_signals": False})
+    thread.start()
+    try:
+        wait_for(lambda: worker.id and conn.exists(worker.id), what="the worker online")
+        assert "refreshed by a thread, not a helper process" in caplog.text
+        time.sleep(1.5)  # past the keep-alive timeout: the thread kept the keys
+        assert conn.exists(worker.id)
+    finally:
+        worker.stop()
+        thread.join(10)
+    assert not thread.is_alive()
