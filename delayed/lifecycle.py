@@ -66,9 +66,9 @@ def _flag(signum: int, frame: Any) -> None:
     """
 
 
-class _SignalWatcher(threading.Thread):
-    """The thread that turns stop signals into stop(): it holds no lock a forked keep-alive helper
-    needs, so the worker may still fork one while it runs (see delayed.keepalive)."""
+class ForkSafeThread(threading.Thread):
+    """A thread of ours that holds no lock a forked keep-alive helper needs (it never touches a Redis
+    client), so a worker may still fork one while it runs (see delayed.keepalive)."""
 
     fork_safe = True
 
@@ -217,7 +217,7 @@ class Lifecycle:
             previous[signum] = signal.signal(signum, signal.SIG_IGN if ignore else _flag)
         previous[0] = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
         if watch:
-            self._watcher = _SignalWatcher(target=self._watch, name=f"delayed {self.what} signals", daemon=True)
+            self._watcher = ForkSafeThread(target=self._watch, name=f"delayed {self.what} signals", daemon=True)
             self._watcher.start()
         return previous
 

@@ -4,12 +4,11 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import signal
-import threading
 import time
 from contextlib import nullcontext
 from typing import Any, Callable, ContextManager, Dict, List, Optional
 
-from .lifecycle import STOP_SIGNALS, Lifecycle
+from .lifecycle import STOP_SIGNALS, ForkSafeThread, Lifecycle
 from .metrics.tasks import Multiprocess
 from .worker import Worker
 
@@ -37,7 +36,7 @@ def _child(make_worker: Callable[[], Worker], parent: int, inherited: Lifecycle)
             logger.warning("supervisor %d is gone; stopping", parent)
             lifecycle.stop()
 
-        threading.Thread(target=stop_when_orphaned, daemon=True).start()
+        ForkSafeThread(target=stop_when_orphaned, daemon=True).start()
         lifecycle.online()
         worker.run(handle_signals=False)
     lifecycle.offline()

@@ -51,6 +51,18 @@ def test_a_stopped_worker_leaves_no_helper_behind(conn, redis_server):
     assert not conn.exists(worker_id)  # deleted at going offline, and not set again by a helper
 
 
+def test_the_command_line_s_workers_fork_their_helper_single_or_supervised(conn, redis_server):
+    # their own threads at that moment (the signal watcher, the orphan check) hold no client lock
+    for concurrency in ("1", "2"):
+        worker = spawn("delayed.worker", "--queue", "q", "--concurrency", concurrency, "--log-level", "INFO",
+                       "tests.tasks", redis_url=redis_server.url)
+        wait_for(lambda: conn.zcard("q_workers") == int(concurrency), what="the workers online")
+        worker.send_signal(signal.SIGTERM)
+        output, _ = worker.communicate(timeout=10)
+        assert output.count("online") >= int(concurrency) and "refreshed by a thread" not in output, output
+        conn.delete("q_workers")
+
+
 def test_a_worker_started_beside_other_threads_keeps_its_keys_from_a_thread_not_a_forked_helper(
         conn, redis_server, caplog):
     # A child forked beside other threads inherits their locks as they stand; one held then (a Redis
