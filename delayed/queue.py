@@ -218,11 +218,15 @@ class Queue:
 
         If worker_id already holds a task (the reply to the last claim was lost), that task.
         """
-        if not self.conn.blpop([self.keys.noti], self.dequeue_timeout if timeout is None else timeout):
+        if wait_for_notification([self], timeout) is None:
             return None
-        return self._scripts["dequeue"](
-            keys=(self.keys.name, self.keys.processing), args=(self._id(worker_id),)
-        )
+        return self.take_head(worker_id)
+
+    def take_head(self, worker_id: Optional[str] = None) -> Optional[bytes]:
+        """Hold the task at the head of the queue as worker_id's, once its notification was taken
+        (go-delayed's dequeue script); the raw blob, or None if the queue was empty. If worker_id
+        already holds a task, that task."""
+        return self._scripts["dequeue"](keys=(self.keys.name, self.keys.processing), args=(self._id(worker_id),))
 
     def claim_batch(self, release_ids: Sequence[str], claim_ids: Sequence[str]) -> List[Tuple[str, bytes]]:
         """Release the tasks of release_ids (done: counted) and claim up to one task per claim id,
@@ -462,6 +466,25 @@ class Queue:
         if problems:
             named = "; ".join(f"{problems[i].decode()}: {problems[i + 1].decode()}" for i in range(0, len(problems), 2))
             raise dead_letter.DeadLetterError(f"{self.keys.dead_letters}: {named} (nothing was changed)")
+
+
+def server_of(queue: Queue) -> Tuple[Any, ...]:
+    """Where queue's Redis is (host, port, unix socket path, db), as its connection pool says."""
+    kwargs = getattr(queue.conn.connection_pool, "connection_kwargs", {})
+    return tuple(kwargs.get(name) for name in ("host", "port", "path", "db"))
+
+
+def wait_for_notification(queues: Sequence[Queue], timeout: Optional[float] = None) -> Optional[Queue]:
+    """Wait up to timeout (default: the first queue's dequeue_timeout) seconds for a notification on
+    any of the queues (all on the first one's Redis) and take it: the first of them that had one, in
+    the order given (BLPOP's), or None. The caller then takes its task (Queue.take_head)."""
+    first = queues[0]
+    by_key = {queue.keys.noti: queue for queue in queues}
+    popped = first.conn.blpop(list(by_key), first.dequeue_timeout if timeout is None else timeout)
+    if not popped:
+        return None
+    key = popped[0]
+    return by_key[key.decode() if isinstance(key, bytes) else key]
 
 
 class AsyncQueue:
