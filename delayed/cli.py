@@ -155,6 +155,9 @@ def worker_parser() -> argparse.ArgumentParser:
                         help="fail a task that runs longer (a task's own time_limit wins; default: none)")
     parser.add_argument("--max-task-size", type=positive(int), default=DEFAULT_MAX_TASK_SIZE,
                         help="bytes; larger tasks go to the dead-letter list (default: %(default)s)")
+    parser.add_argument("--burst", action="store_true",
+                        help="exit (status 0) once the queues are empty and nothing runs, due scheduled tasks "
+                             "included; tasks scheduled for later are left for the next worker")
     _add_dead_options(parser)
     parser.add_argument("--metrics-port", type=positive(int), metavar="PORT",
                         help="serve Prometheus metrics of the tasks run on http://0.0.0.0:PORT/metrics, all "
@@ -221,7 +224,7 @@ def _worker(args: argparse.Namespace) -> int:
                             dead_max=args.dead_max, dead_max_age=args.dead_max_age) for name in queue_names]
             return Worker(queues, functions, keep_alive_interval=args.keep_alive_timeout / 4,
                           batch=args.batch, time_limit=args.time_limit, threads=args.threads,
-                          observe=task_metrics.TaskMetrics() if args.metrics_port else None)
+                          observe=task_metrics.TaskMetrics() if args.metrics_port else None, burst=args.burst)
 
         if args.concurrency > 1:
             supervisor = Supervisor(make_worker, args.concurrency, metrics_port=args.metrics_port)

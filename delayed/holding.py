@@ -120,6 +120,7 @@ class Holding:
         self._unsure: List[str] = []  # the claim ids of a claim whose reply was lost: sent again as they were
         self._unlocks: List[Lock] = []  # unique tasks that ended: their locks, released after each batch
         self._abandoned = False  # a settlement gave up at stop: tasks may still be held
+        self.paused = False  # as the last claim found the queue
         self._lock = threading.RLock()
 
     @property
@@ -164,12 +165,13 @@ class Holding:
             if not claim_ids and not self._finished:
                 return []
             try:
-                pairs = self.queue.claim_batch(self._finished, claim_ids)
+                claimed = self.queue.claim_batch(self._finished, claim_ids)
             except redis.RedisError as exc:
                 self._failed(claim_ids, exc)
                 return []
             self._finished = []
-            return self._took(pairs)
+            self._note_paused(claimed.paused)
+            return self._took(claimed.tasks)
 
     def claim_notified(self) -> List[Claim]:
         """Claim the task at the head of the queue for one free id, once a notification of this queue
@@ -184,6 +186,13 @@ class Holding:
                 self._failed(claim_ids, exc)
                 return []
             return self._took([] if blob is None else [(claim_ids[0], blob)])
+
+    def _note_paused(self, paused: bool) -> None:
+        """Say when the queue turns paused or resumed (`delayed pause` / `resume`)."""
+        if paused != self.paused:
+            self.paused = paused
+            logger.info("queue %r %s: worker %s %s", self.queue.name, "is paused" if paused else "resumed", self.id,
+                        "takes no new task from it until it is resumed" if paused else "takes its tasks again")
 
     def _failed(self, claim_ids: List[str], exc: redis.RedisError) -> None:
         """A claim whose reply was lost: its ids are sent again as they were (it may have landed)."""
@@ -276,6 +285,7 @@ class Holdings:
     def __init__(self, queues: Sequence[Queue], capacity: int, lifecycle: Lifecycle) -> None:
         self._backoff = Backoff(logger, "worker", wait=lifecycle.wait)  # one Redis: one outage, said once
         self.holdings = [Holding(queue, capacity, lifecycle, self._backoff) for queue in queues]
+        self._lifecycle = lifecycle
 
     @property
     def id(self) -> Optional[str]:
@@ -310,20 +320,24 @@ class Holdings:
 
     def claim(self, count: int, block: bool = True, timeout: Optional[float] = None) -> List[Claim]:
         """Release the finished tasks and claim up to count more, in priority order; if none came
-        and block, wait up to timeout (default: the first queue's dequeue_timeout) for one."""
+        and block, wait up to timeout (default: the first queue's dequeue_timeout) for one, on the
+        queues that are not paused (a paused one is looked at again in the next round)."""
         claims: List[Claim] = []
         for holding in self.holdings:
             claims += holding.claim(count - len(claims))
         if claims or not block or count < 1 or self.failing:
             return claims
-        queues = [holding.queue for holding in self.holdings]
+        unpaused = [holding for holding in self.holdings if not holding.paused]
+        if not unpaused:
+            self._lifecycle.wait(self.holdings[0].queue.dequeue_timeout if timeout is None else timeout)
+            return []
         try:
-            notified = wait_for_notification(queues, timeout)
+            notified = wait_for_notification([holding.queue for holding in unpaused], timeout)
         except redis.RedisError as exc:
             self._backoff.failed(exc)
             return []
         self._backoff.succeeded()
-        return [] if notified is None else self.holdings[queues.index(notified)].claim_notified()
+        return next((holding.claim_notified() for holding in unpaused if holding.queue is notified), [])
 
     def settle(self, claim: Claim, settlement: Settlement) -> None:
         self._of(claim).settle(claim, settlement)

@@ -1,39 +1,13 @@
 """A worker serving several queues, in priority order: in-process and as real processes."""
-import threading
-
 import pytest
 import redis
 
 from delayed import PyTask, Queue, Worker
 
 from . import tasks
-from .conftest import results, spawn, wait_for
+from .conftest import results, spawn, tags, wait_for
 from .test_operating import run
-from .test_processes import KEEP_ALIVE, finish, worker
-
-
-def tags(conn):
-    return [eval(result)[0] for result in results(conn)]
-
-
-@pytest.fixture
-def start(conn):
-    """Start a Worker on the named queues in a thread; stopped and joined after the test."""
-    started = []
-
-    def start(*names, **options):
-        queues = [Queue(name, conn, dequeue_timeout=0.05, keep_alive_timeout=5) for name in names]
-        worker = Worker(queues, ["tests.tasks"], keep_alive_interval=1, **options)
-        thread = threading.Thread(target=worker.run)
-        thread.start()
-        started.append((worker, thread))
-        return worker
-
-    yield start
-    for worker, thread in started:
-        worker.stop()
-        thread.join(10)
-        assert not thread.is_alive()
+from .test_processes import finish, worker
 
 
 def drained(conn, *names):
@@ -41,24 +15,24 @@ def drained(conn, *names):
 
 
 @pytest.mark.parametrize("batch", [1, 32])
-def test_the_first_queue_s_tasks_all_run_before_the_second_s(conn, start, batch):
+def test_the_first_queue_s_tasks_all_run_before_the_second_s(conn, start_worker, batch):
     for i in range(5):
         Queue("low", conn).enqueue(PyTask(tasks.record, [f"low{i}"]))
     for i in range(5):
         Queue("high", conn).enqueue(PyTask(tasks.record, [f"high{i}"]))
-    start("high", "low", batch=batch)
+    start_worker("high", "low", batch=batch)
     wait_for(lambda: len(results(conn)) == 10, what="ten results")
     assert tags(conn) == [f"high{i}" for i in range(5)] + [f"low{i}" for i in range(5)]
     wait_for(lambda: drained(conn, "high", "low"), what="releases on both queues")
 
 
-def test_a_threaded_worker_drains_every_queue_and_settles_each_task_on_its_own_queue(conn, start):
+def test_a_threaded_worker_drains_every_queue_and_settles_each_task_on_its_own_queue(conn, start_worker):
     for name in ("high", "low"):
         queue = Queue(name, conn)
         queue.enqueue_many(PyTask(tasks.record, [f"{name}{i}"]) for i in range(20))
         queue.enqueue(PyTask(tasks.fail_until, [f"{name}-retried", 1], retry=1))
         queue.enqueue(PyTask("os:system", ["true"]))
-    start("high", "low", threads=4)
+    start_worker("high", "low", threads=4)
     wait_for(lambda: len(results(conn)) == 42, what="every task of both queues")
     assert sorted(tags(conn)) == sorted([f"{name}{i}" for name in ("high", "low") for i in range(20)]
                                         + ["high-retried", "low-retried"])
@@ -69,8 +43,8 @@ def test_a_threaded_worker_drains_every_queue_and_settles_each_task_on_its_own_q
         assert int(conn.hget(name + "_counts", "done")) == 21
 
 
-def test_an_idle_worker_waits_on_every_queue_at_once(conn, start):
-    worker = start("high", "low", batch=1)
+def test_an_idle_worker_waits_on_every_queue_at_once(conn, start_worker):
+    worker = start_worker("high", "low", batch=1)
     wait_for(lambda: conn.zcard("high_workers") == 1 and conn.zcard("low_workers") == 1,
              what="the worker listed on both queues")
     Queue("low", conn).enqueue(PyTask(tasks.record, ["low"]))

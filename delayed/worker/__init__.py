@@ -16,6 +16,8 @@ import traceback
 from collections import OrderedDict
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
+import redis
+
 from .. import dead_letter
 from ..background import Every
 from ..batch import Batch, Lookahead
@@ -114,6 +116,9 @@ class Worker:
     lifecycle: the worker's Lifecycle (delayed.lifecycle): starting → online → draining → offline;
     stop(), the stop signals run() takes, and every loop (going online included) go through it.
     observe: an Observe hook (delayed.metrics.tasks counts with it); None costs nothing per task.
+    burst: stop (exit status 0) once nothing is running and no queue has a task to give, due
+    scheduled ones included: for batch jobs and tests. Tasks scheduled for later (a delay, a retry's
+    backoff) stay scheduled for the next worker; a paused queue counts as empty.
     """
 
     def __init__(
@@ -125,6 +130,7 @@ class Worker:
         time_limit: Optional[float] = None,
         threads: int = 1,
         observe: Optional[Observe] = None,
+        burst: bool = False,
     ) -> None:
         if allow is None:
             raise TypeError(
@@ -152,6 +158,7 @@ class Worker:
         self.lifecycle = Lifecycle("worker")
         self.threads = threads
         self.observe = observe
+        self.burst = burst
         # threaded: a task per slot, and as many again waiting ready for one (see Lookahead)
         capacity = batch if threads == 1 else 2 * threads
         self.holding = Holdings(self.queues, capacity, self.lifecycle)
@@ -196,7 +203,8 @@ class Worker:
                 self._work_concurrently()
             else:
                 while not self.lifecycle.stopping:
-                    self.work_once()
+                    if not self.work_once() and self.burst and self._burst_done():
+                        self.lifecycle.stop()
             self.holding.flush()
         finally:
             forwarder.stop()
@@ -220,7 +228,7 @@ class Worker:
         """
         if self._claimed is None:
             self._claimed = Batch(self.holding.give_back, BATCH_TIME)
-        claims = self.holding.claim(self._batch)
+        claims = self.holding.claim(self._batch, block=not self.burst)
         started = time.monotonic()
         self._claimed.load(claims)
         ran = 0
@@ -259,7 +267,11 @@ class Worker:
                 wanted = slots.free + lookahead.ahead(ready.given_back) - ready.waiting
                 if wanted > 0:
                     block = slots.free > 0 and not ready.waiting  # a free slot and nothing ready
-                    claims = self.holding.claim(wanted, block=block, timeout=self._claim_timeout(slots, lookahead))
+                    idle = not slots.running and not ready.waiting
+                    claims = self.holding.claim(wanted, block=block and not (self.burst and idle),
+                                                timeout=self._claim_timeout(slots, lookahead))
+                    if not claims and idle and self.burst and self._burst_done():
+                        break
                     ready.load(self._jobs(claims, held), starting_now=slots.free)
                     slots.fill()
                     if slots.free or len(claims) == wanted:
@@ -273,6 +285,17 @@ class Worker:
         finally:
             slots.close()
             ready.close()
+
+    def _burst_done(self) -> bool:
+        """With burst, after a claim that found nothing: True (said once) unless a due scheduled task
+        was just moved into a queue, or Redis is failing (then it is not known to be empty)."""
+        try:
+            if self.holding.failing or forward(self.queues):
+                return False
+        except redis.RedisError:
+            return False
+        logger.info("worker %s: burst done, its queues are empty; stopping", self.id)
+        return True
 
     @staticmethod
     def _claim_timeout(slots: Slots, lookahead: Lookahead) -> Optional[float]:
