@@ -33,6 +33,8 @@ def table(rows: List[Dict[str, Any]], columns: Sequence[str]) -> str:
 
 
 def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, (dict, list)):
         value = json.dumps(value)
     text = "" if value is None else str(value).replace("\n", " ")

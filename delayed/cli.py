@@ -227,7 +227,8 @@ def _worker(args: argparse.Namespace) -> int:
                           observe=task_metrics.TaskMetrics() if args.metrics_port else None, burst=args.burst)
 
         if args.concurrency > 1:
-            supervisor = Supervisor(make_worker, args.concurrency, metrics_port=args.metrics_port)
+            supervisor = Supervisor(make_worker, args.concurrency, metrics_port=args.metrics_port,
+                                    burst=args.burst)
             lifecycle.on_stop(supervisor.stop)
             return supervisor.run()  # takes the signals itself while it runs
         if args.metrics_port:

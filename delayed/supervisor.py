@@ -1,5 +1,5 @@
-"""Runs N worker processes and restarts any that dies (`--concurrency N`); one that finishes
-(exit status 0: `--burst` found its queues empty) is not restarted, and the last one to go ends the run."""
+"""Runs N worker processes and restarts any that dies (`--concurrency N`); with burst, one that
+finishes (exit status 0: its queues were empty) is not restarted, and the last one to go ends the run."""
 import logging
 import multiprocessing
 import multiprocessing.connection
@@ -52,13 +52,16 @@ class Supervisor:
     the main loop forwards the signals, between forks, so every child started gets them.
     metrics_port: while it runs, serve the children's task metrics there, merged (see
     delayed.metrics.tasks.Multiprocess); make_worker then gives each Worker a TaskMetrics hook.
+    burst: the workers are burst workers (Worker(burst=True)): one that exits 0 has finished and is
+    not restarted (without it, a child stopped by a signal of its own is restarted, whatever its status).
     """
 
     def __init__(self, make_worker: Callable[[], Worker], concurrency: int,
-                 metrics_port: Optional[int] = None) -> None:
+                 metrics_port: Optional[int] = None, burst: bool = False) -> None:
         self._make_worker = make_worker
         self._concurrency = concurrency
         self._metrics_port = metrics_port
+        self._burst = burst
         self._context = multiprocessing.get_context("fork")
         self._children: Dict[int, Any] = {}
         self._started_at: Dict[int, float] = {}
@@ -87,7 +90,7 @@ class Supervisor:
                             metrics.exited(child.pid)
                         if lifecycle.stopping:
                             pass
-                        elif child.exitcode == 0:  # it chose to finish (--burst): not restarted
+                        elif self._burst and child.exitcode == 0:  # it found its queues empty
                             logger.info("worker process %d finished", slot)
                         else:
                             self._schedule_restart(slot, child.exitcode)
