@@ -229,12 +229,16 @@ def _cluster_view(client: redis.cluster.RedisCluster) -> redis.cluster.RedisClus
 
 
 def _sent_once_pipeline(pipe: Any, nodes_manager: Any) -> Any:
-    strategy = getattr(pipe, "_execution_strategy", None)
-    if not hasattr(strategy, "_retry" if strategy.__class__.__name__ == "TransactionStrategy"
-                   else "command_queue") or not hasattr(pipe, "parent_execute_command"):
+    """pipe (a ClusterPipeline) made to send each command once, redirects aside (see _cluster_view).
+
+    This reaches into redis-py's pipeline (its execution strategy); if that changes, TypeError
+    says so rather than let commands be resent."""
+    strategy: Any = getattr(pipe, "_execution_strategy", None)
+    transaction = isinstance(strategy, redis.cluster.TransactionStrategy)
+    if not hasattr(strategy, "_retry" if transaction else "command_queue") or not hasattr(pipe, "parent_execute_command"):
         raise TypeError(f"redis-py {redis.__version__}: its cluster pipelines changed; delayed cannot make "
                         "them send each command once")
-    if strategy.__class__.__name__ == "TransactionStrategy":
+    if transaction:
         strategy._retry = _RedirectsOnly(nodes_manager)
         return pipe
     resend = pipe.parent_execute_command
