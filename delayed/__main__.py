@@ -47,7 +47,7 @@ def _names(conn: redis.Redis, args: argparse.Namespace) -> List[str]:
     return args.queue or admin.queue_names(conn)
 
 
-STATS_COLUMNS = ("queue", "pending", "processing", "scheduled", "dead", "workers")
+STATS_COLUMNS = ("queue", "pending", "processing", "scheduled", "dead", "workers", "paused")
 
 
 def _stats(conn: redis.Redis, args: argparse.Namespace) -> None:
@@ -159,6 +159,23 @@ def _enqueue(conn: redis.Redis, args: argparse.Namespace) -> None:
           f"enqueued {json.dumps(described)} into {args.queue}")
 
 
+def _pause(conn: redis.Redis, args: argparse.Namespace) -> None:
+    """pause/resume: each named queue, saying what changed (go-delayed's workers do not pause)."""
+    pausing = args.command == "pause"
+    rows = []
+    for name in args.names:
+        queue = Queue(name, conn)
+        changed = queue.pause() if pausing else queue.resume()
+        rows.append({"queue": name, "paused": pausing, "changed": changed})
+        if not args.json:
+            print(f"{'paused' if pausing else 'resumed'} {name}" + ("" if changed else
+                  f" (it was {'paused' if pausing else 'not paused'} already)") +
+                  (": our workers take no new task from it; go-delayed's workers do not know about pausing"
+                   if pausing and changed else ""))
+    if args.json:
+        print(json.dumps(rows))
+
+
 def _retry(text: str) -> int:
     """--retry: how many more runs after a failure; -1 retries forever (keakon/delayed's meaning)."""
     count = int(text)
@@ -167,7 +184,8 @@ def _retry(text: str) -> int:
     return count
 
 
-COMMANDS = {"stats": _stats, "workers": _workers, "dead": _dead, "scheduled": _scheduled, "enqueue": _enqueue}
+COMMANDS = {"stats": _stats, "workers": _workers, "dead": _dead, "scheduled": _scheduled, "enqueue": _enqueue,
+            "pause": _pause, "resume": _pause}
 
 
 RUNNERS: Dict[str, Callable[[Optional[Sequence[str]]], int]] = {
@@ -189,7 +207,7 @@ def front_parser() -> argparse.ArgumentParser:
     front = argparse.ArgumentParser(
         prog="delayed", usage="%(prog)s [-h] [--version] [OPTIONS] COMMAND ...", parents=[_common(defaults=False)],
         description=__doc__,
-        epilog="commands: stats, workers, dead, scheduled, enqueue (operate the queues); worker, sweeper, "
+        epilog="commands: stats, workers, dead, scheduled, enqueue, pause, resume (operate the queues); worker, sweeper, "
                "scheduler (run one, as python -m delayed.worker etc.); metrics (the queues' Prometheus exporter, as "
                "python -m delayed.metrics); dashboard (the web page, as python -m delayed.dashboard). "
                "`delayed COMMAND --help` for each.")
@@ -245,6 +263,11 @@ def parser() -> argparse.ArgumentParser:
     enqueue.add_argument("--retry", type=_retry, default=0, help="runs after a failure; -1: forever (default: 0)")
     enqueue.add_argument("--delay", type=positive(float), metavar="SECONDS", help="hold it this long first")
     enqueue.add_argument("--go", action="store_true", help="a GoTask for a go-delayed worker")
+
+    for name, help_text in (("pause", "our workers take no new task from these queues (go-delayed's do)"),
+                            ("resume", "resume paused queues")):
+        pausing = commands.add_parser(name, parents=[common], help=help_text)
+        pausing.add_argument("names", metavar="NAME", nargs="+", help="a queue")
     return top
 
 

@@ -19,6 +19,7 @@ UNIQUE_INFIX = "_unique:"
 WORKERS_SUFFIX = "_workers"
 UNNOTIFIED_SUFFIX = "_unnotified"
 COUNTS_SUFFIX = "_counts"
+PAUSED_SUFFIX = "_paused"
 
 WORKER_ID_PREFIX = "delayed-py-"
 
@@ -53,6 +54,9 @@ class QueueKeys:
     the periodic scheduler and dead-letter requeues put a task in the queue or the scheduled
     set), "done" (our workers released a finished task), "retried" (requeued or rescheduled
     after a failure), "dead" (dead-lettered, crash loops included).
+    paused: string, present while the queue is paused (`delayed pause`), holding the unix time it
+    was paused: our workers' claim scripts take no task from a paused queue (ours only: go-delayed's
+    workers do not know about it).
     """
 
     name: str
@@ -65,6 +69,7 @@ class QueueKeys:
     unnotified: str
     dead_letters: str
     counts: str
+    paused: str
 
     def unique(self, key: str) -> str:
         """The lock of unique tasks with this key: a string key, holding a token, with an expiry."""
@@ -74,7 +79,7 @@ class QueueKeys:
     def of(cls, name: str) -> "QueueKeys":
         return cls(name, name + NOTI_SUFFIX, name + PROCESSING_SUFFIX, name + DEAD_SUFFIX, name + CRASHES_SUFFIX,
                    name + SCHEDULED_SUFFIX, name + WORKERS_SUFFIX, name + UNNOTIFIED_SUFFIX,
-                   name + DEAD_LETTERS_SUFFIX, name + COUNTS_SUFFIX)
+                   name + DEAD_LETTERS_SUFFIX, name + COUNTS_SUFFIX, name + PAUSED_SUFFIX)
 
 
 def new_worker_id() -> str:

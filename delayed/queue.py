@@ -42,6 +42,14 @@ MIGRATE_CHUNK = 32
 
 
 @dataclass(frozen=True)
+class Claimed:
+    """What a claim_batch round trip gave: whether the queue is paused, and (worker id, blob) pairs."""
+
+    paused: bool
+    tasks: List[Tuple[str, bytes]]
+
+
+@dataclass(frozen=True)
 class CrashLoop:
     """A task a sweep found its workers died holding more than max_crashes times: dead-lettered
     (buried is False if another sweeper took it first)."""
@@ -251,24 +259,43 @@ class Queue:
 
         If worker_id already holds a task (the reply to the last claim was lost), that task.
         """
-        if not self.conn.blpop([self.keys.noti], self.dequeue_timeout if timeout is None else timeout):
+        if wait_for_notification([self], timeout) is None:
             return None
-        return self._scripts["dequeue"](
-            keys=(self.keys.name, self.keys.processing), args=(self._id(worker_id),)
-        )
+        return self.take_head(worker_id)
 
-    def claim_batch(self, release_ids: Sequence[str], claim_ids: Sequence[str]) -> List[Tuple[str, bytes]]:
+    def take_head(self, worker_id: Optional[str] = None) -> Optional[bytes]:
+        """Hold the task at the head of the queue as worker_id's, once its notification was taken
+        (go-delayed's dequeue script); the raw blob, or None if the queue was empty. If worker_id
+        already holds a task, that task."""
+        return self._scripts["dequeue"](keys=(self.keys.name, self.keys.processing, self.keys.noti, self.keys.paused),
+                                        args=(self._id(worker_id),))
+
+    def claim_batch(self, release_ids: Sequence[str], claim_ids: Sequence[str]) -> Claimed:
         """Release the tasks of release_ids (done: counted) and claim up to one task per claim id,
-        without blocking.
+        without blocking; a paused queue gives none.
 
-        One round trip; returns (worker id, blob) pairs. A claim id that still holds a
-        task (the reply to the previous claim was lost) returns that task again.
+        One round trip. A claim id that still holds a task (the reply to the previous claim was
+        lost) returns that task again, paused or not.
         """
         reply = self._scripts["claim_batch"](
-            keys=(self.keys.name, self.keys.noti, self.keys.processing, self.keys.counts),
+            keys=(self.keys.name, self.keys.noti, self.keys.processing, self.keys.counts, self.keys.paused),
             args=(len(release_ids), *release_ids, *claim_ids),
         )
-        return [(reply[i].decode(), reply[i + 1]) for i in range(0, len(reply), 2)]
+        return Claimed(bool(reply[0]), [(reply[i].decode(), reply[i + 1]) for i in range(1, len(reply), 2)])
+
+    def pause(self) -> bool:
+        """Pause the queue: our workers take no new task from it (a task already claimed still runs;
+        go-delayed's workers do not know about pausing). False if it was paused already."""
+        return bool(self.conn.set(self.keys.paused, int(time.time()), nx=True))
+
+    def resume(self) -> bool:
+        """Resume a paused queue; False if it was not paused."""
+        return bool(self.conn.delete(self.keys.paused))
+
+    def paused_since(self) -> Optional[float]:
+        """The unix time the queue was paused, or None if it is not paused."""
+        since = self.conn.get(self.keys.paused)
+        return None if since is None else float(since)
 
     def give_back(self, held: Sequence[Tuple[str, bytes]]) -> int:
         """Return (worker id, blob) pairs not yet started to the head of the queue, in order."""
@@ -495,6 +522,25 @@ class Queue:
         if problems:
             named = "; ".join(f"{problems[i].decode()}: {problems[i + 1].decode()}" for i in range(0, len(problems), 2))
             raise dead_letter.DeadLetterError(f"{self.keys.dead_letters}: {named} (nothing was changed)")
+
+
+def server_of(queue: Queue) -> Tuple[Any, ...]:
+    """Where queue's Redis is (host, port, unix socket path, db), as its connection pool says."""
+    kwargs = getattr(queue.conn.connection_pool, "connection_kwargs", {})
+    return tuple(kwargs.get(name) for name in ("host", "port", "path", "db"))
+
+
+def wait_for_notification(queues: Sequence[Queue], timeout: Optional[float] = None) -> Optional[Queue]:
+    """Wait up to timeout (default: the first queue's dequeue_timeout) seconds for a notification on
+    any of the queues (all on the first one's Redis) and take it: the first of them that had one, in
+    the order given (BLPOP's), or None. The caller then takes its task (Queue.take_head)."""
+    first = queues[0]
+    by_key = {queue.keys.noti: queue for queue in queues}
+    popped = first.conn.blpop(list(by_key), first.dequeue_timeout if timeout is None else timeout)
+    if not popped:
+        return None
+    key = popped[0]
+    return by_key[key.decode() if isinstance(key, bytes) else key]
 
 
 class AsyncQueue:

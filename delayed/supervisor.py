@@ -1,4 +1,5 @@
-"""Runs N worker processes and restarts any that dies (`--concurrency N`)."""
+"""Runs N worker processes and restarts any that dies (`--concurrency N`); one that finishes
+(exit status 0: `--burst` found its queues empty) is not restarted, and the last one to go ends the run."""
 import logging
 import multiprocessing
 import multiprocessing.connection
@@ -84,7 +85,11 @@ class Supervisor:
                         del self._children[slot]
                         if metrics is not None:
                             metrics.exited(child.pid)
-                        if not lifecycle.stopping:
+                        if lifecycle.stopping:
+                            pass
+                        elif child.exitcode == 0:  # it chose to finish (--burst): not restarted
+                            logger.info("worker process %d finished", slot)
+                        else:
                             self._schedule_restart(slot, child.exitcode)
                 if lifecycle.stopping:
                     self._restarts.clear()

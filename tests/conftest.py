@@ -8,7 +8,7 @@ from typing import List
 import pytest
 import redis
 
-from delayed import Worker
+from delayed import Queue, Worker
 from delayed.testing import RedisCluster, RedisServer, SentinelSet, wait_for  # noqa: F401  (tests import wait_for from here)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,8 +87,33 @@ def run_worker(queue):
         assert not thread.is_alive()
 
 
+@pytest.fixture
+def start_worker(conn):
+    """Start a Worker on the named queues (in priority order) in a thread; stopped and joined after the test."""
+    started = []
+
+    def start(*names, **options):
+        queues = [Queue(name, conn, dequeue_timeout=0.05, keep_alive_timeout=5) for name in names]
+        worker = Worker(queues, ["tests.tasks"], keep_alive_interval=1, **options)
+        thread = threading.Thread(target=worker.run)
+        thread.start()
+        started.append((worker, thread))
+        return worker
+
+    yield start
+    for worker, thread in started:
+        worker.stop()
+        thread.join(10)
+        assert not thread.is_alive()
+
+
 def results(client: redis.Redis) -> List[str]:
     return [item.decode() for item in client.lrange("results", 0, -1)]
+
+
+def tags(client: redis.Redis) -> List[str]:
+    """The tags tests.tasks.record recorded, in order."""
+    return [eval(result)[0] for result in results(client)]
 
 
 def spawn(module: str, *args: str, redis_url: str, task_redis_url: str = "", **popen) -> subprocess.Popen:

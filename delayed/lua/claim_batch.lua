@@ -11,10 +11,12 @@
 -- (1 s, 2 s, 4 s ... up to a minute).
 -- Released tasks are done: 'done' in the counts hash grows by how many ids still held one (one
 -- HINCRBY per batch; a resent release, or one of a task a sweeper took, deletes and counts nothing).
--- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] processing hash, KEYS[4] counts hash
+-- A paused queue (its paused key exists) gives no new task: the ids only get back what they hold.
+-- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] processing hash, KEYS[4] counts hash,
+-- KEYS[5] paused key
 -- ARGV[1] r, the number of ids to release; ARGV[2 .. r+1] those ids;
 -- ARGV[r+2 ..] the ids to claim tasks for
--- Returns id1, blob1, id2, blob2, ...: the tasks now held, in queue order.
+-- Returns paused (1 or 0), then id1, blob1, id2, blob2, ...: the tasks now held, in queue order.
 local released = tonumber(ARGV[1])
 if released > 0 then
     local done = redis.call('hdel', KEYS[3], unpack(ARGV, 2, released + 1))
@@ -23,12 +25,16 @@ if released > 0 then
     end
 end
 local first = released + 2
-local wanted = math.min(#ARGV - first + 1, redis.call('llen', KEYS[2]))
+local paused = redis.call('exists', KEYS[5])
+local wanted = 0
+if paused == 0 then
+    wanted = math.min(#ARGV - first + 1, redis.call('llen', KEYS[2]))
+end
 local head = {}
 if wanted > 0 then
     head = redis.call('lrange', KEYS[1], 0, wanted - 1)
 end
-local claimed = {}
+local claimed = {paused}
 local taken = 0
 for i = first, #ARGV do
     local task = head[taken + 1]

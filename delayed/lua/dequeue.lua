@@ -1,5 +1,6 @@
 -- Claim the task at the head of the queue for a worker.
--- KEYS[1] queue list, KEYS[2] processing hash
+-- A paused queue (its paused key exists) gives no task: the notification taken for it is put back.
+-- KEYS[1] queue list, KEYS[2] processing hash, KEYS[3] notification list, KEYS[4] paused key
 -- ARGV[1] worker id
 -- Returns the blob, or false when the queue is empty (go-delayed tests
 -- `task == nil`, which never holds in Redis Lua, and then HSETs false).
@@ -9,6 +10,10 @@
 local held = redis.call('hget', KEYS[2], ARGV[1])
 if held then
     return held
+end
+if redis.call('exists', KEYS[4]) == 1 then
+    redis.call('lpush', KEYS[3], '1')
+    return false
 end
 local task = redis.call('lpop', KEYS[1])
 if not task then

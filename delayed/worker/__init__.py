@@ -1,9 +1,11 @@
 """The worker loop: claim tasks, run the allowed ones, settle each (release, retry or dead-letter).
 
+A worker serves one queue or several, in priority order (see delayed.holding.Holdings).
+
 A busy worker claims a batch of tasks per round trip, each held under one of
 its worker ids, and releases the finished ones in the same round trip as the
 next claim; an idle one blocks on the notification list as go-delayed does.
-What the running worker holds (ids, keep-alive, claims, settlements) is its Holding.
+What the running worker holds (ids, keep-alive, claims, settlements) is its Holdings.
 """
 import asyncio
 import hashlib
@@ -12,7 +14,9 @@ import logging
 import time
 import traceback
 from collections import OrderedDict
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+import redis
 
 from .. import dead_letter
 from ..background import Every
@@ -20,10 +24,10 @@ from ..batch import Batch, Lookahead
 from ..errors import FunctionNotAllowedError, MalformedTaskError, SkipRetry
 from ..forwarder import FORWARD_INTERVAL, forward
 from ..functions import Allowed, FunctionRegistry
-from ..holding import Bury, Claim, Holding, Release, Requeue, Reschedule, Settlement
+from ..holding import Bury, Claim, Holdings, Release, Requeue, Reschedule, Settlement
 from ..keepalive import KeepAlive
 from ..lifecycle import Lifecycle
-from ..queue import Queue
+from ..queue import Queue, server_of
 from ..retry import backoff_seconds
 from ..slots import CALLERS as SLOT_CALLERS
 from ..slots import Job, Slots
@@ -49,8 +53,9 @@ RETRY_FOREVER_FIRST = 0.1
 RETRY_FOREVER_MAX = 60.0
 """A retry=-1 task that keeps failing waits 0.1 s, 0.2 s, 0.4 s ... up to a minute between runs."""
 
-Observe = Callable[[str, str, Optional[float]], None]
-"""A hook told each task's outcome as the worker decides it: (func path, outcome, seconds it ran).
+Observe = Callable[[str, str, str, Optional[float]], None]
+"""A hook told each task's outcome as the worker decides it: (queue name, func path, outcome, seconds
+it ran).
 Outcomes, one per settled claim: "done" (it returned), "retried" (it raised and runs again),
 "failed" (it raised, or its arguments did not fit, and is dead-lettered), "dead" (dead-lettered
 without running: malformed, a GoTask, too large, not allowed; func path "", seconds None)."""
@@ -87,7 +92,11 @@ def _raised_by_the_call(exc: BaseException) -> bool:
 
 
 class Worker:
-    """Runs PyTasks from one queue, calling only the functions in `allow`.
+    """Runs PyTasks from one queue, or several in priority order, calling only the functions in `allow`.
+
+    queue: a Queue, or a sequence of Queues on one Redis: the first one's tasks are always taken
+    first, the second's only while the first has none, and so on (strict priority: a busy first
+    queue starves the others; give a queue that must not wait a worker of its own).
 
     allow: module names, modules or functions. A module allows the public
     functions defined in it; anything else a task names goes to the dead-letter list.
@@ -107,17 +116,21 @@ class Worker:
     lifecycle: the worker's Lifecycle (delayed.lifecycle): starting → online → draining → offline;
     stop(), the stop signals run() takes, and every loop (going online included) go through it.
     observe: an Observe hook (delayed.metrics.tasks counts with it); None costs nothing per task.
+    burst: stop (exit status 0) once nothing is running and no queue has a task to give, due
+    scheduled ones included: for batch jobs and tests. Tasks scheduled for later (a delay, a retry's
+    backoff) stay scheduled for the next worker; a paused queue counts as empty.
     """
 
     def __init__(
         self,
-        queue: Queue,
+        queue: Union[Queue, Sequence[Queue]],
         allow: Union[None, FunctionRegistry, Iterable[Allowed]] = None,
         keep_alive_interval: float = 15,
         batch: int = DEFAULT_BATCH,
         time_limit: Optional[float] = None,
         threads: int = 1,
         observe: Optional[Observe] = None,
+        burst: bool = False,
     ) -> None:
         if allow is None:
             raise TypeError(
@@ -128,7 +141,14 @@ class Worker:
             raise ValueError(f"batch must be at least 1, got {batch}")
         if threads < 1:
             raise ValueError(f"threads must be at least 1, got {threads}")
-        self.queue = queue
+        self.queues = [queue] if isinstance(queue, Queue) else list(queue)
+        if not self.queues:
+            raise ValueError("a worker needs at least one queue")
+        if len({queue.name for queue in self.queues}) < len(self.queues):
+            raise ValueError(f"a queue is named twice: {', '.join(queue.name for queue in self.queues)}")
+        if len({server_of(queue) for queue in self.queues}) > 1:
+            raise ValueError("a worker's queues must be on one Redis (it waits on them with one BLPOP)")
+        self.queue = self.queues[0]
         self.functions = allow if isinstance(allow, FunctionRegistry) else FunctionRegistry(allow)
         self.keep_alive_interval = keep_alive_interval
         self.time_limit = time_limit
@@ -138,8 +158,10 @@ class Worker:
         self.lifecycle = Lifecycle("worker")
         self.threads = threads
         self.observe = observe
+        self.burst = burst
         # threaded: a task per slot, and as many again waiting ready for one (see Lookahead)
-        self.holding = Holding(queue, batch if threads == 1 else 2 * threads, self.lifecycle)
+        capacity = batch if threads == 1 else 2 * threads
+        self.holding = Holdings(self.queues, capacity, self.lifecycle)
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._forever = RetryForever()
         self._coroutines: Dict[Callable[..., Any], bool] = {}
@@ -170,17 +192,19 @@ class Worker:
         self.lifecycle.online()
         # forked first, before this worker starts threads of its own
         keep_alive = KeepAlive(self.keep_alive_interval, self.holding.keep_alive, f"keep-alive of {self.id}")
-        forwarder = Every(FORWARD_INTERVAL, lambda: forward([self.queue]), "forwarder")
+        forwarder = Every(FORWARD_INTERVAL, lambda: forward(self.queues), "forwarder")
         keep_alive.start()
         forwarder.start()
-        logger.info("worker %s online on queue %r, %d allowed functions",
-                    self.id, self.queue.name, len(self.functions))
+        logger.info("worker %s online on %s %s, %d allowed functions", self.id,
+                    "queues" if len(self.queues) > 1 else "queue", ", ".join(repr(queue.name) for queue in self.queues),
+                    len(self.functions))
         try:
             if self.threads > 1:
                 self._work_concurrently()
             else:
                 while not self.lifecycle.stopping:
-                    self.work_once()
+                    if not self.work_once() and self.burst and self._burst_done():
+                        self.lifecycle.stop()
             self.holding.flush()
         finally:
             forwarder.stop()
@@ -204,7 +228,7 @@ class Worker:
         """
         if self._claimed is None:
             self._claimed = Batch(self.holding.give_back, BATCH_TIME)
-        claims = self.holding.claim(self._batch)
+        claims = self.holding.claim(self._batch, block=not self.burst)
         started = time.monotonic()
         self._claimed.load(claims)
         ran = 0
@@ -215,7 +239,7 @@ class Worker:
             if self.lifecycle.stopping:
                 self.holding.give_back([claim, *self._claimed.rest()])
                 break
-            self.holding.settle(claim, self.execute(claim.blob))
+            self.holding.settle(claim, self.execute(claim.blob, claim.queue))
             ran += 1
         self.holding.unlock()
         self._adapt_batch(len(claims), time.monotonic() - started)
@@ -243,7 +267,11 @@ class Worker:
                 wanted = slots.free + lookahead.ahead(ready.given_back) - ready.waiting
                 if wanted > 0:
                     block = slots.free > 0 and not ready.waiting  # a free slot and nothing ready
-                    claims = self.holding.claim(wanted, block=block, timeout=self._claim_timeout(slots, lookahead))
+                    idle = not slots.running and not ready.waiting
+                    claims = self.holding.claim(wanted, block=block and not (self.burst and idle),
+                                                timeout=self._claim_timeout(slots, lookahead))
+                    if not claims and idle and self.burst and self._burst_done():
+                        break
                     ready.load(self._jobs(claims, held), starting_now=slots.free)
                     slots.fill()
                     if slots.free or len(claims) == wanted:
@@ -257,6 +285,17 @@ class Worker:
         finally:
             slots.close()
             ready.close()
+
+    def _burst_done(self) -> bool:
+        """With burst, after a claim that found nothing: True (said once) unless a due scheduled task
+        was just moved into a queue, or Redis is failing (then it is not known to be empty)."""
+        try:
+            if self.holding.failing or forward(self.queues):
+                return False
+        except redis.RedisError:
+            return False
+        logger.info("worker %s: burst done, its queues are empty; stopping", self.id)
+        return True
 
     @staticmethod
     def _claim_timeout(slots: Slots, lookahead: Lookahead) -> Optional[float]:
@@ -275,9 +314,9 @@ class Worker:
         """The claimed tasks as jobs to run, now held; the ones that cannot run are settled at once."""
         jobs = []
         for claim in claims:
-            prepared = self._prepare(claim.blob)
+            prepared = self._prepare(claim.blob, claim.queue)
             if isinstance(prepared, Settlement):
-                self.holding.settle(claim, self._unrunnable(prepared))
+                self.holding.settle(claim, self._unrunnable(prepared, claim.queue))
                 continue
             task, func = prepared
             held[claim.worker_id] = (claim, task)
@@ -289,7 +328,7 @@ class Worker:
         now = time.monotonic()
         for job in slots.collect():
             claim, task = held.pop(job.key)
-            self.holding.settle(claim, self._settlement(task, job.outcome, job.started_at or now))
+            self.holding.settle(claim, self._settlement(task, job.outcome, job.started_at or now, claim.queue))
             lookahead.finished(now - (job.started_at or now))
         self.holding.unlock()
         slots.enforce_limits(self._warn_overrun)
@@ -306,11 +345,13 @@ class Worker:
         elif claimed == self._batch:
             self._batch = min(self._max_batch, self._batch * 2)
 
-    def execute(self, blob: bytes) -> Settlement:
-        """Run the task in blob here if it may run; say how to settle it. Never raises for a task's fault."""
-        prepared = self._prepare(blob)
+    def execute(self, blob: bytes, queue: Optional[Queue] = None) -> Settlement:
+        """Run the task in blob, claimed from queue (default: the first), here if it may run; say how
+        to settle it. Never raises for a task's fault."""
+        queue = queue or self.queue
+        prepared = self._prepare(blob, queue)
         if isinstance(prepared, Settlement):
-            return self._unrunnable(prepared)
+            return self._unrunnable(prepared, queue)
         task, func = prepared
         limit = task.time_limit or self.time_limit
         started = time.monotonic() if self.observe is not None else 0.0
@@ -325,8 +366,8 @@ class Worker:
                 if result is not None and inspect.isawaitable(result):
                     self._event_loop().run_until_complete(within(result, limit))
         except (Exception, TimeLimitExceeded) as exc:
-            return self._settlement(task, exc, started)
-        return self._settlement(task, None, started)
+            return self._settlement(task, exc, started, queue)
+        return self._settlement(task, None, started, queue)
 
     def _is_coroutine(self, func: Callable[..., Any]) -> bool:
         coroutine = self._coroutines.get(func)
@@ -334,35 +375,36 @@ class Worker:
             coroutine = self._coroutines[func] = inspect.iscoroutinefunction(func)
         return coroutine
 
-    def _prepare(self, blob: bytes) -> Union[Settlement, Tuple[PyTask, Callable[..., Any]]]:
+    def _prepare(self, blob: bytes, queue: Queue) -> Union[Settlement, Tuple[PyTask, Callable[..., Any]]]:
         """The task and its function, or how to settle a task that cannot run."""
-        if len(blob) > self.queue.max_task_size:
-            return self._bury(blob, "too_large", f"{len(blob)} bytes, over {self.queue.max_task_size}")
+        if len(blob) > queue.max_task_size:
+            return self._bury(queue, blob, "too_large", f"{len(blob)} bytes, over {queue.max_task_size}")
         try:
             task = PyTask.deserialize(blob)
         except MalformedTaskError as exc:
-            return self._bury(blob, exc.reason, str(exc), exc.func_path)
+            return self._bury(queue, blob, exc.reason, str(exc), exc.func_path)
         try:
             func = self.functions.resolve(task.func_path)
         except FunctionNotAllowedError as exc:
-            return self._bury(blob, "not_allowed", str(exc), task.func_path)
+            return self._bury(queue, blob, "not_allowed", str(exc), task.func_path)
         return task, func
 
-    def _unrunnable(self, settlement: Settlement) -> Settlement:
+    def _unrunnable(self, settlement: Settlement, queue: Queue) -> Settlement:
         """A task that cannot run (dead-lettered), told to the observe hook."""
         if self.observe is not None:
-            self.observe("", "dead", None)
+            self.observe(queue.name, "", "dead", None)
         return settlement
 
-    def _settlement(self, task: PyTask, outcome: Optional[BaseException], started: float) -> Settlement:
+    def _settlement(self, task: PyTask, outcome: Optional[BaseException], started: float,
+                    queue: Queue) -> Settlement:
         """How to settle a task that ran, since started (time.monotonic()): outcome is None if it
         returned, else what it raised. Told to the observe hook (with threads > 1, a run ends when the
         main thread collects it: up to POLL late while that thread waits on Redis)."""
         observe = self.observe
         ran = time.monotonic() - started if observe is not None else 0.0  # before the failure is logged
-        settlement = RELEASE if outcome is None else self._failed(task, outcome)
+        settlement = RELEASE if outcome is None else self._failed(task, outcome, queue)
         if observe is not None:
-            observe(task.func_path, OUTCOMES[type(settlement)], ran)
+            observe(queue.name, task.func_path, OUTCOMES[type(settlement)], ran)
         if "unique_key" in task.options and isinstance(settlement, (Release, Bury)):
             lock = (task.options["unique_key"], task.options.get("unique_token", ""))
             settlement = Release(lock) if isinstance(settlement, Release) else Bury(settlement.letter, lock)
@@ -378,11 +420,11 @@ class Worker:
             return None
         return limit
 
-    def _failed(self, task: PyTask, exc: BaseException) -> Settlement:
+    def _failed(self, task: PyTask, exc: BaseException, queue: Queue) -> Settlement:
         error = f"{type(exc).__name__}: {exc}"
         if isinstance(exc, TypeError) and _raised_by_the_call(exc):
             # The call itself raised, before the function's first line: its arguments do not fit.
-            return self._bury(task.serialize(), "bad_arguments", error, task.func_path)
+            return self._bury(queue, task.serialize(), "bad_arguments", error, task.func_path)
         if isinstance(exc, SkipRetry):
             pass
         elif "max_retries" in task.options:
@@ -399,17 +441,16 @@ class Worker:
         elif task.retry:
             logger.error("task %s failed; retrying (%s left)", task.func_path, task.retry - 1, exc_info=exc)
             return Requeue(task.with_retry(task.retry - 1).serialize())
-        logger.error("task %s failed; dead-lettered in %s", task.func_path, self.queue.keys.dead_letters,
-                     exc_info=exc)
+        logger.error("task %s failed; dead-lettered in %s", task.func_path, queue.keys.dead_letters, exc_info=exc)
         reason = "timed_out" if isinstance(exc, TimeLimitExceeded) else "failed"
         trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        return self._bury(task.serialize(), reason, error, task.func_path, trace)
+        return self._bury(queue, task.serialize(), reason, error, task.func_path, trace)
 
-    def _bury(self, blob: bytes, reason: str, error: str, func: Optional[str] = None,
+    def _bury(self, queue: Queue, blob: bytes, reason: str, error: str, func: Optional[str] = None,
               trace: Optional[str] = None) -> Bury:
         if reason not in ("failed", "timed_out"):
-            logger.error("dead-lettered a task in %s (%s): %s", self.queue.keys.dead_letters, reason, error)
-        return Bury(dead_letter.record(reason=reason, error=error, blob=blob, queue=self.queue.name,
+            logger.error("dead-lettered a task in %s (%s): %s", queue.keys.dead_letters, reason, error)
+        return Bury(dead_letter.record(reason=reason, error=error, blob=blob, queue=queue.name,
                                        worker=self.id, func=func, traceback=trace))
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:
