@@ -10,7 +10,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import redis
 
-from .connection import DEFAULT_REDIS_URL, connect, misplaced_password, redacted, scrubbed, secrets_of
+from .connection import (DEFAULT_REDIS_URL, RedisURLError, connect, misplaced_password, redacted, scrubbed,
+                         secrets_of)
 from .functions import FunctionRegistry, submodule_names
 from .lifecycle import Lifecycle
 from .metrics import tasks as task_metrics
@@ -51,8 +52,10 @@ def add_connection_options(parser: argparse.ArgumentParser, defaults: bool = Tru
         return value if defaults else argparse.SUPPRESS
 
     parser.add_argument("--redis-url", default=default(os.environ.get("DELAYED_REDIS_URL", DEFAULT_REDIS_URL)),
-                        help="redis://[user:password@]host:port/db, rediss://... for TLS, or "
-                             f"unix:///path/redis.sock (default: $DELAYED_REDIS_URL, else {DEFAULT_REDIS_URL})")
+                        help="redis://[user:password@]host:port/db, rediss://... for TLS, "
+                             "unix:///path/redis.sock, redis+cluster://host:port[,host:port...] (rediss+cluster:// "
+                             "for TLS), or redis+sentinel://host:port[,host:port...]/MASTER_NAME[/db] "
+                             f"(default: $DELAYED_REDIS_URL, else {DEFAULT_REDIS_URL})")
     parser.add_argument("--tls-ca", metavar="FILE", default=default(None),
                         help="CA certificate to verify a rediss:// server with")
     parser.add_argument("--tls-cert", metavar="FILE", default=default(None),
@@ -65,7 +68,7 @@ def add_connection_options(parser: argparse.ArgumentParser, defaults: bool = Tru
 def _connection_options(args: argparse.Namespace) -> Dict[str, str]:
     options = {name: value for name, value in (("ssl_ca_certs", args.tls_ca), ("ssl_certfile", args.tls_cert),
                                                ("ssl_keyfile", args.tls_key)) if value}
-    if options and not args.redis_url.startswith("rediss://"):
+    if options and not args.redis_url.startswith(("rediss://", "rediss+cluster://")):
         raise CommandError("--tls-ca, --tls-cert and --tls-key need a rediss:// URL", status=2)
     return options
 
@@ -87,6 +90,8 @@ def connect_checked(args: argparse.Namespace) -> redis.Redis:
     try:
         conn = _client(args)
         conn.ping()
+    except RedisURLError as exc:  # ours: says what is wrong, without the password
+        raise CommandError(f"cannot reach Redis at {exc}") from None
     except (ValueError, TypeError) as exc:  # a URL that does not parse
         detail = "not a valid Redis URL" if secrets_of(url) else f"not a valid Redis URL ({exc})"
         raise CommandError(f"cannot reach Redis at {redacted(url)}: {detail}") from None

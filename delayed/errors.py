@@ -29,3 +29,12 @@ class DuplicateTaskError(DelayedError):
 
 class SkipRetry(DelayedError):
     """Raise it in a task to fail it for good: it goes to the dead-letter list, whatever retries it has left."""
+
+
+class NotReplicatedError(DelayedError):
+    """An enqueue that Redis applied on the primary, but that fewer replicas than the queue's
+    wait_replicas acknowledged within wait_timeout_ms: a failover now could lose it."""
+
+    def __init__(self, message: str, acknowledged: int) -> None:
+        super().__init__(message)
+        self.acknowledged = acknowledged

@@ -13,7 +13,7 @@ import redis.asyncio
 
 from . import dead_letter, scripts
 from .connection import sent_once, sent_once_async
-from .errors import DuplicateTaskError, TaskTooLargeError
+from .errors import DuplicateTaskError, NotReplicatedError, TaskTooLargeError
 from .keys import WORKER_ID_PREFIX, QueueKeys
 from .task import GoTask, PyTask
 
@@ -151,6 +151,10 @@ class Queue:
     stream nodes at a time, so a few more may stay); 0 turns a bound off.
     worker_id: the id keakon's dequeue()/release() and the keep-alive methods use when given
     none; set it yourself for that API. A Worker never touches it: its ids are its own.
+    wait_replicas: after each enqueue, wait (Redis's WAIT) until this many replicas have it, up to
+    wait_timeout_ms, and raise NotReplicatedError if fewer did (the task is on the primary all the
+    same). 0 (the default): return once the primary has it; a failover may lose the last writes the
+    primary acknowledged but had not yet sent to its replica.
     """
 
     def __init__(
@@ -162,9 +166,13 @@ class Queue:
         max_task_size: int = DEFAULT_MAX_TASK_SIZE,
         dead_max: int = DEFAULT_DEAD_MAX,
         dead_max_age: float = DEFAULT_DEAD_MAX_AGE,
+        wait_replicas: int = 0,
+        wait_timeout_ms: int = 1000,
     ) -> None:
         self.keys = QueueKeys.of(name)
         self.conn = sent_once(conn)
+        self.wait_replicas = wait_replicas
+        self.wait_timeout_ms = wait_timeout_ms
         self.dequeue_timeout = dequeue_timeout
         self.keep_alive_timeout = keep_alive_timeout
         self.max_task_size = max_task_size
@@ -192,6 +200,7 @@ class Queue:
         if unique_for is not None:
             call = _unique_call(self.keys, task, delay, at, unique_for, unique_key, self.max_task_size)
             _check_unique(self._scripts["enqueue_unique"](**call), call)
+            self._replicated()
             return
         blobs = _blobs((task,), self.max_task_size)
         due = _due(delay, at)
@@ -201,6 +210,7 @@ class Queue:
             with self.conn.pipeline(transaction=True) as pipe:
                 _stage_enqueue(pipe, self.keys, blobs, due)
                 pipe.execute()
+        self._replicated()
 
     def enqueue_many(self, tasks: Iterable[Task], delay: Optional[float] = None,
                      at: Optional[datetime.datetime] = None) -> int:
@@ -211,7 +221,30 @@ class Queue:
             with self.conn.pipeline(transaction=True) as pipe:
                 _stage_enqueue(pipe, self.keys, blobs, due)
                 pipe.execute()
+            self._replicated()
         return len(blobs)
+
+    def _replicated(self) -> None:
+        """With wait_replicas, wait until that many replicas have every write made so far; else raise.
+
+        WAIT covers the writes sent on its own connection, and the enqueue may have used another
+        pooled one: so one round trip writes first (adding 0 to the "enqueued" count, which Redis
+        replicates like any write) and then WAITs. The replication stream is one ordered log, so a
+        replica that has this write has the enqueue before it. In a cluster both go to the queue's node.
+        """
+        if not self.wait_replicas:
+            return
+        on_node: Dict[str, Any] = {}
+        if hasattr(self.conn, "get_node_from_key"):  # a RedisCluster: WAIT names no key to route by
+            on_node["target_nodes"] = self.conn.get_node_from_key(self.keys.counts)
+        with self.conn.pipeline(transaction=False) as pipe:
+            pipe.hincrby(self.keys.counts, "enqueued", 0)
+            pipe.execute_command("WAIT", self.wait_replicas, self.wait_timeout_ms, **on_node)
+            acknowledged = int(pipe.execute()[-1])
+        if acknowledged < self.wait_replicas:
+            raise NotReplicatedError(
+                f"{self.name}: {acknowledged} of {self.wait_replicas} replicas acknowledged the enqueue within "
+                f"{self.wait_timeout_ms} ms; it is on the primary, and a failover now could lose it", acknowledged)
 
     def len(self) -> int:
         """Tasks waiting in the queue (not counting those being processed)."""
