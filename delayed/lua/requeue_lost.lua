@@ -12,7 +12,9 @@
 -- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] processing hash,
 -- KEYS[4] crash counts hash (digest -> "count:last seen"),
 -- KEYS[5] our workers sorted set (entries whose keep-alive lapsed are dropped here),
--- KEYS[6] the unnotified marker ("<sha1 of the queue's head>:<unix ms first seen>")
+-- KEYS[6] the unnotified marker ("<sha1 of the queue's head>:<unix ms first seen>"),
+-- KEYS[7 ..] the ids holding tasks when the caller read the processing hash: each is a field of
+-- it and that worker's keep-alive key, so every key the script reads is declared (Redis Cluster)
 -- ARGV[1] most crashes a task may cause (0: count nothing, quarantine nothing),
 -- ARGV[2] now (unix seconds), ARGV[3] seconds a crash count is kept after its last crash,
 -- ARGV[4] our worker ids' prefix,
@@ -58,10 +60,10 @@ end
 
 local count = missing_notifications()
 local crash_loops = {}
-local processing = redis.call('hgetall', KEYS[3])
-for i = 1, #processing, 2 do
-    local worker_id, task = processing[i], processing[i + 1]
-    if not redis.call('get', worker_id) then
+for i = 7, #KEYS do
+    local worker_id = KEYS[i]
+    local task = redis.call('hget', KEYS[3], worker_id)
+    if task and not redis.call('get', worker_id) then
         local ours = string.sub(worker_id, 1, #our_prefix) == our_prefix
         local crashed = (max_crashes > 0 and ours) and crashes(task) or 0
         if crashed > max_crashes then
