@@ -391,7 +391,8 @@ class Queue:
         """Delete the ids' keep-alive keys (they hold nothing and are leaving) and the worker's entry."""
         ids = worker_ids or (self._id(None),)
         with self.conn.pipeline(transaction=False) as pipe:
-            pipe.delete(*ids)
+            for worker_id in ids:  # one DELETE each: a cluster pipeline refuses a DELETE of several keys
+                pipe.delete(worker_id)
             pipe.zrem(self.keys.workers, ids[0])
             pipe.execute()
 
@@ -546,7 +547,10 @@ class Queue:
 
 
 def server_of(queue: Queue) -> Tuple[Any, ...]:
-    """Where queue's Redis is (host, port, unix socket path, db), as its connection pool says."""
+    """Where queue's Redis is (host, port, unix socket path, db), as its connection pool says; for a
+    Redis Cluster (no one pool), the nodes its client knows: every queue of one cluster is on it."""
+    if is_cluster(queue.conn):
+        return tuple(sorted(queue.conn.nodes_manager.nodes_cache))
     kwargs = getattr(queue.conn.connection_pool, "connection_kwargs", {})
     return tuple(kwargs.get(name) for name in ("host", "port", "path", "db"))
 
