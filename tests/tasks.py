@@ -166,3 +166,9 @@ def hold_gil(tag, n):
 def returns_awaitable(tag):
     """A plain function whose work is the coroutine it returns."""
     return async_record(tag)
+
+
+def count_slowly(task_id, seconds):
+    """count(task_id), then sleep: a drain slow enough to span a failover."""
+    count(task_id)
+    time.sleep(seconds)
