@@ -4,6 +4,7 @@ with real worker, sweeper, scheduler, metrics and dashboard processes on a redis
 Tasks record their runs in a separate plain redis-server (conftest's `redis_server`, read through
 `conn`), so what a failover does to the cluster cannot touch the tally."""
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -230,7 +231,7 @@ def executions(conn) -> Dict[str, int]:
     return {key.decode(): int(value) for key, value in conn.hgetall("executions").items()}
 
 
-def test_a_primary_killed_mid_drain_loses_no_replicated_task(cluster, conn, redis_server):
+def test_a_primary_killed_mid_drain_loses_no_replicated_task(cluster, conn, redis_server, tmp_path):
     """3,000 tasks enqueued and replicated (WAIT) before the drain; the queue's primary is SIGKILLed
     while two worker processes drain it, a sweeper running. Lost must be 0; duplicates at most the
     tasks the workers held or had just released, whose state the replica may not have had yet
@@ -243,17 +244,23 @@ def test_a_primary_killed_mid_drain_loses_no_replicated_task(cluster, conn, redi
     workers = [worker(cluster, redis_server, "--queue", "{orders}", "--batch", str(batch), "--keep-alive-timeout", "10")
                for _ in range(2)]
     sweeping = sweeper(cluster, "{orders}", interval="0.5")
+    schedule = tmp_path / "every_second.py"
+    schedule.write_text("from delayed import PyTask\nfrom delayed.scheduler import Periodic\n"
+                        "SCHEDULE = [Periodic(PyTask('tests.tasks:record', ['tick']), queue='{orders}', every=1)]\n")
+    scheduler = spawn("delayed.scheduler", str(schedule), redis_url=cluster.url)
     try:
         wait_for(lambda: conn.hlen("executions") >= total // 3, 30, "a third of the drain")
         cluster.kill_primary("{orders}")
         killed_at = conn.hlen("executions")
+        ticks_then = len(results(conn))
         wait_for(lambda: conn.hlen("executions") == total, 60, "the drain to finish after the failover")
         check = nodes_client(cluster)
         wait_for(lambda: check.llen("{orders}") == 0 and check.hlen("{orders}_processing") == 0, 30,
                  "the queue to be empty and nothing held (every duplicate has run)")
+        wait_for(lambda: len(results(conn)) >= ticks_then + 2, 10, "ticks enqueued on the new primary, and run")
         assert all(process.poll() is None for process in workers)  # they rode it out, no restart
     finally:
-        outputs = stop(*workers, sweeping)
+        outputs = stop(*workers, sweeping, scheduler)
     ran = executions(conn)
     lost = total - len(ran)
     duplicates = sum(count - 1 for count in ran.values())
@@ -262,6 +269,34 @@ def test_a_primary_killed_mid_drain_loses_no_replicated_task(cluster, conn, redi
           f"duplicates {duplicates} (bound {bound})")
     assert lost == 0
     assert duplicates <= bound
-    for output in outputs[:2]:
+    for output in outputs[:2] + outputs[3:]:
         assert "Redis is back" in output, output
+        assert "Traceback" not in output, output
+    claimed = re.findall(r" tick (\S+) enqueued", outputs[3])
+    assert len(claimed) == len(set(claimed)), outputs[3]  # no tick enqueued twice across the failover
+
+
+def test_a_clean_failover_mid_drain_loses_nothing(cluster, conn, redis_server):
+    """CLUSTER FAILOVER: the replica catches up before it takes over, and the old primary answers
+    MOVED from then on. The workers follow the redirects; nothing is lost, nothing runs twice."""
+    total = 3000
+    queue = Queue("{orders}", connect(cluster.url))
+    queue.enqueue_many([PyTask("tests.tasks:count", [str(i)]) for i in range(total)])
+    workers = [worker(cluster, redis_server, "--queue", "{orders}", "--batch", "8") for _ in range(2)]
+    try:
+        wait_for(lambda: conn.hlen("executions") >= total // 4, 30, "a quarter of the drain")
+        cluster.failover("{orders}")
+        switched_at = conn.hlen("executions")
+        wait_for(lambda: conn.hlen("executions") == total, 60, "the drain to finish after the failover")
+        check = nodes_client(cluster)
+        wait_for(lambda: check.llen("{orders}") == 0 and check.hlen("{orders}_processing") == 0, 30,
+                 "the queue to be empty and nothing held")
+    finally:
+        outputs = stop(*workers)
+    ran = executions(conn)
+    duplicates = sum(count - 1 for count in ran.values())
+    print(f"cluster clean failover mid-drain: {total} tasks, switched at {switched_at} run; lost {total - len(ran)}, "
+          f"duplicates {duplicates}")
+    assert len(ran) == total and duplicates == 0
+    for output in outputs:
         assert "Traceback" not in output, output
