@@ -550,7 +550,7 @@ def server_of(queue: Queue) -> Tuple[Any, ...]:
     """Where queue's Redis is (host, port, unix socket path, db), as its connection pool says; for a
     Redis Cluster (no one pool), the nodes its client knows: every queue of one cluster is on it."""
     if is_cluster(queue.conn):
-        return tuple(sorted(queue.conn.nodes_manager.nodes_cache))
+        return tuple(sorted(cast(Any, queue.conn).nodes_manager.nodes_cache))
     kwargs = getattr(queue.conn.connection_pool, "connection_kwargs", {})
     return tuple(kwargs.get(name) for name in ("host", "port", "path", "db"))
 
