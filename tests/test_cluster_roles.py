@@ -41,6 +41,14 @@ def sweeper(cluster, *queues: str, interval: str = "0.2") -> subprocess.Popen:
                  redis_url=cluster.url)
 
 
+def read_until(process: subprocess.Popen, text: str) -> str:
+    """Read the process's output up to a line containing text (returned): e.g. that it is online."""
+    for line in process.stdout:
+        if text in line:
+            return line
+    raise AssertionError(f"the process ended without printing {text!r}")
+
+
 def finish(process: subprocess.Popen, timeout: float = 15):
     """Wait for a process to exit; return (exit status, its output)."""
     output, _ = process.communicate(timeout=timeout)
@@ -227,6 +235,12 @@ def _page(port: int) -> str:
         return ""
 
 
+def both_online(cluster) -> None:
+    """Both workers are online before the failover (one still starting would find no primary and exit 1)."""
+    check = nodes_client(cluster)
+    wait_for(lambda: check.zcount("{orders}_workers", time.time(), "+inf") == 2, 15, "both workers online")
+
+
 def executions(conn) -> Dict[str, int]:
     return {key.decode(): int(value) for key, value in conn.hgetall("executions").items()}
 
@@ -249,6 +263,9 @@ def test_a_primary_killed_mid_drain_loses_no_replicated_task(cluster, conn, redi
                         "SCHEDULE = [Periodic(PyTask('tests.tasks:record', ['tick']), queue='{orders}', every=1)]\n")
     scheduler = spawn("delayed.scheduler", str(schedule), redis_url=cluster.url)
     try:
+        both_online(cluster)
+        read_until(sweeping, "sweeping '{orders}'")  # online: connected before the failover
+        read_until(scheduler, "scheduling 1 entries")
         wait_for(lambda: conn.hlen("executions") >= total // 3, 30, "a third of the drain")
         cluster.kill_primary("{orders}")
         killed_at = conn.hlen("executions")
@@ -284,6 +301,7 @@ def test_a_clean_failover_mid_drain_loses_nothing(cluster, conn, redis_server):
     queue.enqueue_many([PyTask("tests.tasks:count", [str(i)]) for i in range(total)])
     workers = [worker(cluster, redis_server, "--queue", "{orders}", "--batch", "8") for _ in range(2)]
     try:
+        both_online(cluster)
         wait_for(lambda: conn.hlen("executions") >= total // 4, 30, "a quarter of the drain")
         cluster.failover("{orders}")
         switched_at = conn.hlen("executions")

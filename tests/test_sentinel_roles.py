@@ -26,6 +26,14 @@ def worker(sentinels, redis_server, *args: str) -> subprocess.Popen:
                  redis_url=sentinels.url, task_redis_url=redis_server.url)
 
 
+def read_until(process: subprocess.Popen, text: str) -> str:
+    """Read the process's output up to a line containing text (returned): e.g. that it is online."""
+    for line in process.stdout:
+        if text in line:
+            return line
+    raise AssertionError(f"the process ended without printing {text!r}")
+
+
 def finish(process: subprocess.Popen, timeout: float = 15):
     output, _ = process.communicate(timeout=timeout)
     return process.returncode, output
@@ -75,6 +83,7 @@ def test_worker_sweeper_and_scheduler_follow_a_failover(sentinels, conn, redis_s
     sweeping = spawn("delayed.sweeper", "--interval", "0.2", redis_url=sentinels.url)
     scheduler = spawn("delayed.scheduler", str(schedule), redis_url=sentinels.url)
     try:
+        read_until(sweeping, "sweeping 'default'")  # online: connected before the failover
         queue.enqueue(PyTask("tests.tasks:record", ["before"]))
         wait_for(lambda: results(conn) == [repr(("before", (), {}))], 15, "a task before the failover")
         wait_for(lambda: primary(sentinels).llen("ticks") >= 1, 10, "a tick before the failover")
@@ -110,6 +119,11 @@ def settled(sentinels) -> bool:
         return False
 
 
+def both_online(sentinels) -> None:
+    """Both workers are online before the failover (one still starting would find no primary and exit 1)."""
+    wait_for(lambda: primary(sentinels).zcount("default_workers", time.time(), "+inf") == 2, 15, "both workers online")
+
+
 def executions(conn) -> Dict[str, int]:
     return {key.decode(): int(value) for key, value in conn.hgetall("executions").items()}
 
@@ -126,6 +140,8 @@ def test_a_primary_killed_mid_drain_loses_no_replicated_task(sentinels, conn, re
     workers = [worker(sentinels, redis_server, "--batch", str(batch)) for _ in range(2)]
     sweeping = spawn("delayed.sweeper", "--interval", "0.5", redis_url=sentinels.url)
     try:
+        both_online(sentinels)
+        read_until(sweeping, "sweeping 'default'")
         wait_for(lambda: conn.hlen("executions") >= total // 3, 30, "a third of the drain")
         sentinels.kill_primary()
         killed_at = conn.hlen("executions")
@@ -173,6 +189,8 @@ def test_a_clean_failover_mid_drain_loses_nothing_and_leaves_the_old_primary(sen
     sweeping = spawn("delayed.sweeper", "--interval", "0.5", redis_url=sentinels.url)
     old = redis.Redis(port=sentinels.primary.port)
     try:
+        both_online(sentinels)
+        read_until(sweeping, "sweeping 'default'")
         wait_for(lambda: conn.hlen("executions") >= 100, 30, "the drain to start")
         named = clean_failover(sentinels)
         switched_at = conn.hlen("executions")
