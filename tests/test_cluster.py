@@ -136,3 +136,14 @@ def test_a_killed_primary_errors_then_the_queue_goes_on(cluster):
 
     wait_for(enqueued, 20, "the queue to reach the new primary", 0.2)
     assert queue.len() >= 2  # what the replica had, and the new task
+
+
+def test_a_worker_takes_queues_on_a_cluster(cluster):
+    """A cluster client has no single connection pool: the worker's one-Redis check must still
+    know its queues are on one cluster (python -m delayed.worker on a redis+cluster:// URL failed
+    with AttributeError before)."""
+    from delayed.worker import Worker
+
+    client = connect(cluster.url)
+    worker = Worker([Queue("{a}", client), Queue("{b}", client)], allow=["tests.tasks"])
+    assert [queue.name for queue in worker.queues] == ["{a}", "{b}"]
