@@ -147,3 +147,17 @@ def test_a_worker_takes_queues_on_a_cluster(cluster):
     client = connect(cluster.url)
     worker = Worker([Queue("{a}", client), Queue("{b}", client)], allow=["tests.tasks"])
     assert [queue.name for queue in worker.queues] == ["{a}", "{b}"]
+
+
+def test_dropping_a_queue_leaves_the_client_working(cluster):
+    """A Queue's sent-once view shares the client's nodes; its garbage collection used to close
+    them (RedisCluster.__del__), so the next Queue's enqueue on the same client failed with
+    AttributeError ('NoneType' object has no attribute 'redis_connection')."""
+    import gc
+
+    client = connect(cluster.url)
+    for _ in range(3):
+        Queue("{dropped}", client).enqueue_many([ONE] * 200)
+        gc.collect()
+    client.set("{dropped}:still", 1)
+    assert nodes_client(cluster).llen("{dropped}") == 600
