@@ -391,7 +391,8 @@ class Queue:
         """Delete the ids' keep-alive keys (they hold nothing and are leaving) and the worker's entry."""
         ids = worker_ids or (self._id(None),)
         with self.conn.pipeline(transaction=False) as pipe:
-            pipe.delete(*ids)
+            for worker_id in ids:  # one DEL each: a cluster pipeline refuses a DEL of several keys
+                pipe.delete(worker_id)
             pipe.zrem(self.keys.workers, ids[0])
             pipe.execute()
 

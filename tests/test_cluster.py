@@ -161,3 +161,15 @@ def test_dropping_a_queue_leaves_the_client_working(cluster):
         gc.collect()
     client.set("{dropped}:still", 1)
     assert nodes_client(cluster).llen("{dropped}") == 600
+
+
+def test_a_worker_with_several_ids_goes_offline_on_a_cluster(cluster):
+    """A process's ids (one per batch slot) are deleted one DEL each: a cluster pipeline refuses a
+    DEL of several keys, and the worker died on its graceful stop with RedisClusterException."""
+    queue = Queue("{offline}", connect(cluster.url))
+    ids = queue.keys.worker_ids(3)
+    queue.keep_alive(ids)
+    check = nodes_client(cluster)
+    assert sum(check.exists(worker_id) for worker_id in ids) == 3 and check.zcard("{offline}_workers") == 1
+    queue.go_offline(ids)
+    assert sum(check.exists(worker_id) for worker_id in ids) == 0 and check.zcard("{offline}_workers") == 0
