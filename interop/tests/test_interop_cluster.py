@@ -11,6 +11,7 @@ The queue lives on the cluster; tests.tasks records what it ran in the plain red
 (DELAYED_TEST_REDIS_URL), so the checks read one server.
 """
 import ast
+import signal
 import subprocess
 
 import pytest
@@ -53,7 +54,7 @@ def on_cluster(cluster) -> redis.cluster.RedisCluster:
 def test_go_cluster_producer_tasks_run_once_each_in_our_worker_on_the_cluster(cluster, cluster_procs, procs, conn):
     """TASKS PyTasks from go-delayed's NewPyTask, pushed through a ClusterClient to a tagged queue,
     are byte for byte what go-delayed's own Queue.Enqueue writes, and our worker on the cluster URL
-    runs every one exactly once with its arguments."""
+    runs every one exactly once with its arguments, then stops gracefully."""
     summary = cluster_procs.cluster_producer(QUEUE, "-func", "tests.tasks:record", "-ids", "t", "-n", str(TASKS))
     assert summary["enqueued"] == TASKS
     check = on_cluster(cluster)
@@ -71,7 +72,9 @@ def test_go_cluster_producer_tasks_run_once_each_in_our_worker_on_the_cluster(cl
     ran = sorted(ast.literal_eval(result) for result in py_results(conn))
     assert ran == sorted((f"t{i}", (), {}) for i in range(TASKS))  # each once, with its argument
     assert check.xlen(QUEUE + "_dead_letters") == 0
-    assert worker.alive()
+    worker.signal(signal.SIGTERM)  # a graceful stop on the cluster: offline, its keys gone, status 0
+    assert worker.wait(15) == 0, worker.err()
+    assert check.zcard(QUEUE + "_workers") == 0
     check.close()
 
 
