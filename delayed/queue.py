@@ -551,7 +551,7 @@ def server_of(queue: Queue) -> Tuple[Any, ...]:
     Redis Cluster, which cluster (the nodes its client was started from): a cluster client has no
     single pool."""
     if is_cluster(queue.conn):
-        return ("cluster", *sorted(node.name for node in queue.conn.nodes_manager.startup_nodes.values()))
+        return ("cluster", *sorted(node.name for node in cast(Any, queue.conn).nodes_manager.startup_nodes.values()))
     kwargs = getattr(queue.conn.connection_pool, "connection_kwargs", {})
     return tuple(kwargs.get(name) for name in ("host", "port", "path", "db"))
 
