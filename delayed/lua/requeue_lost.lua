@@ -12,11 +12,13 @@
 -- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] processing hash,
 -- KEYS[4] crash counts hash (digest -> "count:last seen"),
 -- KEYS[5] our workers sorted set (entries whose keep-alive lapsed are dropped here),
--- KEYS[6] the unnotified marker ("<sha1 of the queue's head>:<unix ms first seen>")
+-- KEYS[6] the unnotified marker ("<sha1 of the queue's head>:<unix ms first seen>"),
+-- KEYS[7] the queue's tracked marker: a tracked task it requeues is pending again (see tracking.lua)
 -- ARGV[1] most crashes a task may cause (0: count nothing, quarantine nothing),
 -- ARGV[2] now (unix seconds), ARGV[3] seconds a crash count is kept after its last crash,
 -- ARGV[4] our worker ids' prefix,
--- ARGV[5] ms the head of a queue short of notifications must stand still before they are topped up
+-- ARGV[5] ms the head of a queue short of notifications must stand still before they are topped up,
+-- ARGV[6] record key prefix
 -- Returns {the number of notifications pushed (go-delayed's return value),
 -- then per crash loop left in place: worker id, blob, crash count}.
 local max_crashes = tonumber(ARGV[1])
@@ -57,6 +59,7 @@ local function missing_notifications()
 end
 
 local count = missing_notifications()
+local tracking = redis.call('exists', KEYS[7]) == 1
 local crash_loops = {}
 local processing = redis.call('hgetall', KEYS[3])
 for i = 1, #processing, 2 do
@@ -72,6 +75,10 @@ for i = 1, #processing, 2 do
             redis.call('hdel', KEYS[3], worker_id)
             count = count + 1
             redis.call('rpush', KEYS[1], task)
+            local key = tracking and track_key(ARGV[6], task)
+            if key then
+                track_pending(key, task, false)
+            end
         end
     end
 end

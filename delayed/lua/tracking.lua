@@ -1,0 +1,94 @@
+-- Tracked tasks' records: the functions every script that writes one shares (scripts.py puts this
+-- file before each of those scripts, so the record's format is written here and nowhere else).
+-- A tracked task is a PyTask whose options (its blob's fifth element, a map) hold its id, `id`;
+-- its record is the hash <queue>_task:<id> (the prefix comes from keys.py, as an argument):
+--   status    scheduled | pending | running | done | retrying | failed | dead | cancelled
+--   func      the task's func path            ttl       seconds the record is kept once the task ended
+--   enqueued  unix time it was enqueued       attempts  how many times a worker claimed it to run it
+--   blob      its blob while it waits, and nonce (when in the scheduled set) the 8 bytes before
+--             the blob in its member: what cancel.lua removes
+--   due       when it is due (scheduled; retrying: its next run)
+--   worker, started   the worker id running it (running, and the last run once it ended) and when
+--             that worker claimed it (unix time)
+--   finished, seconds  when it ended and how long its last run took (seconds, as the worker measured)
+--   result, note   done: the msgpack of the return value; note: why it was stored otherwise, if it was
+--   error     retrying, failed, dead: what the last run raised (or why it could not run)
+--   letter    failed, dead: the id of its dead letter
+-- A record is written only while it exists: once it expired (or was deleted) nothing recreates a
+-- part of it, and the task runs on untracked. It expires `ttl` seconds after the task ended.
+-- A queue's tracked marker (<queue>_tracked) exists once a tracked task was enqueued to it: scripts
+-- that find tasks by their blob decode blobs only then, so untracked queues pay nothing.
+local function track_now()
+    local clock = redis.call('time')
+    return string.format('%d.%06d', clock[1], clock[2])
+end
+
+-- The record key of a tracked blob (prefix .. id), or nil: decoded only if it has options (a
+-- five-element msgpack array, first byte 0x95), never raising for a malformed one.
+local function track_key(prefix, blob)
+    if string.byte(blob, 1) ~= 0x95 then
+        return nil
+    end
+    local ok, fields = pcall(cmsgpack.unpack, blob)
+    if ok and type(fields) == 'table' and type(fields[5]) == 'table' and type(fields[5]['id']) == 'string' then
+        return prefix .. fields[5]['id']
+    end
+    return nil
+end
+
+local function track_set(key, ...)
+    if redis.call('exists', key) == 1 then
+        redis.call('hset', key, ...)
+        return true
+    end
+    return false
+end
+
+-- A task enqueued (or scheduled: member is its scheduled-set member, due its score).
+local function track_enqueued(key, func, ttl, blob, due, member)
+    redis.call('hset', key, 'status', due == '' and 'pending' or 'scheduled', 'func', func, 'ttl', ttl,
+               'enqueued', track_now(), 'blob', blob)
+    if due ~= '' then
+        redis.call('hset', key, 'due', due, 'nonce', string.sub(member, 1, 8))
+    end
+end
+
+-- A worker claimed the task to run it (a record left with an expiry by an earlier end, as a
+-- requeued dead letter's is, keeps no expiry while it runs again).
+local function track_running(key, worker_id)
+    if track_set(key, 'status', 'running', 'worker', worker_id, 'started', track_now()) then
+        redis.call('hincrby', key, 'attempts', 1)
+        redis.call('persist', key)
+    end
+end
+
+-- The task waits in the queue again (given back unstarted: uncounted; or requeued by a sweeper).
+local function track_pending(key, blob, unstarted)
+    if track_set(key, 'status', 'pending', 'blob', blob) then
+        redis.call('hdel', key, 'worker', 'started', 'due', 'nonce')
+        if unstarted then
+            redis.call('hincrby', key, 'attempts', -1)
+        end
+    end
+end
+
+-- A run failed and the task runs again: at once (member '': blob is in the queue), or when due.
+local function track_retrying(key, error, blob, due, member)
+    if track_set(key, 'status', 'retrying', 'error', error, 'blob', blob, 'due', due) then
+        redis.call('hdel', key, 'worker', 'started')
+        if member == '' then
+            redis.call('hdel', key, 'nonce')
+        else
+            redis.call('hset', key, 'nonce', string.sub(member, 1, 8))
+        end
+    end
+end
+
+-- The task ended (done, failed, dead, cancelled): field, value pairs to add; it expires ttl seconds from now.
+local function track_ended(key, status, ...)
+    if track_set(key, 'status', status, 'finished', track_now(), ...) then
+        redis.call('hdel', key, 'blob', 'nonce', 'due')
+        redis.call('expire', key, redis.call('hget', key, 'ttl'))
+    end
+end
+
