@@ -23,6 +23,7 @@ from .dead_letter import Letter
 from .keys import new_worker_ids
 from .lifecycle import Lifecycle
 from .queue import Queue
+from .tracking import Tracked
 
 logger = logging.getLogger(__name__)
 
@@ -42,9 +43,11 @@ class Settlement:
     """How a held task leaves the worker; apply() sends its one fenced script through the queue.
 
     lock: the unique lock to release once the task is settled (a task that ended: done or buried).
+    tracked: what a tracked task's settlement writes into its record.
     """
 
     lock: Optional[Lock] = None
+    tracked: Optional[Tracked] = None
 
     def apply(self, queue: Queue, claim: Claim) -> bool:
         """Settle the claim; False if the claim's id no longer holds its blob (fenced off)."""
@@ -53,9 +56,10 @@ class Settlement:
 
 @dataclass(frozen=True)
 class Release(Settlement):
-    """The task is done: forget it (batched into the next claim's round trip)."""
+    """The task is done: forget it (batched into the next claim's round trip, with a tracked task's result)."""
 
     lock: Optional[Lock] = None
+    tracked: Optional[Tracked] = None
 
     def apply(self, queue: Queue, claim: Claim) -> bool:
         queue.release(claim.worker_id)
@@ -67,9 +71,10 @@ class Requeue(Settlement):
     """A retry at once: blob goes to the tail of the queue as the held task is released."""
 
     blob: bytes
+    tracked: Optional[Tracked] = None
 
     def apply(self, queue: Queue, claim: Claim) -> bool:
-        return queue.requeue(claim.blob, self.blob, claim.worker_id)
+        return queue.requeue(claim.blob, self.blob, claim.worker_id, self.tracked)
 
 
 @dataclass(frozen=True)
@@ -78,9 +83,10 @@ class Reschedule(Settlement):
 
     blob: bytes
     due: float
+    tracked: Optional[Tracked] = None
 
     def apply(self, queue: Queue, claim: Claim) -> bool:
-        return queue.reschedule(claim.blob, self.blob, self.due, claim.worker_id)
+        return queue.reschedule(claim.blob, self.blob, self.due, claim.worker_id, self.tracked)
 
 
 @dataclass(frozen=True)
@@ -90,9 +96,10 @@ class Bury(Settlement):
 
     letter: Letter
     lock: Optional[Lock] = None
+    tracked: Optional[Tracked] = None
 
     def apply(self, queue: Queue, claim: Claim) -> bool:
-        return queue.bury(claim.blob, self.letter, claim.worker_id)
+        return queue.bury(claim.blob, self.letter, claim.worker_id, self.tracked)
 
 
 class Holding:
@@ -114,6 +121,7 @@ class Holding:
         self._backoff = Backoff(logger, "worker", wait=lifecycle.wait)
         self._held: Dict[str, bytes] = {}  # id -> blob, claimed and not yet settled
         self._finished: List[str] = []  # ids whose task is done, released with the next claim
+        self._results: Dict[str, Tracked] = {}  # those of them whose task is tracked: what their release writes
         self._unsure: List[str] = []  # the claim ids of a claim whose reply was lost: sent again as they were
         self._unlocks: List[Lock] = []  # unique tasks that ended: their locks, released after each batch
         self._abandoned = False  # a settlement gave up at stop: tasks may still be held
@@ -167,8 +175,8 @@ class Holding:
             if not claim_ids:
                 return []
             try:
-                pairs = self.queue.claim_batch(self._finished, claim_ids)
-                self._finished = []
+                pairs = self.queue.claim_batch(self._finished, claim_ids, self._results)
+                self._finished, self._results = [], {}
                 if not pairs and block:  # the queue is empty: block for a notification as go-delayed does
                     blob = self.queue.claim(claim_ids[0], timeout)
                     pairs = [] if blob is None else [(claim_ids[0], blob)]
@@ -196,6 +204,8 @@ class Holding:
         if isinstance(settlement, Release):  # no lock: a few atomic steps on the hot path
             self._held.pop(claim.worker_id, None)
             self._finished.append(claim.worker_id)
+            if settlement.tracked is not None:
+                self._results[claim.worker_id] = settlement.tracked
             return
         with self._lock:
             applied = self._persist(settlement.apply, self.queue, claim)
@@ -220,8 +230,8 @@ class Holding:
     def flush(self) -> None:
         """Send what waits for a round trip: releases (at stop) and the locks of unique tasks that ended."""
         with self._lock:
-            if self._finished and self._persist(self.queue.claim_batch, self._finished, ()) is not None:
-                self._finished = []
+            if self._finished and self._persist(self.queue.claim_batch, self._finished, (), self._results) is not None:
+                self._finished, self._results = [], {}
             self.unlock()
 
     def unlock(self) -> None:
