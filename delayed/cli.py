@@ -154,6 +154,9 @@ def worker_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-task-size", type=positive(int), default=DEFAULT_MAX_TASK_SIZE,
                         help="bytes; larger tasks go to the dead-letter list (default: %(default)s)")
     _add_dead_options(parser)
+    parser.add_argument("--log-tasks", action="store_true",
+                        help="one INFO line per finished task on delayed.worker.tasks: id (tracked tasks; '-' "
+                             "otherwise), function, outcome, milliseconds (costs throughput on tiny tasks)")
     parser.add_argument("--metrics-port", type=positive(int), metavar="PORT",
                         help="serve Prometheus metrics of the tasks run on http://0.0.0.0:PORT/metrics, all "
                              "processes together (needs prometheus-client; default: none)")
@@ -216,7 +219,7 @@ def _worker(args: argparse.Namespace) -> int:
                           max_task_size=args.max_task_size, dead_max=args.dead_max,
                           dead_max_age=args.dead_max_age)
             return Worker(queue, functions, keep_alive_interval=args.keep_alive_timeout / 4,
-                          batch=args.batch, time_limit=args.time_limit, threads=args.threads,
+                          batch=args.batch, time_limit=args.time_limit, threads=args.threads, log_tasks=args.log_tasks,
                           observe=task_metrics.TaskMetrics(queue_name) if args.metrics_port else None)
 
         if args.concurrency > 1:

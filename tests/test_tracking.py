@@ -1,6 +1,7 @@
 """Tracked tasks (result_ttl): handles, records through every status, results, cancel, the task log;
 an untracked task costs and changes nothing."""
 import asyncio
+import json
 import logging
 import os
 import signal
@@ -334,3 +335,51 @@ def test_no_task_log_by_default(queue, run_worker, caplog):
     run_worker()
     handle.result(timeout=10)
     assert not [r for r in caplog.records if r.name == "delayed.worker.tasks"]
+
+
+# The command line: `delayed task ID` and `delayed cancel ID`
+
+
+def test_delayed_task_shows_a_tracked_task(conn, redis_server, queue, run_worker, capsys):
+    from delayed.__main__ import main
+
+    handle = queue.enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=60)
+    run_worker()
+    handle.result(timeout=10)
+    assert main(["task", handle.id, "--queue", "q", "--redis-url", redis_server.url]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:3] == [f"id: {handle.id}", "status: done", "func: tests.tasks:add"]
+    assert "result: 3" in lines and any(line.startswith("finished_at: 20") for line in lines)
+    assert main(["--json", "task", handle.id, "--queue", "q", "--redis-url", redis_server.url]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["status"], shown["result"], shown["attempts"]) == ("done", 3, 1)
+    assert main(["task", "f" * 32, "--queue", "q", "--redis-url", redis_server.url]) == 1
+    assert capsys.readouterr().err.startswith(f"delayed: no record of task {'f' * 32} in q: never tracked")
+
+
+def test_delayed_cancel(conn, redis_server, queue, capsys):
+    from delayed.__main__ import main
+
+    waiting, running = queue.enqueue_many([PyTask("m:f", [1]), PyTask("m:f", [2])], result_ttl=60)
+    assert main(["cancel", waiting.id, "--queue", "q", "--redis-url", redis_server.url]) == 0
+    assert capsys.readouterr().out == f"cancelled task {waiting.id} (pending) in q\n"
+    queue.claim_batch((), ("delayed-py-" + "3" * 32,))
+    assert main(["cancel", running.id, "--queue", "q", "--json", "--redis-url", redis_server.url]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"cancelled": False, "status": "running",
+                               "reason": f"task {running.id} is running: a running task is not interrupted"}
+    assert err == f"delayed: task {running.id} is running: a running task is not interrupted\n"
+    with pytest.raises(SystemExit) as usage:
+        main(["cancel", "--redis-url", redis_server.url])  # no ID
+    assert usage.value.code == 2
+
+
+def test_the_worker_s_log_tasks_flag(conn, redis_server):
+    handle = Queue("default", conn).enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=60)
+    process = spawn("delayed.worker", "--log-tasks", "tests.tasks", redis_url=redis_server.url)
+    try:
+        assert handle.result(timeout=10) == 3
+    finally:
+        process.send_signal(signal.SIGTERM)
+        output = process.communicate(timeout=10)[0]
+    assert f"INFO delayed.worker.tasks[{process.pid}]: task {handle.id} tests.tasks:add done in " in output
