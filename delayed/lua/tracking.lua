@@ -18,9 +18,13 @@
 -- part of it, and the task runs on untracked. It expires `ttl` seconds after the task ended.
 -- A queue's tracked marker (<queue>_tracked) exists once a tracked task was enqueued to it: scripts
 -- that find tasks by their blob decode blobs only then, so untracked queues pay nothing.
-local function track_now()
-    local clock = redis.call('time')
-    return string.format('%d.%06d', clock[1], clock[2])
+local track_clock = nil
+local function track_now()  -- one TIME per script call: every record it writes shares it
+    if not track_clock then
+        local clock = redis.call('time')
+        track_clock = string.format('%d.%06d', clock[1], clock[2])
+    end
+    return track_clock
 end
 
 -- The record key of a tracked blob (prefix .. id), or nil: decoded only if it has options (a
@@ -54,11 +58,15 @@ local function track_enqueued(key, func, ttl, blob, due, member)
 end
 
 -- A worker claimed the task to run it (a record left with an expiry by an earlier end, as a
--- requeued dead letter's is, keeps no expiry while it runs again).
+-- requeued dead letter's is, keeps no expiry while it runs again). PTTL tells both at once.
 local function track_running(key, worker_id)
-    if track_set(key, 'status', 'running', 'worker', worker_id, 'started', track_now()) then
+    local ttl = redis.call('pttl', key)
+    if ttl ~= -2 then
+        redis.call('hset', key, 'status', 'running', 'worker', worker_id, 'started', track_now())
         redis.call('hincrby', key, 'attempts', 1)
-        redis.call('persist', key)
+        if ttl >= 0 then
+            redis.call('persist', key)
+        end
     end
 end
 
@@ -86,9 +94,11 @@ end
 
 -- The task ended (done, failed, dead, cancelled): field, value pairs to add; it expires ttl seconds from now.
 local function track_ended(key, status, ...)
-    if track_set(key, 'status', status, 'finished', track_now(), ...) then
+    local ttl = redis.call('hget', key, 'ttl')
+    if ttl then
+        redis.call('hset', key, 'status', status, 'finished', track_now(), ...)
         redis.call('hdel', key, 'blob', 'nonce', 'due')
-        redis.call('expire', key, redis.call('hget', key, 'ttl'))
+        redis.call('expire', key, ttl)
     end
 end
 

@@ -398,7 +398,7 @@ class Worker:
         error of a run that is retried (a dead letter's tracking was added by _bury)."""
         if isinstance(settlement, Release):
             data, note = tracking.pack_result(result, self.queue.max_task_size)
-            return replace(settlement, tracked=Tracked(task_id, ran, data, note))
+            return Release(settlement.lock, Tracked(task_id, ran, data, note))
         if isinstance(settlement, (Requeue, Reschedule)):
             return replace(settlement, tracked=Tracked(task_id, ran, error=f"{type(outcome).__name__}: {outcome}"))
         return settlement
