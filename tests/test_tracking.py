@@ -112,10 +112,10 @@ def test_a_retried_task_says_retrying_with_its_error_then_failed_with_its_letter
     claim = Claim("delayed-py-" + "0" * 32, queue.claim("delayed-py-" + "0" * 32, timeout=1))
     assert handle.status() == "running"  # claimed by dequeue.lua, as an idle worker claims
     assert Worker(queue, ["tests.tasks"]).execute(claim.blob).apply(queue, claim)
-    run_worker()
     info = handle.info()
     assert (info.status, info.error, info.attempts) == ("retrying", "ValueError: f always fails", 1)
     assert info.due <= time.time() and info.worker is None
+    run_worker()
     with pytest.raises(TaskFailedError, match=f"task {handle.id} \\(tests.tasks:always_fail\\) failed: ValueError"):
         handle.result(timeout=10)
     info = handle.info()
@@ -383,3 +383,20 @@ def test_the_worker_s_log_tasks_flag(conn, redis_server):
         process.send_signal(signal.SIGTERM)
         output = process.communicate(timeout=10)[0]
     assert f"INFO delayed.worker.tasks[{process.pid}]: task {handle.id} tests.tasks:add done in " in output
+
+
+def test_a_worker_killed_at_any_round_trip_leaves_no_record_running_once_recovered(conn, redis_server):
+    from .killpoints import TASKS
+    from .test_kill_points import MAX_ROUND_TRIPS, recover, run_child
+
+    for kill_at in range(1, MAX_ROUND_TRIPS):
+        for mode in ("before", "after"):
+            conn.flushall()
+            handles = Queue("q", conn).enqueue_many(TASKS["worker"], result_ttl=60)
+            killed, said = run_child("worker", redis_server.url, kill_at, mode)
+            recover(conn, "worker")  # keep-alive keys gone, a sweep, a clean worker that stops
+            assert [handle.status() for handle in handles] == ["done"] * len(handles), said
+            if not killed:
+                assert kill_at > 5, said  # the scenario's round trips were each killed at, before and after
+                return
+    pytest.fail(f"the scenario did not finish within {MAX_ROUND_TRIPS} round trips")
