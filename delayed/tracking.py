@@ -16,12 +16,11 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, NamedTuple, Optional, Tup
 import msgpack
 
 from .errors import TaskFailedError
+from .task import ID_OPTION, TRACKED_TAIL
 
 if TYPE_CHECKING:
     from .queue import AsyncQueue, Queue
 
-ID_OPTION = "id"
-"""The option a tracked task's id rides in."""
 WAITING = ("scheduled", "pending", "retrying")
 ENDED = ("done", "failed", "dead", "cancelled")
 STATUSES = ("scheduled", "pending", "running", "retrying", *ENDED)
@@ -43,17 +42,11 @@ def ttl_seconds(result_ttl: float) -> int:
 
 
 def task_id(blob: bytes) -> Optional[str]:
-    """The tracked id in a blob, or None (untracked, or not a blob that decodes): what the scripts'
-    track_key does, for the settlements Python writes without a decoded task (dead-lettered blobs)."""
-    if blob[:1] != _WITH_OPTIONS:
+    """The tracked id at the end of a blob (see delayed.task), or None: the scripts' track_key, for
+    the settlements Python writes without a decoded task (dead-lettered blobs)."""
+    if blob[:1] != _WITH_OPTIONS or blob[-37:-32] != TRACKED_TAIL:
         return None
-    try:
-        fields = msgpack.unpackb(blob, raw=False, strict_map_key=False)
-    except Exception:  # msgpack raises several unrelated types for bad input
-        return None
-    options = fields[4] if isinstance(fields, list) and len(fields) == 5 else None
-    found = options.get(ID_OPTION) if isinstance(options, dict) else None
-    return found if isinstance(found, str) else None
+    return blob[-32:].decode("ascii", errors="replace")
 
 
 class Tracked(NamedTuple):

@@ -400,3 +400,19 @@ def test_a_worker_killed_at_any_round_trip_leaves_no_record_running_once_recover
                 assert kill_at > 5, said  # the scenario's round trips were each killed at, before and after
                 return
     pytest.fail(f"the scenario did not finish within {MAX_ROUND_TRIPS} round trips")
+
+
+def test_the_id_ends_the_blob_whatever_options_come_after_it(conn, queue):
+    handle = queue.enqueue(PyTask("m:f", [b"\x00\xff" * 100, None], {"x": 2 ** 63}, max_retries=3), result_ttl=60)
+    blob = conn.lindex("q", 0)
+    assert blob.endswith(b"\xa2id\xd9\x20" + handle.id.encode())
+    retried = decode_task(blob).with_options(attempt=1)  # a retry adds its attempt after the id
+    assert list(retried.options) == ["max_retries", "id", "attempt"]
+    assert retried.serialize().endswith(handle.id.encode()) and decode_task(retried.serialize()) == retried
+    queue.claim_batch((), ("delayed-py-" + "4" * 32,))
+    assert handle.status() == "running"  # bytes arguments too (Redis's cmsgpack cannot read msgpack bin)
+
+
+def test_a_tracked_id_must_be_32_hex_digits():
+    with pytest.raises(TypeError, match="a tracked task's id must be 32 hex digits, got 'mine'"):
+        PyTask("m:f", options={"id": "mine"})
