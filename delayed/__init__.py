@@ -23,13 +23,15 @@ _EXPORTS = {
     "FunctionNotAllowedError": "errors",
     "SkipRetry": "errors",
     "DuplicateTaskError": "errors",
+    "NotReplicatedError": "errors",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from .delay import delayed
-    from .errors import DelayedError, DuplicateTaskError, FunctionNotAllowedError, MalformedTaskError, SkipRetry, TaskTooLargeError
+    from .errors import (DelayedError, DuplicateTaskError, FunctionNotAllowedError, MalformedTaskError, NotReplicatedError,
+                         SkipRetry, TaskTooLargeError)
     from .queue import AsyncQueue, Queue
     from .sweeper import Sweeper
     from .task import Float32, GoTask, PyTask

@@ -34,6 +34,8 @@ def table(rows: List[Dict[str, Any]], columns: Sequence[str]) -> str:
 
 
 def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, (dict, list)):
         value = json.dumps(value)
     text = "" if value is None else str(value).replace("\n", " ")
@@ -48,7 +50,7 @@ def _names(conn: redis.Redis, args: argparse.Namespace) -> List[str]:
     return args.queue or admin.queue_names(conn)
 
 
-STATS_COLUMNS = ("queue", "pending", "processing", "scheduled", "dead", "workers")
+STATS_COLUMNS = ("queue", "pending", "processing", "scheduled", "dead", "workers", "paused")
 
 
 def _stats(conn: redis.Redis, args: argparse.Namespace) -> None:
@@ -195,6 +197,23 @@ def _cancel(conn: redis.Redis, args: argparse.Namespace) -> None:
         raise CommandError(outcome.reason)
 
 
+def _pause(conn: redis.Redis, args: argparse.Namespace) -> None:
+    """pause/resume: each named queue, saying what changed (go-delayed's workers do not pause)."""
+    pausing = args.command == "pause"
+    rows = []
+    for name in args.names:
+        queue = Queue(name, conn)
+        changed = queue.pause() if pausing else queue.resume()
+        rows.append({"queue": name, "paused": pausing, "changed": changed})
+        if not args.json:
+            print(f"{'paused' if pausing else 'resumed'} {name}" + ("" if changed else
+                  f" (it was {'paused' if pausing else 'not paused'} already)") +
+                  (": our workers take no new task from it; go-delayed's workers do not know about pausing"
+                   if pausing and changed else ""))
+    if args.json:
+        print(json.dumps(rows))
+
+
 def _retry(text: str) -> int:
     """--retry: how many more runs after a failure; -1 retries forever (keakon/delayed's meaning)."""
     count = int(text)
@@ -204,7 +223,7 @@ def _retry(text: str) -> int:
 
 
 COMMANDS = {"stats": _stats, "workers": _workers, "dead": _dead, "scheduled": _scheduled, "enqueue": _enqueue,
-            "task": _task, "cancel": _cancel}
+            "task": _task, "cancel": _cancel, "pause": _pause, "resume": _pause}
 
 
 RUNNERS: Dict[str, Callable[[Optional[Sequence[str]]], int]] = {
@@ -226,9 +245,9 @@ def front_parser() -> argparse.ArgumentParser:
     front = argparse.ArgumentParser(
         prog="delayed", usage="%(prog)s [-h] [--version] [OPTIONS] COMMAND ...", parents=[_common(defaults=False)],
         description=__doc__,
-        epilog="commands: stats, workers, dead, scheduled, enqueue, task, cancel (operate the queues); worker, "
-               "sweeper, scheduler (run one, as python -m delayed.worker etc.); metrics (the queues' Prometheus exporter, as "
-               "python -m delayed.metrics); dashboard (the web page, as python -m delayed.dashboard). "
+        epilog="commands: stats, workers, dead, scheduled, enqueue, task, cancel, pause, resume (operate the queues); "
+               "worker, sweeper, scheduler (run one, as python -m delayed.worker etc.); metrics (the queues' Prometheus "
+               "exporter, as python -m delayed.metrics); dashboard (the web page, as python -m delayed.dashboard). "
                "`delayed COMMAND --help` for each.")
     front.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     front.add_argument("command", choices=[*COMMANDS, *RUNNERS], metavar="COMMAND", nargs="?")
@@ -290,6 +309,10 @@ def parser() -> argparse.ArgumentParser:
                                  "(scheduled, pending or retrying); a running one is not interrupted")
     cancel.add_argument("id", metavar="ID", help="the task's id (its handle's .id)")
     cancel.add_argument("--queue", default="default", help="(default: %(default)s)")
+    for name, help_text in (("pause", "our workers take no new task from these queues (go-delayed's do)"),
+                            ("resume", "resume paused queues")):
+        pausing = commands.add_parser(name, parents=[common], help=help_text)
+        pausing.add_argument("names", metavar="NAME", nargs="+", help="a queue")
     return top
 
 

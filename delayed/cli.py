@@ -10,7 +10,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import redis
 
-from .connection import DEFAULT_REDIS_URL, connect, misplaced_password, redacted, scrubbed, secrets_of
+from .connection import (DEFAULT_REDIS_URL, RedisURLError, connect, misplaced_password, redacted, scrubbed,
+                         secrets_of)
 from .functions import FunctionRegistry, submodule_names
 from .lifecycle import Lifecycle
 from .metrics import tasks as task_metrics
@@ -51,8 +52,10 @@ def add_connection_options(parser: argparse.ArgumentParser, defaults: bool = Tru
         return value if defaults else argparse.SUPPRESS
 
     parser.add_argument("--redis-url", default=default(os.environ.get("DELAYED_REDIS_URL", DEFAULT_REDIS_URL)),
-                        help="redis://[user:password@]host:port/db, rediss://... for TLS, or "
-                             f"unix:///path/redis.sock (default: $DELAYED_REDIS_URL, else {DEFAULT_REDIS_URL})")
+                        help="redis://[user:password@]host:port/db, rediss://... for TLS, "
+                             "unix:///path/redis.sock, redis+cluster://host:port[,host:port...] (rediss+cluster:// "
+                             "for TLS), or redis+sentinel://host:port[,host:port...]/MASTER_NAME[/db] "
+                             f"(default: $DELAYED_REDIS_URL, else {DEFAULT_REDIS_URL})")
     parser.add_argument("--tls-ca", metavar="FILE", default=default(None),
                         help="CA certificate to verify a rediss:// server with")
     parser.add_argument("--tls-cert", metavar="FILE", default=default(None),
@@ -65,7 +68,7 @@ def add_connection_options(parser: argparse.ArgumentParser, defaults: bool = Tru
 def _connection_options(args: argparse.Namespace) -> Dict[str, str]:
     options = {name: value for name, value in (("ssl_ca_certs", args.tls_ca), ("ssl_certfile", args.tls_cert),
                                                ("ssl_keyfile", args.tls_key)) if value}
-    if options and not args.redis_url.startswith("rediss://"):
+    if options and not args.redis_url.startswith(("rediss://", "rediss+cluster://")):
         raise CommandError("--tls-ca, --tls-cert and --tls-key need a rediss:// URL", status=2)
     return options
 
@@ -87,6 +90,8 @@ def connect_checked(args: argparse.Namespace) -> redis.Redis:
     try:
         conn = _client(args)
         conn.ping()
+    except RedisURLError as exc:  # ours: says what is wrong, without the password
+        raise CommandError(f"cannot reach Redis at {exc}") from None
     except (ValueError, TypeError) as exc:  # a URL that does not parse
         detail = "not a valid Redis URL" if secrets_of(url) else f"not a valid Redis URL ({exc})"
         raise CommandError(f"cannot reach Redis at {redacted(url)}: {detail}") from None
@@ -137,7 +142,9 @@ def worker_parser() -> argparse.ArgumentParser:
         description="Run PyTasks from a go-delayed queue, calling only functions defined in MODULE...")
     add_connection_options(parser)
     parser.add_argument("--queue", action="append", dest="queues", metavar="NAME",
-                        help="the queue to serve, one per worker (default: default)")
+                        help="a queue to serve; repeat for several, in priority order: the first one's tasks "
+                             "always go first, the next one's only while those before it are empty "
+                             "(default: default)")
     parser.add_argument("--concurrency", type=positive(int), default=1,
                         help="worker processes, each with its own id (default: %(default)s)")
     parser.add_argument("--threads", type=positive(int), default=1,
@@ -153,6 +160,9 @@ def worker_parser() -> argparse.ArgumentParser:
                         help="fail a task that runs longer (a task's own time_limit wins; default: none)")
     parser.add_argument("--max-task-size", type=positive(int), default=DEFAULT_MAX_TASK_SIZE,
                         help="bytes; larger tasks go to the dead-letter list (default: %(default)s)")
+    parser.add_argument("--burst", action="store_true",
+                        help="exit (status 0) once the queues are empty and nothing runs, due scheduled tasks "
+                             "included; tasks scheduled for later are left for the next worker")
     _add_dead_options(parser)
     parser.add_argument("--log-tasks", action="store_true",
                         help="one INFO line per finished task on delayed.worker.tasks: id (tracked tasks; '-' "
@@ -189,16 +199,18 @@ def _allowed_functions(names: Sequence[str]) -> FunctionRegistry:
     return functions
 
 
-def _one_queue(names: Optional[List[str]]) -> str:
-    """The queue a worker serves: one, so --queue given twice is refused rather than the last one kept."""
-    if names and len(names) > 1:
-        raise CommandError(f"--queue given {len(names)} times ({', '.join(names)}): a worker serves one queue; "
-                           "start one worker per queue", status=2)
-    return names[0] if names else "default"
+def _queue_names(names: Optional[List[str]]) -> List[str]:
+    """The queues a worker serves, in priority order; a name given twice is refused, not silently kept once."""
+    names = names or ["default"]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise CommandError(f"--queue {', '.join(twice)} given twice: name each queue once, in priority order",
+                           status=2)
+    return names
 
 
 def _worker(args: argparse.Namespace) -> int:
-    queue_name = _one_queue(args.queues)
+    queue_names = _queue_names(args.queues)
     problem = args.metrics_port and metrics_unavailable(args.metrics_port)
     if problem:
         raise CommandError(problem, status=2)
@@ -215,15 +227,17 @@ def _worker(args: argparse.Namespace) -> int:
         conn.close()
 
         def make_worker() -> Worker:
-            queue = Queue(queue_name, _client(args), keep_alive_timeout=args.keep_alive_timeout,
-                          max_task_size=args.max_task_size, dead_max=args.dead_max,
-                          dead_max_age=args.dead_max_age)
-            return Worker(queue, functions, keep_alive_interval=args.keep_alive_timeout / 4,
-                          batch=args.batch, time_limit=args.time_limit, threads=args.threads, log_tasks=args.log_tasks,
-                          observe=task_metrics.TaskMetrics(queue_name) if args.metrics_port else None)
+            conn = _client(args)
+            queues = [Queue(name, conn, keep_alive_timeout=args.keep_alive_timeout, max_task_size=args.max_task_size,
+                            dead_max=args.dead_max, dead_max_age=args.dead_max_age) for name in queue_names]
+            return Worker(queues, functions, keep_alive_interval=args.keep_alive_timeout / 4,
+                          batch=args.batch, time_limit=args.time_limit, threads=args.threads,
+                          log_tasks=args.log_tasks,
+                          observe=task_metrics.TaskMetrics() if args.metrics_port else None, burst=args.burst)
 
         if args.concurrency > 1:
-            supervisor = Supervisor(make_worker, args.concurrency, metrics_port=args.metrics_port)
+            supervisor = Supervisor(make_worker, args.concurrency, metrics_port=args.metrics_port,
+                                    burst=args.burst)
             lifecycle.on_stop(supervisor.stop)
             return supervisor.run()  # takes the signals itself while it runs
         if args.metrics_port:

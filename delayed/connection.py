@@ -11,6 +11,7 @@ import redis
 import redis.asyncio
 import redis.asyncio.cluster
 import redis.cluster
+import redis.sentinel
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
@@ -19,8 +20,26 @@ SOCKET_TIMEOUT = 10.0
 """Seconds a reply may take; above any BLPOP timeout we use, so a dead peer is noticed."""
 
 
-def connect(url: str, **options: Any) -> redis.Redis:
+CLUSTER_SCHEMES = ("redis+cluster://", "rediss+cluster://")
+SENTINEL_SCHEME = "redis+sentinel://"
+SENTINEL_OPTIONS = ("sentinel_username", "sentinel_password")
+"""Query options of a redis+sentinel:// URL for the sentinels themselves (the user info is the data nodes')."""
+
+
+class RedisURLError(ValueError):
+    """A Redis URL that does not parse; the message shows the URL redacted, never a password."""
+
+
+def connect(url: str, **options: Any) -> Any:
     """A client for url with timeouts and keep-alive set, so lost connections surface as errors.
+
+    url: redis://, rediss:// or unix:// (one server: a redis.Redis);
+    redis+cluster://[user:password@]host:port[,host:port...][?options] or rediss+cluster:// (a
+    redis.cluster.RedisCluster that discovers the cluster from those nodes); or
+    redis+sentinel://[user:password@]host:port[,host:port...]/MASTER_NAME[/db][?options] (a
+    redis.Redis on the primary the sentinels name, found again after a failover; the user info is
+    the data nodes', sentinel_username and sentinel_password options are the sentinels').
+    options: query options as redis-py's URLs take them (socket_timeout=5, ssl_ca_certs=...).
 
     redis-py's own retries are off: they would resend a command whose reply was lost
     (applying an enqueue twice, unseen) and hold a worker inside redis-py through an
@@ -31,7 +50,66 @@ def connect(url: str, **options: Any) -> redis.Redis:
     if not url.startswith("unix:"):
         settings["socket_keepalive"] = True  # TCP only: redis-py's unix socket connection refuses it
     settings.update(options)
+    if url.startswith(CLUSTER_SCHEMES):
+        return _cluster(url, settings)
+    if url.startswith(SENTINEL_SCHEME):
+        return _sentinel(url, settings)
     return redis.Redis.from_url(url, **settings)
+
+
+def _cluster(url: str, settings: dict) -> redis.cluster.RedisCluster:
+    hosts, path, kwargs = _split(url, "rediss" if url.startswith("rediss+") else "redis")
+    if path.strip("/") not in ("", "0"):
+        raise RedisURLError(f"{redacted(url)}: a cluster has no databases but 0; leave the path out")
+    kwargs.pop("db", None)
+    kwargs.pop("host", None)
+    kwargs.pop("port", None)
+    retry = settings.pop("retry")
+    return redis.cluster.RedisCluster(startup_nodes=[redis.cluster.ClusterNode(host, port) for host, port in hosts],
+                                      retry=retry, **{**settings, **kwargs})
+
+
+def _sentinel(url: str, settings: dict) -> redis.Redis:
+    hosts, path, kwargs = _split(url, "redis")
+    master, _, db = path.strip("/").partition("/")
+    if not master or "/" in db or not (db or "0").isdigit():
+        raise RedisURLError(f"{redacted(url)}: give the master's name after the sentinels: "
+                            "redis+sentinel://host:port[,host:port...]/MASTER_NAME[/db]")
+    kwargs.pop("host", None)
+    kwargs.pop("port", None)
+    kwargs["db"] = int(db or 0)
+    sentinel_kwargs = {key: value for key, value in {**settings, **kwargs}.items()
+                       if key.startswith("socket_") or key in ("retry", "health_check_interval")}
+    for option in SENTINEL_OPTIONS:
+        if option in kwargs:
+            sentinel_kwargs[option.replace("sentinel_", "")] = kwargs.pop(option)
+    sentinel = redis.sentinel.Sentinel(hosts, sentinel_kwargs=sentinel_kwargs)
+    return sentinel.master_for(master, **{**settings, **kwargs})
+
+
+_HOST = re.compile(r"^(?:\[(?P<ipv6>[0-9a-fA-F:.]+)\]|(?P<name>[^:\[\]]+)):(?P<port>\d{1,5})$")
+
+
+def _split(url: str, scheme: str) -> Any:
+    """A multi-host URL's (host, port) pairs, its path, and what redis-py makes of the rest (user,
+    password, query options), parsed as the single-host URL of its first host."""
+    rest = url.partition("://")[2]
+    rest, _, query = rest.partition("?")
+    netloc, slash, path = rest.partition("/")
+    user_info, at, host_list = netloc.rpartition("@")
+    hosts = []
+    for text in host_list.split(","):
+        match = _HOST.match(text)
+        if not match:
+            raise RedisURLError(f"{redacted(url)}: name each node as host:port, separated by commas "
+                                f"(got {text!r})")
+        hosts.append((match["ipv6"] or match["name"], int(match["port"])))
+    single = f"{scheme}://{user_info}{at}127.0.0.1:1{slash}{path}" + (f"?{query}" if query else "")
+    try:
+        kwargs = redis.connection.parse_url(single)
+    except ValueError as exc:
+        raise RedisURLError(f"{redacted(url)}: {scrubbed(str(exc), url)}") from None
+    return hosts, slash + path, kwargs
 
 
 NO_RESEND = Retry(NoBackoff(), 0)
@@ -104,9 +182,82 @@ def _view(client: Client, pool: _Lending, new_lock: Callable[[], Any]) -> Client
     return view
 
 
+REDIRECTS = (redis.exceptions.MovedError, redis.exceptions.AskError, redis.exceptions.TryAgainError)
+"""A cluster node's refusals that name who serves the slot, or ask to come back: nothing was applied."""
+TRANSACTION_REDIRECTS = 3
+"""How often a MULTI/EXEC refused by a redirect is sent again, to the node the refreshed slot table names."""
+
+
+class _RedirectsOnly(Retry):
+    """A transaction's retry policy in a sent-once cluster view: send it again only after a redirect
+    (inside MULTI, a redirect aborts the whole EXEC: nothing was applied), with the slot table
+    refreshed first; a lost connection is never retried (redis-py adds those errors: ignored here)."""
+
+    def __init__(self, nodes_manager: Any) -> None:
+        super().__init__(NoBackoff(), TRANSACTION_REDIRECTS, REDIRECTS)
+        self._nodes_manager = nodes_manager
+
+    def update_supported_errors(self, specified_errors: Any) -> None:
+        pass
+
+    def call_with_retry(self, do: Callable[[], Any], fail: Callable[..., Any], is_retryable: Any = None,
+                        with_failure_count: bool = False) -> Any:
+        def failed(error: Exception, *count: int) -> None:
+            fail(error, *count)
+            self._nodes_manager.initialize()
+
+        return super().call_with_retry(do, failed, is_retryable, with_failure_count)
+
+
+def _cluster_view(client: redis.cluster.RedisCluster) -> redis.cluster.RedisCluster:
+    """A copy of a RedisCluster on its nodes and pools that never resends a command whose reply was lost.
+
+    A RedisCluster retries above its pools: `retry` counts how often a command is sent again after a
+    ConnectionError, TimeoutError or CLUSTERDOWN, after its topology was refreshed. The view has none
+    (NO_RESEND); each node's connections already have none (redis-py sets them so). What stays:
+    a command refused with MOVED, ASK or TRYAGAIN is sent to the node named (redis-py does that below
+    `retry`: the node applied nothing); a transaction refused by a redirect is sent again (up to
+    TRANSACTION_REDIRECTS times); a non-transactional pipeline resends the commands a redirect
+    refused, never those of a node whose connection was lost (redis-py would: we raise that error).
+    CLUSTERDOWN and connection errors reach the caller, whose retries decide.
+    """
+    view = copy.copy(client)
+    view.retry = NO_RESEND
+    view.pipeline = lambda transaction=None, shard_hint=None: _sent_once_pipeline(  # type: ignore[method-assign]
+        client.__class__.pipeline(view, transaction, shard_hint), view.nodes_manager)
+    return view
+
+
+def _sent_once_pipeline(pipe: Any, nodes_manager: Any) -> Any:
+    """pipe (a ClusterPipeline) made to send each command once, redirects aside (see _cluster_view).
+
+    This reaches into redis-py's pipeline (its execution strategy); if that changes, TypeError
+    says so rather than let commands be resent."""
+    strategy: Any = getattr(pipe, "_execution_strategy", None)
+    transaction = isinstance(strategy, redis.cluster.TransactionStrategy)
+    if not hasattr(strategy, "_retry" if transaction else "command_queue") or not hasattr(pipe, "parent_execute_command"):
+        raise TypeError(f"redis-py {redis.__version__}: its cluster pipelines changed; delayed cannot make "
+                        "them send each command once")
+    if transaction:
+        strategy._retry = _RedirectsOnly(nodes_manager)
+        return pipe
+    resend = pipe.parent_execute_command
+
+    def redirected_only(*args: Any, **options: Any) -> Any:
+        """Send again a command a node refused with a redirect; a command whose connection was lost
+        (its reply, and maybe it, are gone) gets that error back instead."""
+        for command in strategy.command_queue:
+            if tuple(command.args) == args and isinstance(command.result, (redis.ConnectionError, redis.TimeoutError)):
+                raise command.result
+        return resend(*args, **options)
+
+    pipe.parent_execute_command = redirected_only
+    return pipe
+
+
 def _refuse_resending_cluster(client: Any) -> None:
-    """A cluster client retries at its own level, outside any pool: it must come with none."""
-    if isinstance(client, (redis.cluster.RedisCluster, redis.asyncio.cluster.RedisCluster)):
+    """An asyncio cluster client retries at its own level, outside any pool: it must come with none."""
+    if isinstance(client, redis.asyncio.cluster.RedisCluster):
         retry = getattr(client, "retry", None)
         if retry is not None and retry.get_retries() != 0:
             raise TypeError(
@@ -126,10 +277,12 @@ def sent_once(client: redis.Redis) -> redis.Redis:
     caller's client, its pool and its settings (Sentinel, TLS, limits) are used as they are, and
     its own commands keep its retries. Connecting still follows them (a connect sends nothing).
     A command whose reply is lost raises ConnectionError or TimeoutError: it may have landed.
+    A redis.cluster.RedisCluster gets a view of its own kind (see _cluster_view).
     """
     if isinstance(client, redis.Redis):
         return _view(client, _LendingPool(client.connection_pool), threading.RLock)
-    _refuse_resending_cluster(client)
+    if isinstance(client, redis.cluster.RedisCluster):
+        return _cluster_view(client)
     return client
 
 
@@ -146,7 +299,7 @@ def redacted(url: str) -> str:
 
     Everything between "://" and the last "@" is the user info (a password may hold "@", ":" or
     "/"): the part after its first ":" is masked, or all of it when it has no ":" (a lone
-    password). Values of a `password=` query parameter are masked too.
+    password). Values of `password=` and `sentinel_password=` query parameters are masked too.
     """
     scheme, separator, rest = url.partition("://")
     user_info, at, host = rest.rpartition("@")
@@ -156,7 +309,7 @@ def redacted(url: str) -> str:
     return _PASSWORD_PARAMETER.sub(r"\1***", scheme + separator + rest)
 
 
-_PASSWORD_PARAMETER = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
+_PASSWORD_PARAMETER = re.compile(r"([?&](?:sentinel_)?password=)[^&#]*", re.IGNORECASE)
 
 
 def secrets_of(url: str) -> List[str]:
@@ -166,7 +319,7 @@ def secrets_of(url: str) -> List[str]:
     if at:
         user, colon, password = user_info.partition(":")
         found.append(password if colon else user)
-    found += [match.group(1) for match in re.finditer(r"[?&]password=([^&#]*)", url, re.IGNORECASE)]
+    found += [match.group(1) for match in re.finditer(r"[?&](?:sentinel_)?password=([^&#]*)", url, re.IGNORECASE)]
     found += [unquote(secret) for secret in found]
     return sorted({secret for secret in found if secret}, key=len, reverse=True)
 

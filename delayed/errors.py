@@ -43,3 +43,12 @@ class TaskFailedError(DelayedError):
     def __init__(self, message: str, info: Any) -> None:
         super().__init__(message)
         self.info = info
+
+
+class NotReplicatedError(DelayedError):
+    """An enqueue that Redis applied on the primary, but that fewer replicas than the queue's
+    wait_replicas acknowledged within wait_timeout_ms: a failover now could lose it."""
+
+    def __init__(self, message: str, acknowledged: int) -> None:
+        super().__init__(message)
+        self.acknowledged = acknowledged

@@ -9,7 +9,8 @@ rescheduled or buried (each one fenced script), or given back unstarted.
 A claim never uses an id whose release rides in the same round trip, and a claim whose reply
 was lost is sent again with the same ids: so a resent claim re-delivers what the lost one
 claimed (a claim returns what an id already holds) and never releases a task it had just claimed.
-Every Redis command goes through the Queue (the protocol layer).
+A worker serving several queues has one Holding per queue (its own ids on each), and Holdings
+claims across them in priority order. Every Redis command goes through the Queue (the protocol layer).
 """
 import logging
 import threading
@@ -22,7 +23,7 @@ from .connection import Backoff
 from .dead_letter import Letter
 from .keys import new_worker_ids
 from .lifecycle import Lifecycle
-from .queue import Queue
+from .queue import Queue, wait_for_notification
 from .tracking import Tracked
 
 logger = logging.getLogger(__name__)
@@ -33,10 +34,11 @@ Lock = Tuple[str, str]
 
 @dataclass(frozen=True)
 class Claim:
-    """A task held under one of the worker's ids: the id and the exact blob claimed."""
+    """A task held under one of the worker's ids: the id, the exact blob claimed, and its queue."""
 
     worker_id: str
     blob: bytes
+    queue: Queue
 
 
 class Settlement:
@@ -106,36 +108,33 @@ class Holding:
     """A running worker's ids, keep-alive, claims and settlements, on one Queue.
 
     capacity: the most tasks held at once (the batch size, or the slots and as many kept ready);
-    the worker owns twice as many ids. lifecycle: the worker's; once it is stopping, going online
+    the worker owns twice as many ids. backoff: how Redis errors are waited out and logged (Holdings
+    shares one between its queues). lifecycle: the worker's; once it is stopping, going online
     and Redis errors while settling give up (the keep-alive keys then expire and a sweeper
     requeues what is held), and a stop cuts the backoff's waits short.
     Claims, settlements and give-backs may come from several threads (a batch's watcher gives
     back): the ones that talk to Redis take a lock; a release only moves an id between two lists.
     """
 
-    def __init__(self, queue: Queue, capacity: int, lifecycle: Lifecycle) -> None:
+    def __init__(self, queue: Queue, capacity: int, lifecycle: Lifecycle, backoff: Optional[Backoff] = None) -> None:
         self.queue = queue
         self.ids: List[str] = []
         self._capacity = capacity
         self._lifecycle = lifecycle
-        self._backoff = Backoff(logger, "worker", wait=lifecycle.wait)
+        self._backoff = backoff or Backoff(logger, "worker", wait=lifecycle.wait)
         self._held: Dict[str, bytes] = {}  # id -> blob, claimed and not yet settled
         self._finished: List[str] = []  # ids whose task is done, released with the next claim
         self._results: Dict[str, Tracked] = {}  # those of them whose task is tracked: what their release writes
         self._unsure: List[str] = []  # the claim ids of a claim whose reply was lost: sent again as they were
         self._unlocks: List[Lock] = []  # unique tasks that ended: their locks, released after each batch
         self._abandoned = False  # a settlement gave up at stop: tasks may still be held
+        self.paused = False  # as the last claim found the queue
         self._lock = threading.RLock()
 
     @property
     def id(self) -> Optional[str]:
         """The worker's main id (its other ids are this id with -1, -2, ... appended)."""
         return self.ids[0] if self.ids else None
-
-    @property
-    def held(self) -> int:
-        """How many claimed tasks are not yet settled."""
-        return len(self._held)
 
     def go_online(self) -> bool:
         """Take fresh ids (SET NX on each keep-alive key); after a Redis error, fresh ones again
@@ -166,30 +165,55 @@ class Holding:
         else:
             logger.info("worker %s offline", self.id)
 
-    def claim(self, count: int, block: bool = True, timeout: Optional[float] = None) -> List[Claim]:
-        """Release the finished tasks and claim up to count more, in one round trip; if none
-        came and block, wait up to timeout (default: the queue's dequeue_timeout) for one.
-        [] after a Redis error (once the backoff has waited)."""
+    def claim(self, count: int) -> List[Claim]:
+        """Release the finished tasks and claim up to count more, in one round trip, without
+        blocking (no round trip if there is neither). [] after a Redis error (once the backoff waited)."""
         with self._lock:
             claim_ids = self._claim_ids(count)
+            if not claim_ids and not self._finished:
+                return []
+            try:
+                claimed = self.queue.claim_batch(self._finished, claim_ids, self._results)
+            except redis.RedisError as exc:
+                self._failed(claim_ids, exc)
+                return []
+            self._finished, self._results = [], {}
+            self._note_paused(claimed.paused)
+            return self._took(claimed.tasks)
+
+    def claim_notified(self) -> List[Claim]:
+        """Claim the task at the head of the queue for one free id, once a notification of this queue
+        was taken (see delayed.queue.wait_for_notification). [] if the queue was empty, or after a Redis error."""
+        with self._lock:
+            claim_ids = self._claim_ids(1)
             if not claim_ids:
                 return []
             try:
-                pairs = self.queue.claim_batch(self._finished, claim_ids, self._results)
-                self._finished, self._results = [], {}
-                if not pairs and block:  # the queue is empty: block for a notification as go-delayed does
-                    blob = self.queue.claim(claim_ids[0], timeout)
-                    pairs = [] if blob is None else [(claim_ids[0], blob)]
+                blob = self.queue.take_head(claim_ids[0])
             except redis.RedisError as exc:
-                self._unsure = claim_ids
-                self._backoff.failed(exc)
+                self._failed(claim_ids, exc)
                 return []
-            self._unsure = []
-            self._backoff.succeeded()
-            claims = [Claim(worker_id, blob) for worker_id, blob in pairs]
-            for claim in claims:
-                self._held[claim.worker_id] = claim.blob
-            return claims
+            return self._took([] if blob is None else [(claim_ids[0], blob)])
+
+    def _note_paused(self, paused: bool) -> None:
+        """Say when the queue turns paused or resumed (`delayed pause` / `resume`)."""
+        if paused != self.paused:
+            self.paused = paused
+            logger.info("queue %r %s: worker %s %s", self.queue.name, "is paused" if paused else "resumed", self.id,
+                        "takes no new task from it until it is resumed" if paused else "takes its tasks again")
+
+    def _failed(self, claim_ids: List[str], exc: redis.RedisError) -> None:
+        """A claim whose reply was lost: its ids are sent again as they were (it may have landed)."""
+        self._unsure = claim_ids
+        self._backoff.failed(exc)
+
+    def _took(self, pairs: List[Tuple[str, bytes]]) -> List[Claim]:
+        self._unsure = []
+        self._backoff.succeeded()
+        claims = [Claim(worker_id, blob, self.queue) for worker_id, blob in pairs]
+        for claim in claims:
+            self._held[claim.worker_id] = claim.blob
+        return claims
 
     def _claim_ids(self, count: int) -> List[str]:
         busy = set(self._held).union(self._finished)
@@ -256,3 +280,93 @@ class Holding:
             else:
                 self._backoff.succeeded()
                 return result
+
+
+class Holdings:
+    """A worker's Holding on each queue it serves, in priority order, used as one.
+
+    A claim fills from the first queue, then from the next ones for what is left (strict priority:
+    a queue is claimed from only while the ones before it have no task to give); when every queue
+    is empty it waits on all their notification lists at once (BLPOP takes from the first non-empty
+    one). Finished tasks are released with the next claim on their own queue, and every queue with
+    releases waiting gets that round trip, whether or not it is claimed from.
+    """
+
+    def __init__(self, queues: Sequence[Queue], capacity: int, lifecycle: Lifecycle) -> None:
+        self._backoff = Backoff(logger, "worker", wait=lifecycle.wait)  # one Redis: one outage, said once
+        self.holdings = [Holding(queue, capacity, lifecycle, self._backoff) for queue in queues]
+        self._lifecycle = lifecycle
+
+    @property
+    def id(self) -> Optional[str]:
+        """The worker's main id: the first queue's main id."""
+        return self.holdings[0].id
+
+    @property
+    def ids(self) -> List[str]:
+        """Every id the worker holds tasks under, on every queue."""
+        return [worker_id for holding in self.holdings for worker_id in holding.ids]
+
+    @property
+    def failing(self) -> bool:
+        """The last call to Redis failed (the worker is backing off)."""
+        return self._backoff.failing
+
+    def go_online(self) -> bool:
+        """Every Holding online (see Holding.go_online); False if stopped first (none left online)."""
+        for holding in self.holdings:
+            if not holding.go_online():
+                self.go_offline()
+                return False
+        return True
+
+    def keep_alive(self) -> None:
+        for holding in self.holdings:
+            holding.keep_alive()
+
+    def go_offline(self) -> None:
+        for holding in self.holdings:
+            holding.go_offline()
+
+    def claim(self, count: int, block: bool = True, timeout: Optional[float] = None) -> List[Claim]:
+        """Release the finished tasks and claim up to count more, in priority order; if none came
+        and block, wait up to timeout (default: the first queue's dequeue_timeout) for one, on the
+        queues that are not paused (a paused one is looked at again in the next round)."""
+        claims: List[Claim] = []
+        for holding in self.holdings:
+            claims += holding.claim(count - len(claims))
+        if claims or not block or count < 1 or self.failing:
+            return claims
+        unpaused = [holding for holding in self.holdings if not holding.paused]
+        if not unpaused:
+            self._lifecycle.wait(self.holdings[0].queue.dequeue_timeout if timeout is None else timeout)
+            return []
+        try:
+            notified = wait_for_notification([holding.queue for holding in unpaused], timeout)
+        except redis.RedisError as exc:
+            self._backoff.failed(exc)
+            return []
+        self._backoff.succeeded()
+        return next((holding.claim_notified() for holding in unpaused if holding.queue is notified), [])
+
+    def settle(self, claim: Claim, settlement: Settlement) -> None:
+        self._of(claim).settle(claim, settlement)
+
+    def give_back(self, claims: Sequence[Claim]) -> None:
+        """Holding.give_back, each queue's claims to its own queue."""
+        for holding in self.holdings:
+            holding.give_back([claim for claim in claims if claim.queue is holding.queue])
+
+    def flush(self) -> None:
+        for holding in self.holdings:
+            holding.flush()
+
+    def unlock(self) -> None:
+        for holding in self.holdings:
+            holding.unlock()
+
+    def _of(self, claim: Claim) -> Holding:
+        for holding in self.holdings:
+            if claim.queue is holding.queue:
+                return holding
+        raise ValueError(f"{claim.worker_id} is not one of this worker's claims")

@@ -21,6 +21,7 @@ UNNOTIFIED_SUFFIX = "_unnotified"
 COUNTS_SUFFIX = "_counts"
 TRACKED_SUFFIX = "_tracked"
 TASK_INFIX = "_task:"
+PAUSED_SUFFIX = "_paused"
 
 WORKER_ID_PREFIX = "delayed-py-"
 
@@ -57,6 +58,9 @@ class QueueKeys:
     after a failure), "dead" (dead-lettered, crash loops included).
     tracked: string, exists once a tracked task (enqueued with result_ttl) was enqueued to the queue:
     until then claims and sweeps do not look inside blobs for tracked ids (ours only).
+    paused: string, present while the queue is paused (`delayed pause`), holding the unix time it
+    was paused: our workers' claim scripts take no task from a paused queue (ours only: go-delayed's
+    workers do not know about it).
     """
 
     name: str
@@ -70,6 +74,7 @@ class QueueKeys:
     dead_letters: str
     counts: str
     tracked: str
+    paused: str
 
     @property
     def task_prefix(self) -> str:
@@ -89,7 +94,7 @@ class QueueKeys:
     def of(cls, name: str) -> "QueueKeys":
         return cls(name, name + NOTI_SUFFIX, name + PROCESSING_SUFFIX, name + DEAD_SUFFIX, name + CRASHES_SUFFIX,
                    name + SCHEDULED_SUFFIX, name + WORKERS_SUFFIX, name + UNNOTIFIED_SUFFIX,
-                   name + DEAD_LETTERS_SUFFIX, name + COUNTS_SUFFIX, name + TRACKED_SUFFIX)
+                   name + DEAD_LETTERS_SUFFIX, name + COUNTS_SUFFIX, name + TRACKED_SUFFIX, name + PAUSED_SUFFIX)
 
 
 def new_worker_id() -> str:

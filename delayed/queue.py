@@ -13,7 +13,7 @@ import redis.asyncio
 
 from . import dead_letter, scripts, tracking
 from .connection import sent_once, sent_once_async
-from .errors import DuplicateTaskError, TaskNotFoundError, TaskTooLargeError
+from .errors import DuplicateTaskError, NotReplicatedError, TaskNotFoundError, TaskTooLargeError
 from .keys import WORKER_ID_PREFIX, QueueKeys
 from .task import GoTask, PyTask
 from .tracking import AsyncTaskHandle, Cancel, TaskHandle, TaskInfo, Tracked
@@ -40,6 +40,14 @@ REQUEUE_CHUNK_BYTES = 512 * 1024
 """The most letters, and task bytes, one call of `requeue_all_dead` moves: a few ms of Redis's time."""
 MIGRATE_CHUNK = 32
 """Entries of an old dead-letter list moved into the stream per round trip."""
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """What a claim_batch round trip gave: whether the queue is paused, and (worker id, blob) pairs."""
+
+    paused: bool
+    tasks: List[Tuple[str, bytes]]
 
 
 @dataclass(frozen=True)
@@ -181,6 +189,10 @@ class Queue:
     stream nodes at a time, so a few more may stay); 0 turns a bound off.
     worker_id: the id keakon's dequeue()/release() and the keep-alive methods use when given
     none; set it yourself for that API. A Worker never touches it: its ids are its own.
+    wait_replicas: after each enqueue, wait (Redis's WAIT) until this many replicas have it, up to
+    wait_timeout_ms, and raise NotReplicatedError if fewer did (the task is on the primary all the
+    same). 0 (the default): return once the primary has it; a failover may lose the last writes the
+    primary acknowledged but had not yet sent to its replica.
     """
 
     def __init__(
@@ -192,9 +204,13 @@ class Queue:
         max_task_size: int = DEFAULT_MAX_TASK_SIZE,
         dead_max: int = DEFAULT_DEAD_MAX,
         dead_max_age: float = DEFAULT_DEAD_MAX_AGE,
+        wait_replicas: int = 0,
+        wait_timeout_ms: int = 1000,
     ) -> None:
         self.keys = QueueKeys.of(name)
         self.conn = sent_once(conn)
+        self.wait_replicas = wait_replicas
+        self.wait_timeout_ms = wait_timeout_ms
         self.dequeue_timeout = dequeue_timeout
         self.keep_alive_timeout = keep_alive_timeout
         self.max_task_size = max_task_size
@@ -246,6 +262,7 @@ class Queue:
             with self.conn.pipeline(transaction=True) as pipe:
                 _stage_enqueue(pipe, self.keys, blobs, due)
                 pipe.execute()
+        self._replicated()
         return None
 
     def _enqueue_unique(self, task: Task, delay: Optional[float], at: Optional[datetime.datetime],
@@ -254,6 +271,7 @@ class Queue:
         track = None if result_ttl is None else (tracking.new_id(), tracking.ttl_seconds(result_ttl))
         call = _unique_call(self.keys, task, delay, at, unique_for, unique_key, self.max_task_size, track)
         _check_unique(self._scripts["enqueue_unique"](**call), call)
+        self._replicated()
         return None if track is None else TaskHandle(self, track[0])
 
     @overload
@@ -274,6 +292,7 @@ class Queue:
             ids, call = _tracked_call(self.keys, tasks, _due(delay, at), ttl, self.max_task_size)
             if ids:
                 self._scripts["enqueue_tracked"](**call)
+                self._replicated()
             return [TaskHandle(self, task_id) for task_id in ids]
         blobs = _blobs(tasks, self.max_task_size)
         due = _due(delay, at)
@@ -281,6 +300,7 @@ class Queue:
             with self.conn.pipeline(transaction=True) as pipe:
                 _stage_enqueue(pipe, self.keys, blobs, due)
                 pipe.execute()
+            self._replicated()
         return len(blobs)
 
     # Tracked tasks
@@ -307,6 +327,28 @@ class Queue:
             _task_info(self.keys, task_id, {}, -2)
         return tracking.cancel_outcome(task_id, self.name, outcome.decode(), status.decode())
 
+    def _replicated(self) -> None:
+        """With wait_replicas, wait until that many replicas have every write made so far; else raise.
+
+        WAIT covers the writes sent on its own connection, and the enqueue may have used another
+        pooled one: so one round trip writes first (adding 0 to the "enqueued" count, which Redis
+        replicates like any write) and then WAITs. The replication stream is one ordered log, so a
+        replica that has this write has the enqueue before it. In a cluster both go to the queue's node.
+        """
+        if not self.wait_replicas:
+            return
+        on_node: Dict[str, Any] = {}
+        if hasattr(self.conn, "get_node_from_key"):  # a RedisCluster: WAIT names no key to route by
+            on_node["target_nodes"] = self.conn.get_node_from_key(self.keys.counts)
+        with self.conn.pipeline(transaction=False) as pipe:
+            pipe.hincrby(self.keys.counts, "enqueued", 0)
+            pipe.execute_command("WAIT", self.wait_replicas, self.wait_timeout_ms, **on_node)
+            acknowledged = int(pipe.execute()[-1])
+        if acknowledged < self.wait_replicas:
+            raise NotReplicatedError(
+                f"{self.name}: {acknowledged} of {self.wait_replicas} replicas acknowledged the enqueue within "
+                f"{self.wait_timeout_ms} ms; it is on the primary, and a failover now could lose it", acknowledged)
+
     def len(self) -> int:
         """Tasks waiting in the queue (not counting those being processed)."""
         return self.conn.llen(self.keys.name)
@@ -320,30 +362,50 @@ class Queue:
 
         If worker_id already holds a task (the reply to the last claim was lost), that task.
         """
-        if not self.conn.blpop([self.keys.noti], self.dequeue_timeout if timeout is None else timeout):
+        if wait_for_notification([self], timeout) is None:
             return None
+        return self.take_head(worker_id)
+
+    def take_head(self, worker_id: Optional[str] = None) -> Optional[bytes]:
+        """Hold the task at the head of the queue as worker_id's, once its notification was taken
+        (go-delayed's dequeue script); the raw blob, or None if the queue was empty. If worker_id
+        already holds a task, that task."""
         return self._scripts["dequeue"](
-            keys=(self.keys.name, self.keys.processing, self.keys.tracked),
-            args=(self._id(worker_id), self.keys.task_prefix),
-        )
+            keys=(self.keys.name, self.keys.processing, self.keys.noti, self.keys.paused, self.keys.tracked),
+            args=(self._id(worker_id), self.keys.task_prefix))
 
     def claim_batch(self, release_ids: Sequence[str], claim_ids: Sequence[str],
-                    tracked: Mapping[str, Tracked] = {}) -> List[Tuple[str, bytes]]:
+                    tracked: Mapping[str, Tracked] = {}) -> Claimed:
         """Release the tasks of release_ids (done: counted) and claim up to one task per claim id,
-        without blocking; tracked: what the release of a tracked task's id writes into its record.
+        without blocking; a paused queue gives none. tracked: what the release of a tracked task's
+        id writes into its record.
 
-        One round trip; returns (worker id, blob) pairs. A claim id that still holds a
-        task (the reply to the previous claim was lost) returns that task again.
+        One round trip. A claim id that still holds a task (the reply to the previous claim was
+        lost) returns that task again, paused or not.
         """
         untracked = [worker_id for worker_id in release_ids if worker_id not in tracked] if tracked else release_ids
         results = [item for worker_id, done in tracked.items()
                    for item in (worker_id, done.result, done.note, done.seconds)]
         reply = self._scripts["claim_batch"](
-            keys=(self.keys.name, self.keys.noti, self.keys.processing, self.keys.counts, self.keys.tracked,
-                  *(self.keys.task(done.task_id) for done in tracked.values())),
+            keys=(self.keys.name, self.keys.noti, self.keys.processing, self.keys.counts, self.keys.paused,
+                  self.keys.tracked, *(self.keys.task(done.task_id) for done in tracked.values())),
             args=(self.keys.task_prefix, len(untracked), len(tracked), *untracked, *results, *claim_ids),
         )
-        return [(reply[i].decode(), reply[i + 1]) for i in range(0, len(reply), 2)]
+        return Claimed(bool(reply[0]), [(reply[i].decode(), reply[i + 1]) for i in range(1, len(reply), 2)])
+
+    def pause(self) -> bool:
+        """Pause the queue: our workers take no new task from it (a task already claimed still runs;
+        go-delayed's workers do not know about pausing). False if it was paused already."""
+        return bool(self.conn.set(self.keys.paused, int(time.time()), nx=True))
+
+    def resume(self) -> bool:
+        """Resume a paused queue; False if it was not paused."""
+        return bool(self.conn.delete(self.keys.paused))
+
+    def paused_since(self) -> Optional[float]:
+        """The unix time the queue was paused, or None if it is not paused."""
+        since = self.conn.get(self.keys.paused)
+        return None if since is None else float(since)
 
     def give_back(self, held: Sequence[Tuple[str, bytes]]) -> int:
         """Return (worker id, blob) pairs not yet started to the head of the queue, in order."""
@@ -589,6 +651,25 @@ class Queue:
         if problems:
             named = "; ".join(f"{problems[i].decode()}: {problems[i + 1].decode()}" for i in range(0, len(problems), 2))
             raise dead_letter.DeadLetterError(f"{self.keys.dead_letters}: {named} (nothing was changed)")
+
+
+def server_of(queue: Queue) -> Tuple[Any, ...]:
+    """Where queue's Redis is (host, port, unix socket path, db), as its connection pool says."""
+    kwargs = getattr(queue.conn.connection_pool, "connection_kwargs", {})
+    return tuple(kwargs.get(name) for name in ("host", "port", "path", "db"))
+
+
+def wait_for_notification(queues: Sequence[Queue], timeout: Optional[float] = None) -> Optional[Queue]:
+    """Wait up to timeout (default: the first queue's dequeue_timeout) seconds for a notification on
+    any of the queues (all on the first one's Redis) and take it: the first of them that had one, in
+    the order given (BLPOP's), or None. The caller then takes its task (Queue.take_head)."""
+    first = queues[0]
+    by_key = {queue.keys.noti: queue for queue in queues}
+    popped = first.conn.blpop(list(by_key), first.dequeue_timeout if timeout is None else timeout)
+    if not popped:
+        return None
+    key = popped[0]
+    return by_key[key.decode() if isinstance(key, bytes) else key]
 
 
 class AsyncQueue:

@@ -1,4 +1,5 @@
-"""Runs N worker processes and restarts any that dies (`--concurrency N`)."""
+"""Runs N worker processes and restarts any that dies (`--concurrency N`); with burst, one that
+finishes (exit status 0: its queues were empty) is not restarted, and the last one to go ends the run."""
 import logging
 import multiprocessing
 import multiprocessing.connection
@@ -51,13 +52,16 @@ class Supervisor:
     the main loop forwards the signals, between forks, so every child started gets them.
     metrics_port: while it runs, serve the children's task metrics there, merged (see
     delayed.metrics.tasks.Multiprocess); make_worker then gives each Worker a TaskMetrics hook.
+    burst: the workers are burst workers (Worker(burst=True)): one that exits 0 has finished and is
+    not restarted (without it, a child stopped by a signal of its own is restarted, whatever its status).
     """
 
     def __init__(self, make_worker: Callable[[], Worker], concurrency: int,
-                 metrics_port: Optional[int] = None) -> None:
+                 metrics_port: Optional[int] = None, burst: bool = False) -> None:
         self._make_worker = make_worker
         self._concurrency = concurrency
         self._metrics_port = metrics_port
+        self._burst = burst
         self._context = multiprocessing.get_context("fork")
         self._children: Dict[int, Any] = {}
         self._started_at: Dict[int, float] = {}
@@ -84,7 +88,11 @@ class Supervisor:
                         del self._children[slot]
                         if metrics is not None:
                             metrics.exited(child.pid)
-                        if not lifecycle.stopping:
+                        if lifecycle.stopping:
+                            pass
+                        elif self._burst and child.exitcode == 0:  # it found its queues empty
+                            logger.info("worker process %d finished", slot)
+                        else:
                             self._schedule_restart(slot, child.exitcode)
                 if lifecycle.stopping:
                     self._restarts.clear()

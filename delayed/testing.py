@@ -1,5 +1,6 @@
-"""A throwaway redis-server on a free loopback port, and a poll-until helper, for tests and demos
-(yours too)."""
+"""Throwaway Redis servers on free loopback ports, for tests and demos (yours too): one redis-server,
+a Redis Cluster (RedisCluster), a primary and replica under three sentinels (SentinelSet); and a
+poll-until helper."""
 import shutil
 import socket
 import subprocess
@@ -73,3 +74,290 @@ class RedisServer:
             self.process.terminate()
             self.process.wait(10)
         self.process = None
+
+
+def _client(port: int) -> Any:
+    import redis  # here, not at the top: RedisServer needs no client
+    return redis.Redis(port=port, socket_timeout=5, socket_connect_timeout=2)
+
+
+def _answers(port: int, *command: str) -> Any:
+    """The reply to command on 127.0.0.1:port, or None if it cannot be reached."""
+    import redis
+    client = _client(port)
+    try:
+        return client.execute_command(*command)
+    except (redis.ConnectionError, redis.TimeoutError):
+        return None
+    finally:
+        client.close()
+
+
+class RedisCluster:
+    """A Redis Cluster of `primaries` primaries with one replica each, on free loopback ports,
+    created with `redis-cli --cluster create`.
+
+    kill_primary(key) kills (SIGKILL) the primary serving key and waits for its replica to take
+    over; failover(key) hands over cleanly (CLUSTER FAILOVER on the replica, nothing lost); heal()
+    restarts the killed nodes, which rejoin as replicas. node_timeout_ms is how long the cluster
+    waits before it calls a silent primary dead (a kill fails over a second or two after it).
+    """
+
+    def __init__(self, directory: Path, primaries: int = 3, node_timeout_ms: int = 1000) -> None:
+        if shutil.which("redis-cli") is None:
+            raise RuntimeError("redis-cli is not on PATH (Debian's redis-tools, installed with redis-server)")
+        self.directory = Path(directory)
+        self.nodes: List[RedisServer] = []
+        for _ in range(2 * primaries):
+            node = RedisServer(self.directory)
+            node.extra_args = ["--cluster-enabled", "yes", "--cluster-port", str(free_port()),
+                               "--cluster-config-file", str(self.directory / f"nodes-{node.port}.conf"),
+                               "--cluster-node-timeout", str(node_timeout_ms),
+                               # a replica takes over however long ago it last heard its primary;
+                               # a new replica syncs at once (not after 5 s)
+                               "--cluster-replica-validity-factor", "0", "--repl-diskless-sync-delay", "0"]
+            self.nodes.append(node)
+
+    @property
+    def url(self) -> str:
+        """A redis+cluster:// URL naming every node."""
+        return "redis+cluster://" + ",".join(f"127.0.0.1:{node.port}" for node in self.nodes)
+
+    def start(self) -> "RedisCluster":
+        try:
+            for node in self.nodes:
+                node.start()
+            subprocess.run(["redis-cli", "--cluster", "create", *(f"127.0.0.1:{node.port}" for node in self.nodes),
+                            "--cluster-replicas", "1", "--cluster-yes"],
+                           check=True, capture_output=True, timeout=60)
+            self.wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __enter__(self) -> "RedisCluster":
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+    def running(self) -> List[RedisServer]:
+        return [node for node in self.nodes if node.process is not None]
+
+    def roles(self) -> dict:
+        """Port -> "master" or "slave", as a running node's CLUSTER NODES tells it (failed nodes left out)."""
+        roles = {}
+        for node in self.running():
+            for line in (_answers(node.port, "CLUSTER", "NODES") or b"").decode().splitlines():
+                address, flags = line.split()[1:3]
+                if "fail" not in flags and "myself" in flags:
+                    roles[node.port] = "master" if "master" in flags else "slave"
+        return roles
+
+    def primary_for(self, key: str) -> RedisServer:
+        """The running node that serves key's slot."""
+        slot = _answers(self.running()[0].port, "CLUSTER", "KEYSLOT", key)
+        for node in self.running():
+            for line in (_answers(node.port, "CLUSTER", "NODES") or b"").decode().splitlines():
+                fields = line.split()
+                if "myself" in fields[2] and "master" in fields[2] and _covers(fields[8:], slot):
+                    return node
+        raise AssertionError(f"no running primary serves slot {slot}")
+
+    def replica_of(self, primary: RedisServer) -> RedisServer:
+        [node_id] = [line.split()[0] for line in _answers(primary.port, "CLUSTER", "NODES").decode().splitlines()
+                     if "myself" in line.split()[2]]
+        for node in self.running():
+            info = _answers(node.port, "CLUSTER", "NODES") or b""
+            for line in info.decode().splitlines():
+                fields = line.split()
+                if "myself" in fields[2] and "slave" in fields[2] and fields[3] == node_id:
+                    return node
+        raise AssertionError(f"primary {primary.port} has no running replica")
+
+    def kill_primary(self, key: str, timeout: float = 30) -> RedisServer:
+        """SIGKILL the primary serving key, wait for its replica to be promoted and the cluster to
+        serve every slot again; returns the new primary."""
+        primary = self.primary_for(key)
+        replica = self.replica_of(primary)
+        assert primary.process is not None
+        primary.process.kill()
+        primary.process.wait(10)
+        primary.process = None
+        wait_for(lambda: self.roles().get(replica.port) == "master", timeout, "the replica to be promoted", 0.1)
+        wait_for(self._all_ok, timeout, "the cluster to be ok again", 0.1)
+        return replica
+
+    def failover(self, key: str, timeout: float = 30) -> RedisServer:
+        """Make the replica of key's primary the primary, cleanly (CLUSTER FAILOVER); returns it."""
+        replica = self.replica_of(self.primary_for(key))
+        _answers(replica.port, "CLUSTER", "FAILOVER")
+        wait_for(lambda: self.roles().get(replica.port) == "master", timeout, "the manual failover", 0.1)
+        wait_for(self._all_ok, timeout, "the cluster to be ok again", 0.1)
+        return replica
+
+    def heal(self, timeout: float = 30) -> None:
+        """Restart killed nodes (they rejoin as replicas) and wait until every node is up and in sync."""
+        restarted = [node for node in self.nodes if node.process is None]
+        for node in restarted:
+            node.start()
+        wait_for(lambda: all(self.roles().get(node.port) == "slave" for node in restarted), timeout,
+                 "the restarted nodes to rejoin as replicas", 0.1)
+        self.wait_healthy(timeout)
+
+    def wait_healthy(self, timeout: float = 30) -> None:
+        """Every node says cluster_state:ok, half are primaries, and every replica's link is up."""
+        wait_for(self._all_ok, timeout, "cluster_state:ok on every node", 0.1)
+        wait_for(lambda: list(self.roles().values()).count("master") == len(self.nodes) // 2,
+                 timeout, "one primary per shard", 0.1)
+        wait_for(self._replicas_linked, timeout, "every replica to be in sync", 0.1)
+
+    def _all_ok(self) -> bool:
+        return all(b"cluster_state:ok" in (_answers(node.port, "CLUSTER", "INFO") or b"")
+                   for node in self.running())
+
+    def _replicas_linked(self) -> bool:
+        for node in self.running():
+            info = _answers(node.port, "INFO", "replication") or {}  # parsed by redis-py
+            if info.get("role") != "master" and info.get("master_link_status") != "up":
+                return False
+        return True
+
+
+def _covers(ranges: List[str], slot: int) -> bool:
+    """Whether CLUSTER NODES' slot fields ("0-5460", "5461", "[...]" while migrating) hold slot."""
+    for text in ranges:
+        if text.startswith("["):
+            continue
+        low, _, high = text.partition("-")
+        if int(low) <= slot <= int(high or low):
+            return True
+    return False
+
+
+class SentinelSet:
+    """A primary, a replica and three sentinels watching them as `master_name`, on free loopback ports.
+
+    The sentinels call a silent primary down after down_after_ms and fail over to the replica (under
+    2 s, a sentinel may call a primary it has just promoted down before its first ping, and fail back);
+    kill_primary() kills (SIGKILL) the primary and waits for the promotion; heal() restarts the
+    killed server as a replica of the new primary. Sentinels are `redis-server FILE --sentinel`
+    (Debian's redis-sentinel package only adds a service around that binary).
+    """
+
+    def __init__(self, directory: Path, master_name: str = "mymaster", down_after_ms: int = 2000,
+                 failover_timeout_ms: int = 3000) -> None:
+        self.directory = Path(directory)
+        self.master_name = master_name
+        self.primary = RedisServer(self.directory, ["--repl-diskless-sync-delay", "0"])
+        self.replica = RedisServer(self.directory, self._replica_args(self.primary))
+        self.sentinel_ports = [free_port() for _ in range(3)]
+        self.sentinels: List[subprocess.Popen] = []
+        self.down_after_ms = down_after_ms
+        self.failover_timeout_ms = failover_timeout_ms
+
+    @staticmethod
+    def _replica_args(primary: RedisServer) -> List[str]:
+        return ["--replicaof", "127.0.0.1", str(primary.port), "--repl-diskless-sync-delay", "0"]
+
+    @property
+    def url(self) -> str:
+        """A redis+sentinel:// URL naming the three sentinels and the master."""
+        return "redis+sentinel://" + ",".join(f"127.0.0.1:{port}" for port in self.sentinel_ports) + \
+               f"/{self.master_name}"
+
+    def start(self) -> "SentinelSet":
+        try:
+            self.primary.start()
+            self.replica.start()
+            for port in self.sentinel_ports:
+                self.sentinels.append(self._start_sentinel(port))
+            self.wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start_sentinel(self, port: int) -> subprocess.Popen:
+        config = self.directory / f"sentinel-{port}.conf"
+        name = self.master_name
+        config.write_text(
+            f"port {port}\nbind 127.0.0.1\ndir {self.directory}\nlogfile {self.directory / f'sentinel-{port}.log'}\n"
+            f"sentinel monitor {name} 127.0.0.1 {self.primary.port} 2\n"
+            f"sentinel down-after-milliseconds {name} {self.down_after_ms}\n"
+            f"sentinel failover-timeout {name} {self.failover_timeout_ms}\n"
+            f"sentinel parallel-syncs {name} 1\n")
+        return subprocess.Popen(["redis-server", str(config), "--sentinel"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def __enter__(self) -> "SentinelSet":
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        for process in self.sentinels:
+            if process.poll() is None:
+                process.terminate()
+                process.wait(10)
+        self.sentinels = []
+        self.primary.stop()
+        self.replica.stop()
+
+    def master_port(self) -> Optional[int]:
+        """The primary's port as every sentinel names it, or None while they disagree or are unreachable."""
+        named = {tuple(_answers(port, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.master_name) or (None,))
+                 for port in self.sentinel_ports}
+        if len(named) != 1 or (None,) in named:
+            return None
+        [address] = named
+        return int(address[1])
+
+    def wait_healthy(self, timeout: float = 30) -> None:
+        """Every sentinel names the primary, knows the replica and the two other sentinels; the replica is in sync."""
+        seen: List[Any] = []
+
+        def ready() -> bool:
+            seen.clear()
+            for port in self.sentinel_ports:
+                state = _answers(port, "SENTINEL", "MASTER", self.master_name) or {}  # a dict of bytes
+                replicas = _answers(port, "SENTINEL", "REPLICAS", self.master_name) or []
+                seen.append((port, [state.get(key) for key in (b"port", b"flags", b"num-other-sentinels")],
+                             [(replica[b"port"], replica[b"flags"]) for replica in replicas]))
+            link = (_answers(self.replica.port, "INFO", "replication") or {}).get("master_link_status")
+            seen.append(("replica link", link))
+            wanted = [str(self.primary.port).encode(), b"master", b"2"]
+            return link == "up" and all(
+                primary == wanted and (str(self.replica.port).encode(), b"slave") in replicas
+                for _, primary, replicas in seen[:-1])
+
+        try:
+            wait_for(ready, timeout, "the sentinels to see the primary, the replica and each other", 0.1)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; primary {self.primary.port}, replica {self.replica.port}; "
+                                 f"last seen: {seen}") from None
+
+    def kill_primary(self, timeout: float = 30) -> RedisServer:
+        """SIGKILL the primary and wait until the sentinels name the replica and it is a primary; returns it."""
+        old, new = self.primary, self.replica
+        assert old.process is not None
+        old.process.kill()
+        old.process.wait(10)
+        old.process = None
+        wait_for(lambda: self.master_port() == new.port, timeout, "the sentinels to promote the replica", 0.1)
+        wait_for(lambda: (_answers(new.port, "ROLE") or [b""])[0] == b"master", timeout, "the promotion", 0.1)
+        self.primary, self.replica = new, old
+        return new
+
+    def heal(self, timeout: float = 30) -> None:
+        """Restart a killed server as a replica of the primary, and wait until the set is healthy."""
+        if self.replica.process is None:
+            self.replica.extra_args = self._replica_args(self.primary)
+            self.replica.start()
+        self.wait_healthy(timeout)

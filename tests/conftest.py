@@ -8,8 +8,8 @@ from typing import List
 import pytest
 import redis
 
-from delayed import Worker
-from delayed.testing import RedisServer, wait_for  # noqa: F401  (tests import wait_for from here)
+from delayed import Queue, Worker
+from delayed.testing import RedisCluster, RedisServer, SentinelSet, wait_for  # noqa: F401  (tests import wait_for from here)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,6 +20,43 @@ def redis_server(tmp_path_factory):
     os.environ["DELAYED_TEST_REDIS_URL"] = server.url
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def cluster_servers(tmp_path_factory):
+    """Six redis-servers in a Redis Cluster (three primaries, a replica each), for the session."""
+    with RedisCluster(tmp_path_factory.mktemp("cluster")) as servers:
+        yield servers
+
+
+@pytest.fixture
+def cluster(cluster_servers):
+    """The session's cluster, every node up (a test before may have killed a primary) and every key gone."""
+    cluster_servers.heal()
+    for node in cluster_servers.nodes:
+        client = redis.Redis(port=node.port)
+        if client.execute_command("ROLE")[0] == b"master":
+            client.flushall()
+        client.close()
+    return cluster_servers
+
+
+@pytest.fixture(scope="session")
+def sentinel_servers(tmp_path_factory):
+    """A primary and a replica watched by three sentinels, for the session."""
+    with SentinelSet(tmp_path_factory.mktemp("sentinel")) as servers:
+        yield servers
+
+
+@pytest.fixture
+def sentinels(sentinel_servers):
+    """The session's sentinel set, both servers up (a test before may have killed the primary), the data gone."""
+    sentinel_servers.heal()
+    client = redis.Redis(port=sentinel_servers.primary.port)
+    client.flushall()
+    client.execute_command("WAIT", 1, 5000)
+    client.close()
+    return sentinel_servers
 
 
 @pytest.fixture
@@ -50,8 +87,33 @@ def run_worker(queue):
         assert not thread.is_alive()
 
 
+@pytest.fixture
+def start_worker(conn):
+    """Start a Worker on the named queues (in priority order) in a thread; stopped and joined after the test."""
+    started = []
+
+    def start(*names, **options):
+        queues = [Queue(name, conn, dequeue_timeout=0.05, keep_alive_timeout=5) for name in names]
+        worker = Worker(queues, ["tests.tasks"], keep_alive_interval=1, **options)
+        thread = threading.Thread(target=worker.run)
+        thread.start()
+        started.append((worker, thread))
+        return worker
+
+    yield start
+    for worker, thread in started:
+        worker.stop()
+        thread.join(10)
+        assert not thread.is_alive()
+
+
 def results(client: redis.Redis) -> List[str]:
     return [item.decode() for item in client.lrange("results", 0, -1)]
+
+
+def tags(client: redis.Redis) -> List[str]:
+    """The tags tests.tasks.record recorded, in order."""
+    return [eval(result)[0] for result in results(client)]
 
 
 def spawn(module: str, *args: str, redis_url: str, task_redis_url: str = "", **popen) -> subprocess.Popen:

@@ -45,12 +45,13 @@ def old_record(reason, blob, func):
 
 def test_stats_as_a_table_and_as_json(conn, redis_server, busy):
     text = delayed(redis_server.url, "stats")
-    assert text.splitlines()[0].split() == ["QUEUE", "PENDING", "PROCESSING", "SCHEDULED", "DEAD", "WORKERS"]
-    assert [line.split() for line in text.splitlines()[1:]] == [["other", "1", "0", "0", "0", "0"],
-                                                                ["q", "2", "0", "1", "2", "0"]]
+    assert text.splitlines()[0].split() == ["QUEUE", "PENDING", "PROCESSING", "SCHEDULED", "DEAD", "WORKERS",
+                                            "PAUSED"]
+    assert [line.split() for line in text.splitlines()[1:]] == [["other", "1", "0", "0", "0", "0", "no"],
+                                                                ["q", "2", "0", "1", "2", "0", "no"]]
     rows = json.loads(delayed(redis_server.url, "stats", "--queue", "q", "--json"))
     assert rows == [{"queue": "q", "pending": 2, "processing": 0, "scheduled": 1, "dead": 2, "workers": 0,
-                     "enqueued_total": 3, "done_total": 0, "retried_total": 0, "dead_total": 0}]
+                     "paused": False, "enqueued_total": 3, "done_total": 0, "retried_total": 0, "dead_total": 0}]
 
 
 def test_workers_lists_our_live_workers(conn, redis_server, busy):

@@ -296,17 +296,16 @@ def test_the_queue_leaves_the_users_client_alone(conn, redis_server):
     assert client.llen("q") == 1
 
 
-def test_a_cluster_client_must_come_without_retries(tmp_path):
-    """A RedisCluster retries at its own level, above any pool: the queue refuses one that would resend."""
+def test_an_asyncio_cluster_client_must_come_without_retries(tmp_path):
+    """A RedisCluster retries at its own level, above any pool: a sync one gets a view that does not
+    (tests/test_cluster.py), an asyncio one must come without retries."""
     server = RedisServer(tmp_path, ["--cluster-enabled", "yes", "--cluster-port", str(free_port()),
                                     "--cluster-config-file", str(tmp_path / "nodes.conf")])
     with server:
         plain = redis.Redis(port=server.port)
         plain.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
         wait_for(lambda: b"cluster_state:ok" in plain.execute_command("CLUSTER", "INFO"), what="the cluster")
-        with pytest.raises(TypeError, match=r"retry=Retry\(NoBackoff\(\), 0\)"):
-            Queue("{q}", RedisCluster(host="127.0.0.1", port=server.port))
-        queue = Queue("{q}", RedisCluster(host="127.0.0.1", port=server.port, retry=Retry(NoBackoff(), 0)))
+        queue = Queue("{q}", RedisCluster(host="127.0.0.1", port=server.port))
         queue.enqueue(ONE)
         assert plain.lrange("{q}", 0, -1) == [ONE.serialize()]
 

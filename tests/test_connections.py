@@ -101,3 +101,22 @@ def test_a_bad_or_dead_url_is_one_line(url):
     output, _ = process.communicate(timeout=10)
     assert process.returncode == 1
     assert output.count("\n") == 1 and output.startswith("delayed.worker: cannot reach Redis at ")
+
+
+@pytest.mark.parametrize("url, says", [
+    ("redis+sentinel://:s3cret@127.0.0.1:1", "give the master's name after the sentinels"),
+    ("redis+cluster://:s3cret@127.0.0.1", "name each node as host:port"),
+    ("redis+cluster://127.0.0.1:1/2", "a cluster has no databases but 0"),
+])
+def test_a_malformed_cluster_or_sentinel_url_is_one_line_without_its_password(url, says):
+    process = spawn("delayed.sweeper", redis_url=url)
+    output, _ = process.communicate(timeout=10)
+    assert process.returncode == 1
+    assert output.count("\n") == 1 and says in output and "s3cret" not in output, output
+
+
+def test_the_command_line_takes_cluster_and_sentinel_urls(cluster, sentinels):
+    for url in (cluster.url, sentinels.url):
+        process = spawn("delayed", "stats", "--json", redis_url=url)
+        output, _ = process.communicate(timeout=30)
+        assert process.returncode == 0, output

@@ -66,7 +66,7 @@ def test_moving_due_tasks_and_giving_back_are_not_counted_again(conn, queue):
     queue.enqueue_many([PyTask("m:f", [i]) for i in range(3)], delay=0.05)
     time.sleep(0.1)
     assert queue.move_due() == 3
-    [(worker_id, blob)] = queue.claim_batch((), (new_worker_id(),))
+    [(worker_id, blob)] = queue.claim_batch((), (new_worker_id(),)).tasks
     assert queue.give_back([(worker_id, blob)]) == 1
     assert counts(conn) == {"enqueued": 3}
 
@@ -83,10 +83,10 @@ def test_go_delayed_producers_and_releases_do_not_count(conn, queue):
 def test_releases_count_done_once_per_task_released_even_when_resent(conn, queue):
     queue.enqueue_many(PyTask("m:f", [i]) for i in range(5))
     ids = [new_worker_id() for _ in range(5)]
-    assert len(queue.claim_batch((), ids)) == 5
-    queue.claim_batch(ids[:3], ())
+    assert len(queue.claim_batch((), ids).tasks) == 5
+    queue.claim_batch(ids[:3], ()).tasks
     assert counts(conn) == {"enqueued": 5, "done": 3}
-    queue.claim_batch(ids[:3], ())  # a release whose reply was lost, sent again: nothing left to release
+    queue.claim_batch(ids[:3], ()).tasks  # a release whose reply was lost, sent again: nothing left to release
     assert counts(conn)["done"] == 3
     queue.release(ids[3])  # keakon's API counts as claim_batch does
     queue.release(ids[3])
@@ -97,7 +97,7 @@ def test_releases_count_done_once_per_task_released_even_when_resent(conn, queue
 def test_retries_and_dead_letters_count_once_and_not_when_fenced_off(conn, queue):
     queue.enqueue_many(PyTask("m:f", [i]) for i in range(3))
     ids = [new_worker_id() for _ in range(3)]
-    (a, blob_a), (b, blob_b), (c, blob_c) = queue.claim_batch((), ids)
+    (a, blob_a), (b, blob_b), (c, blob_c) = queue.claim_batch((), ids).tasks
     assert queue.requeue(blob_a, PyTask("m:f", [0], retry=0).serialize(), a)
     assert queue.reschedule(blob_b, blob_b, time.time() + 3600, b)
     assert queue.bury(blob_c, record(reason="failed", error="e", blob=blob_c, queue="q", worker=c, func="m:f"), c)
@@ -139,13 +139,13 @@ def test_crash_loops_count_as_dead_and_requeued_dead_letters_as_enqueued(conn, q
 
 def _claim_and_letter(queue):
     """Claim the head of queue "q" and make a dead letter for it: bury's arguments."""
-    [(worker_id, blob)] = queue.claim_batch((), (new_worker_id(),))
+    [(worker_id, blob)] = queue.claim_batch((), (new_worker_id(),)).tasks
     return blob, record(reason="failed", error="e", blob=blob, queue="q", worker=worker_id, func="m:f"), worker_id
 
 
 def test_the_sweeper_requeueing_a_lost_task_is_not_counted(conn, queue):
     queue.enqueue(PyTask("m:f", [1]))
-    queue.claim_batch((), ("delayed-py-" + "1" * 32,))  # its keep-alive key never existed: dead
+    queue.claim_batch((), ("delayed-py-" + "1" * 32,)).tasks  # its keep-alive key never existed: dead
     assert queue.requeue_lost() == 1
     assert counts(conn) == {"enqueued": 1}
 
@@ -159,17 +159,17 @@ def test_a_periodic_tick_counts_when_it_enqueues(conn):
 
 def test_stats_rows_carry_the_counters_and_with_rates_turns_them_into_in_and_out(conn, queue):
     assert admin.stats(conn, ["q"])[0] == {"queue": "q", "pending": 0, "processing": 0, "scheduled": 0, "dead": 0,
-                                           "workers": 0, "enqueued_total": 0, "done_total": 0, "retried_total": 0,
+                                           "workers": 0, "paused": False, "enqueued_total": 0, "done_total": 0, "retried_total": 0,
                                            "dead_total": 0}
     queue.enqueue_many(PyTask("m:f", [i]) for i in range(10))
     assert admin.queue_names(conn) == ["q"]
     ids = [new_worker_id() for _ in range(10)]
-    queue.claim_batch((), ids)
-    queue.claim_batch(ids[:6], ())
+    queue.claim_batch((), ids).tasks
+    queue.claim_batch(ids[:6], ()).tasks
     before = admin.stats(conn, ["q"])
     queue.enqueue_many(PyTask("m:f", [i]) for i in range(20))
-    queue.claim_batch(ids[6:], ())
-    [(worker_id, blob)] = queue.claim_batch((), (new_worker_id(),))
+    queue.claim_batch(ids[6:], ()).tasks
+    [(worker_id, blob)] = queue.claim_batch((), (new_worker_id(),)).tasks
     queue.bury(blob, record(reason="failed", error="e", blob=blob, queue="q", worker=worker_id, func="m:f"), worker_id)
     [row] = admin.with_rates(admin.stats(conn, ["q"]), before, 2.0)
     assert (row["enqueued_total"], row["done_total"], row["dead_total"]) == (30, 10, 1)
@@ -181,8 +181,8 @@ def test_stats_rows_carry_the_counters_and_with_rates_turns_them_into_in_and_out
 
 def test_a_queue_drained_empty_is_still_found_by_its_counters(conn, queue):
     queue.enqueue(PyTask("m:f", [1]))
-    [(worker_id, _)] = queue.claim_batch((), (new_worker_id(),))
-    queue.claim_batch((worker_id,), ())
+    [(worker_id, _)] = queue.claim_batch((), (new_worker_id(),)).tasks
+    queue.claim_batch((worker_id,), ()).tasks
     assert conn.keys("q*") == [b"q_counts"]
     conn.hset("cache_counts", "hits", 1)  # another program's hash with the same suffix is left alone
     assert admin.queue_names(conn) == ["q"]
@@ -195,9 +195,9 @@ def test_the_queue_exporter_exports_the_counters_as_prometheus_counters(conn, qu
 
     queue.enqueue_many(PyTask("m:f", [i]) for i in range(3))
     ids = [new_worker_id() for _ in range(3)]
-    (a, blob_a), _, _ = queue.claim_batch((), ids)
+    (a, blob_a), _, _ = queue.claim_batch((), ids).tasks
     queue.requeue(blob_a, blob_a, a)
-    queue.claim_batch(ids[1:], ())
+    queue.claim_batch(ids[1:], ()).tasks
     registry = CollectorRegistry()
     registry.register(QueueCollector(conn, ["q"]))
     assert "# TYPE delayed_queue_events_total counter" in generate_latest(registry).decode()
@@ -230,10 +230,10 @@ def test_stats_watch_shows_rates_in_and_out(tmp_path):
         [filling] = rows(read_until(watch, lambda line: rows(line) and rows(line)[0]["enqueued_total"] == 500))
         assert filling["in_per_s"] > 0 and filling["out_per_s"] == 0
         # as many in as out: the counts end where they were, the counters do not
-        queue.claim_batch((), ids)
+        queue.claim_batch((), ids).tasks
         [held] = rows(read_until(watch, lambda line: rows(line) and rows(line)[0]["processing"] == 500))
         queue.enqueue_many(PyTask("m:f", [i]) for i in range(500))
-        queue.claim_batch(ids, ())
+        queue.claim_batch(ids, ()).tasks
         moving = rows_until(watch, lambda row: row["done_total"] == 500)
         assert moving[-1]["pending"] + moving[-1]["processing"] == held["processing"] == 500
         assert any(row["in_per_s"] > 0 for row in moving) and any(row["out_per_s"] > 0 for row in moving)

@@ -268,7 +268,7 @@ def test_metrics_text_in_detail(conn, threads):
     queue.enqueue(PyTask("os:system", ["true"]))
     port = free_port()
     server = serve(port)
-    worker = Worker(queue, ["tests.tasks"], keep_alive_interval=1, threads=threads, observe=TaskMetrics(name))
+    worker = Worker(queue, ["tests.tasks"], keep_alive_interval=1, threads=threads, observe=TaskMetrics())
     thread = threading.Thread(target=worker.run)
     thread.start()
     try:
@@ -306,7 +306,7 @@ def test_metrics_text_in_detail(conn, threads):
 
 def test_help_says_what_each_outcome_means():
     port = free_port()
-    TaskMetrics("help")("tests.tasks:record", "done", 0.001)
+    TaskMetrics()("help", "tests.tasks:record", "done", 0.001)
     server = serve(port)
     try:
         texts = help_texts(port)

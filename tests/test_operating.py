@@ -202,8 +202,8 @@ def test_version(capsys):
     assert status == 0 and out == f"delayed {delayed.__version__}\n"
     status, out, err = run("--json")
     assert status == 2 and err.splitlines()[-1] == ("delayed: error: a COMMAND is needed, one of: stats, workers, "
-                                                    "dead, scheduled, enqueue, task, cancel, worker, sweeper, "
-                                                    "scheduler, metrics, dashboard")
+                                                    "dead, scheduled, enqueue, task, cancel, pause, resume, worker, "
+                                                    "sweeper, scheduler, metrics, dashboard")
 
 
 def test_global_options_go_before_or_after_the_command(conn, redis_server, capsys):
@@ -287,10 +287,3 @@ def test_scheduled_list_shows_a_task_due_never(conn, redis_server):
     status, out, err = run("scheduled", "list", "--json", url=redis_server.url)
     assert status == 0, err
     assert json.loads(out)[0]["due"] == "inf"
-
-
-def test_a_worker_given_two_queues_refuses_to_start_rather_than_keep_the_last(conn, redis_server):
-    status, out, err = run("--queue", "a", "--queue", "b", "tests.tasks", module="delayed.worker", url=redis_server.url)
-    assert status == 2 and err.strip().count("\n") == 0
-    assert "--queue given 2 times (a, b)" in err and "one worker per queue" in err
-    assert conn.dbsize() == 0  # it never went online

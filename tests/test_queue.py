@@ -226,13 +226,13 @@ def test_claim_batch_releases_and_claims_under_distinct_ids_in_one_script(conn, 
     blobs = [PyTask("m:f", [i]).serialize() for i in range(5)]
     conn.rpush("q", *blobs)
     conn.rpush("q_noti", *[1] * 5)
-    assert queue.claim_batch([], ["a", "b", "c"]) == [("a", blobs[0]), ("b", blobs[1]), ("c", blobs[2])]
+    assert queue.claim_batch([], ["a", "b", "c"]).tasks == [("a", blobs[0]), ("b", blobs[1]), ("c", blobs[2])]
     assert conn.hgetall("q_processing") == {b"a": blobs[0], b"b": blobs[1], b"c": blobs[2]}
     assert conn.llen("q_noti") == 2  # one notification consumed per task claimed
-    assert queue.claim_batch(["a", "b"], ["a", "b", "d"]) == [("a", blobs[3]), ("b", blobs[4])]
+    assert queue.claim_batch(["a", "b"], ["a", "b", "d"]).tasks == [("a", blobs[3]), ("b", blobs[4])]
     assert conn.hgetall("q_processing") == {b"c": blobs[2], b"a": blobs[3], b"b": blobs[4]}
     assert conn.llen("q_noti") == 0
-    assert queue.claim_batch(["a", "b", "c"], ["a"]) == []
+    assert queue.claim_batch(["a", "b", "c"], ["a"]).tasks == []
     assert conn.hlen("q_processing") == 0
 
 
@@ -243,7 +243,7 @@ def test_claim_batch_takes_no_more_tasks_than_notifications_left(conn, queue):
     conn.rpush("q", *blobs)
     conn.rpush("q_noti", *[1] * 3)
     conn.lpop("q_noti")                   # a Go worker took one notification, not yet its task
-    assert queue.claim_batch([], ["a", "b", "c"]) == [("a", blobs[0]), ("b", blobs[1])]
+    assert queue.claim_batch([], ["a", "b", "c"]).tasks == [("a", blobs[0]), ("b", blobs[1])]
     assert conn.lrange("q", 0, -1) == [blobs[2]] and conn.llen("q_noti") == 0
 
 
@@ -251,8 +251,8 @@ def test_a_claim_whose_reply_was_lost_is_delivered_again_not_overwritten(conn, q
     blobs = [PyTask("m:f", [i]).serialize() for i in range(3)]
     conn.rpush("q", *blobs)
     conn.rpush("q_noti", *[1] * 3)
-    queue.claim_batch([], ["a", "b"])   # say the reply never arrived
-    assert queue.claim_batch([], ["a", "b", "c"]) == [("a", blobs[0]), ("b", blobs[1]), ("c", blobs[2])]
+    queue.claim_batch([], ["a", "b"]).tasks   # say the reply never arrived
+    assert queue.claim_batch([], ["a", "b", "c"]).tasks == [("a", blobs[0]), ("b", blobs[1]), ("c", blobs[2])]
     assert conn.llen("q_noti") == 0
     queue.worker_id = "a"
     conn.rpush("q_noti", 1)
@@ -264,7 +264,7 @@ def test_a_claim_id_that_still_holds_a_task_leaves_the_head_of_the_queue_to_the_
     conn.rpush("q", *blobs)
     conn.rpush("q_noti", *[1] * 3)
     conn.hset("q_processing", "b", b"held since a lost reply")
-    assert queue.claim_batch([], ["a", "b", "c"]) == [("a", blobs[0]), ("b", b"held since a lost reply"),
+    assert queue.claim_batch([], ["a", "b", "c"]).tasks == [("a", blobs[0]), ("b", b"held since a lost reply"),
                                                       ("c", blobs[1])]
     assert conn.lrange("q", 0, -1) == [blobs[2]] and conn.llen("q_noti") == 1
 
@@ -273,7 +273,7 @@ def test_give_back_returns_unstarted_tasks_to_the_head_in_order(conn, queue):
     blobs = [PyTask("m:f", [i]).serialize() for i in range(4)]
     conn.rpush("q", *blobs)
     conn.rpush("q_noti", *[1] * 4)
-    queue.claim_batch([], ["a", "b", "c"])
+    queue.claim_batch([], ["a", "b", "c"]).tasks
     conn.hset("q_processing", "c", b"someone else's")  # only exact holdings are given back
     assert queue.give_back([("b", blobs[1]), ("c", blobs[2])]) == 1
     assert conn.lrange("q", 0, -1) == [blobs[1], blobs[3]]

@@ -149,7 +149,7 @@ def test_the_default_backoff_is_exponential_with_jitter():
 def test_reschedule_is_fenced(conn, queue):
     queue.enqueue(PyTask("m:f", max_retries=1))
     queue.worker_id = "w"
-    held = queue.claim_batch([], ["w"])[0][1]
+    held = queue.claim_batch([], ["w"]).tasks[0][1]
     assert not queue.reschedule(b"another blob", held, time.time())
     assert queue.reschedule(held, held, time.time() + 60)
     assert conn.zcard("q_scheduled") == 1 and conn.hlen("q_processing") == 0

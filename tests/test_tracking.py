@@ -109,7 +109,7 @@ def test_pack_result_bounds_the_size_and_survives_a_failing_repr():
 
 def test_a_retried_task_says_retrying_with_its_error_then_failed_with_its_letter(conn, queue, run_worker):
     handle = queue.enqueue(PyTask("tests.tasks:always_fail", ["f"], retry=1), result_ttl=60)
-    claim = Claim("delayed-py-" + "0" * 32, queue.claim("delayed-py-" + "0" * 32, timeout=1))
+    claim = Claim("delayed-py-" + "0" * 32, queue.claim("delayed-py-" + "0" * 32, timeout=1), queue)
     assert handle.status() == "running"  # claimed by dequeue.lua, as an idle worker claims
     assert Worker(queue, ["tests.tasks"]).execute(claim.blob).apply(queue, claim)
     info = handle.info()
@@ -241,7 +241,7 @@ def test_a_sweep_puts_a_killed_worker_s_tracked_task_back_to_pending(conn, redis
 def test_a_crash_loop_dead_letters_a_tracked_task_as_dead(conn, queue):
     handle = queue.enqueue(PyTask("tests.tasks:slow", ["k", 0.5]), result_ttl=60)
     for crash in range(2):
-        assert queue.claim_batch((), ("delayed-py-" + "1" * 32,))  # held under an id whose key never existed
+        assert queue.claim_batch((), ("delayed-py-" + "1" * 32,)).tasks  # held under an id whose key never existed
         assert handle.status() == "running"
         assert queue.sweep(max_crashes=1).notified == (1 if crash == 0 else 0)
     info = handle.info()
@@ -250,7 +250,7 @@ def test_a_crash_loop_dead_letters_a_tracked_task_as_dead(conn, queue):
 
 def test_a_task_given_back_unstarted_is_pending_and_not_counted(queue):
     handle = queue.enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=60)
-    held = queue.claim_batch((), ("delayed-py-" + "2" * 32,))
+    held = queue.claim_batch((), ("delayed-py-" + "2" * 32,)).tasks
     assert handle.info().attempts == 1
     assert queue.give_back(held) == 1
     info = handle.info()

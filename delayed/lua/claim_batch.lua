@@ -11,15 +11,16 @@
 -- (1 s, 2 s, 4 s ... up to a minute).
 -- Released tasks are done: 'done' in the counts hash grows by how many ids still held one (one
 -- HINCRBY per batch; a resent release, or one of a task a sweeper took, deletes and counts nothing).
+-- A paused queue (its paused key exists) gives no new task: the ids only get back what they hold.
 -- Tracked tasks (see tracking.lua): a tracked release writes its result into the record, if its id
 -- still held the task; a task claimed while the queue's tracked marker exists is looked at, and
 -- its record, if it has one, says running. Untracked traffic costs one EXISTS per claim.
 -- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] processing hash, KEYS[4] counts hash,
--- KEYS[5] the queue's tracked marker, KEYS[6 .. t+5] the records of the tracked releases
+-- KEYS[5] paused key, KEYS[6] the queue's tracked marker, KEYS[7 .. t+6] the records of the tracked releases
 -- ARGV[1] record key prefix, ARGV[2] r, the number of untracked ids to release, ARGV[3] t, the
 -- number of tracked ones; ARGV[4 .. r+3] the untracked ids; then per tracked release: its id, the
 -- result, the note, the seconds it ran; then the ids to claim tasks for
--- Returns id1, blob1, id2, blob2, ...: the tasks now held, in queue order.
+-- Returns paused (1 or 0), then id1, blob1, id2, blob2, ...: the tasks now held, in queue order.
 local released, tracked = tonumber(ARGV[2]), tonumber(ARGV[3])
 local done = 0
 if released > 0 then
@@ -29,7 +30,7 @@ local at = released + 4
 for i = 1, tracked do
     if redis.call('hdel', KEYS[3], ARGV[at]) == 1 then
         done = done + 1
-        track_ended(KEYS[5 + i], 'done', 'result', ARGV[at + 1], 'note', ARGV[at + 2], 'seconds', ARGV[at + 3])
+        track_ended(KEYS[6 + i], 'done', 'result', ARGV[at + 1], 'note', ARGV[at + 2], 'seconds', ARGV[at + 3])
     end
     at = at + 4
 end
@@ -37,12 +38,16 @@ if done > 0 then
     redis.call('hincrby', KEYS[4], 'done', done)
 end
 local first = at
-local wanted = math.min(#ARGV - first + 1, redis.call('llen', KEYS[2]))
+local paused = redis.call('exists', KEYS[5])
+local wanted = 0
+if paused == 0 then
+    wanted = math.min(#ARGV - first + 1, redis.call('llen', KEYS[2]))
+end
 local head = {}
 if wanted > 0 then
     head = redis.call('lrange', KEYS[1], 0, wanted - 1)
 end
-local claimed, takers = {}, {}
+local claimed, takers = {paused}, {}
 local taken = 0
 for i = first, #ARGV do
     local task = head[taken + 1]
@@ -60,7 +65,7 @@ end
 if taken > 0 then
     redis.call('ltrim', KEYS[1], taken, -1)
     redis.call('ltrim', KEYS[2], taken, -1)
-    if redis.call('exists', KEYS[5]) == 1 then
+    if redis.call('exists', KEYS[6]) == 1 then
         for i = 1, taken do
             local key = track_key(ARGV[1], head[i])
             if key then

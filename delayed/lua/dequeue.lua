@@ -1,22 +1,28 @@
 -- Claim the task at the head of the queue for a worker.
--- KEYS[1] queue list, KEYS[2] processing hash, KEYS[3] the queue's tracked marker
+-- A paused queue (its paused key exists) gives no task: the notification taken for it is put back.
+-- A tracked task's record (see tracking.lua) says running.
+-- KEYS[1] queue list, KEYS[2] processing hash, KEYS[3] notification list, KEYS[4] paused key,
+-- KEYS[5] the queue's tracked marker
 -- ARGV[1] worker id, ARGV[2] record key prefix
 -- Returns the blob, or false when the queue is empty (go-delayed tests
 -- `task == nil`, which never holds in Redis Lua, and then HSETs false).
 -- A worker that lost the reply to its last claim asks again with the same id:
 -- it gets the task it holds back instead of overwriting it (go-delayed's HSET
 -- would drop that task).
--- A tracked task's record (see tracking.lua) says running.
 local held = redis.call('hget', KEYS[2], ARGV[1])
 if held then
     return held
+end
+if redis.call('exists', KEYS[4]) == 1 then
+    redis.call('lpush', KEYS[3], '1')
+    return false
 end
 local task = redis.call('lpop', KEYS[1])
 if not task then
     return false
 end
 redis.call('hset', KEYS[2], ARGV[1], task)
-if redis.call('exists', KEYS[3]) == 1 then
+if redis.call('exists', KEYS[5]) == 1 then
     local key = track_key(ARGV[2], task)
     if key then
         track_running(key, ARGV[1])

@@ -39,23 +39,22 @@ def _instruments() -> Tuple[Any, Any]:
 
 
 class TaskMetrics:
-    """The Observe hook (delayed.worker) of a Worker on `queue`: counts each outcome, times each run."""
+    """The Observe hook (delayed.worker) of a Worker: counts each outcome, times each run, by queue and function."""
 
-    def __init__(self, queue: str) -> None:
+    def __init__(self) -> None:
         self._tasks, self._durations = _instruments()
-        self._queue = queue
-        self._counters: Dict[Tuple[str, str], Any] = {}  # labelled children, looked up once each
-        self._histograms: Dict[str, Any] = {}
+        self._counters: Dict[Tuple[str, str, str], Any] = {}  # labelled children, looked up once each
+        self._histograms: Dict[Tuple[str, str], Any] = {}
 
-    def __call__(self, function: str, outcome: str, seconds: Optional[float]) -> None:
-        counter = self._counters.get((function, outcome))
+    def __call__(self, queue: str, function: str, outcome: str, seconds: Optional[float]) -> None:
+        counter = self._counters.get((queue, function, outcome))
         if counter is None:
-            counter = self._counters[function, outcome] = self._tasks.labels(self._queue, function, outcome)
+            counter = self._counters[queue, function, outcome] = self._tasks.labels(queue, function, outcome)
         counter.inc()
         if seconds is not None:
-            histogram = self._histograms.get(function)
+            histogram = self._histograms.get((queue, function))
             if histogram is None:
-                histogram = self._histograms[function] = self._durations.labels(self._queue, function)
+                histogram = self._histograms[queue, function] = self._durations.labels(queue, function)
             histogram.observe(seconds)
 
 

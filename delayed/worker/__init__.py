@@ -1,9 +1,11 @@
 """The worker loop: claim tasks, run the allowed ones, settle each (release, retry or dead-letter).
 
+A worker serves one queue or several, in priority order (see delayed.holding.Holdings).
+
 A busy worker claims a batch of tasks per round trip, each held under one of
 its worker ids, and releases the finished ones in the same round trip as the
 next claim; an idle one blocks on the notification list as go-delayed does.
-What the running worker holds (ids, keep-alive, claims, settlements) is its Holding.
+What the running worker holds (ids, keep-alive, claims, settlements) is its Holdings.
 """
 import asyncio
 import hashlib
@@ -13,7 +15,9 @@ import time
 import traceback
 from collections import OrderedDict
 from dataclasses import replace
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+import redis
 
 from .. import dead_letter, tracking
 from ..background import Every
@@ -21,10 +25,10 @@ from ..batch import Batch, Lookahead
 from ..errors import FunctionNotAllowedError, MalformedTaskError, SkipRetry
 from ..forwarder import FORWARD_INTERVAL, forward
 from ..functions import Allowed, FunctionRegistry
-from ..holding import Bury, Claim, Holding, Release, Requeue, Reschedule, Settlement
+from ..holding import Bury, Claim, Holdings, Release, Requeue, Reschedule, Settlement
 from ..keepalive import KeepAlive
 from ..lifecycle import Lifecycle
-from ..queue import Queue
+from ..queue import Queue, server_of
 from ..retry import backoff_seconds
 from ..slots import CALLERS as SLOT_CALLERS
 from ..slots import Job, Slots
@@ -53,8 +57,9 @@ RETRY_FOREVER_FIRST = 0.1
 RETRY_FOREVER_MAX = 60.0
 """A retry=-1 task that keeps failing waits 0.1 s, 0.2 s, 0.4 s ... up to a minute between runs."""
 
-Observe = Callable[[str, str, Optional[float]], None]
-"""A hook told each task's outcome as the worker decides it: (func path, outcome, seconds it ran).
+Observe = Callable[[str, str, str, Optional[float]], None]
+"""A hook told each task's outcome as the worker decides it: (queue name, func path, outcome, seconds
+it ran).
 Outcomes, one per settled claim: "done" (it returned), "retried" (it raised and runs again),
 "failed" (it raised, or its arguments did not fit, and is dead-lettered), "dead" (dead-lettered
 without running: malformed, a GoTask, too large, not allowed; func path "", seconds None)."""
@@ -93,7 +98,11 @@ def _raised_by_the_call(exc: BaseException) -> bool:
 
 
 class Worker:
-    """Runs PyTasks from one queue, calling only the functions in `allow`.
+    """Runs PyTasks from one queue, or several in priority order, calling only the functions in `allow`.
+
+    queue: a Queue, or a sequence of Queues on one Redis: the first one's tasks are always taken
+    first, the second's only while the first has none, and so on (strict priority: a busy first
+    queue starves the others; give a queue that must not wait a worker of its own).
 
     allow: module names, modules or functions. A module allows the public
     functions defined in it; anything else a task names goes to the dead-letter list.
@@ -113,6 +122,9 @@ class Worker:
     lifecycle: the worker's Lifecycle (delayed.lifecycle): starting → online → draining → offline;
     stop(), the stop signals run() takes, and every loop (going online included) go through it.
     observe: an Observe hook (delayed.metrics.tasks counts with it); None costs nothing per task.
+    burst: stop (exit status 0) once nothing is running and no queue has a task to give, due
+    scheduled ones included: for batch jobs and tests. Tasks scheduled for later (a delay, a retry's
+    backoff) stay scheduled for the next worker; a paused queue counts as empty.
     log_tasks: one INFO line per finished task on the logger delayed.worker.tasks, e.g.
     "task 3f2a... mod:func done in 12.3 ms" (the id is "-" for an untracked task). Off by default:
     on a no-op drain it costs a measurable share of the throughput (see the README).
@@ -122,13 +134,14 @@ class Worker:
 
     def __init__(
         self,
-        queue: Queue,
+        queue: Union[Queue, Sequence[Queue]],
         allow: Union[None, FunctionRegistry, Iterable[Allowed]] = None,
         keep_alive_interval: float = 15,
         batch: int = DEFAULT_BATCH,
         time_limit: Optional[float] = None,
         threads: int = 1,
         observe: Optional[Observe] = None,
+        burst: bool = False,
         log_tasks: bool = False,
     ) -> None:
         if allow is None:
@@ -140,7 +153,14 @@ class Worker:
             raise ValueError(f"batch must be at least 1, got {batch}")
         if threads < 1:
             raise ValueError(f"threads must be at least 1, got {threads}")
-        self.queue = queue
+        self.queues = [queue] if isinstance(queue, Queue) else list(queue)
+        if not self.queues:
+            raise ValueError("a worker needs at least one queue")
+        if len({queue.name for queue in self.queues}) < len(self.queues):
+            raise ValueError(f"a queue is named twice: {', '.join(queue.name for queue in self.queues)}")
+        if len({server_of(queue) for queue in self.queues}) > 1:
+            raise ValueError("a worker's queues must be on one Redis (it waits on them with one BLPOP)")
+        self.queue = self.queues[0]
         self.functions = allow if isinstance(allow, FunctionRegistry) else FunctionRegistry(allow)
         self.keep_alive_interval = keep_alive_interval
         self.time_limit = time_limit
@@ -150,10 +170,12 @@ class Worker:
         self.lifecycle = Lifecycle("worker")
         self.threads = threads
         self.observe = observe
+        self.burst = burst
         self.log_tasks = log_tasks
         self._timed = observe is not None or log_tasks  # every run is timed, not only tracked ones
         # threaded: a task per slot, and as many again waiting ready for one (see Lookahead)
-        self.holding = Holding(queue, batch if threads == 1 else 2 * threads, self.lifecycle)
+        capacity = batch if threads == 1 else 2 * threads
+        self.holding = Holdings(self.queues, capacity, self.lifecycle)
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._forever = RetryForever()
         self._coroutines: Dict[Callable[..., Any], bool] = {}
@@ -184,17 +206,19 @@ class Worker:
         self.lifecycle.online()
         # forked first, before this worker starts threads of its own
         keep_alive = KeepAlive(self.keep_alive_interval, self.holding.keep_alive, f"keep-alive of {self.id}")
-        forwarder = Every(FORWARD_INTERVAL, lambda: forward([self.queue]), "forwarder")
+        forwarder = Every(FORWARD_INTERVAL, lambda: forward(self.queues), "forwarder")
         keep_alive.start()
         forwarder.start()
-        logger.info("worker %s online on queue %r, %d allowed functions",
-                    self.id, self.queue.name, len(self.functions))
+        logger.info("worker %s online on %s %s, %d allowed functions", self.id,
+                    "queues" if len(self.queues) > 1 else "queue", ", ".join(repr(queue.name) for queue in self.queues),
+                    len(self.functions))
         try:
             if self.threads > 1:
                 self._work_concurrently()
             else:
                 while not self.lifecycle.stopping:
-                    self.work_once()
+                    if not self.work_once() and self.burst and self._burst_done():
+                        self.lifecycle.stop()
             self.holding.flush()
         finally:
             forwarder.stop()
@@ -218,7 +242,7 @@ class Worker:
         """
         if self._claimed is None:
             self._claimed = Batch(self.holding.give_back, BATCH_TIME)
-        claims = self.holding.claim(self._batch)
+        claims = self.holding.claim(self._batch, block=not self.burst)
         started = time.monotonic()
         self._claimed.load(claims)
         ran = 0
@@ -229,7 +253,7 @@ class Worker:
             if self.lifecycle.stopping:
                 self.holding.give_back([claim, *self._claimed.rest()])
                 break
-            self.holding.settle(claim, self.execute(claim.blob))
+            self.holding.settle(claim, self.execute(claim.blob, claim.queue))
             ran += 1
         self.holding.unlock()
         self._adapt_batch(len(claims), time.monotonic() - started)
@@ -257,7 +281,11 @@ class Worker:
                 wanted = slots.free + lookahead.ahead(ready.given_back) - ready.waiting
                 if wanted > 0:
                     block = slots.free > 0 and not ready.waiting  # a free slot and nothing ready
-                    claims = self.holding.claim(wanted, block=block, timeout=self._claim_timeout(slots, lookahead))
+                    idle = not slots.running and not ready.waiting
+                    claims = self.holding.claim(wanted, block=block and not (self.burst and idle),
+                                                timeout=self._claim_timeout(slots, lookahead))
+                    if not claims and idle and self.burst and self._burst_done():
+                        break
                     ready.load(self._jobs(claims, held), starting_now=slots.free)
                     slots.fill()
                     if slots.free or len(claims) == wanted:
@@ -271,6 +299,17 @@ class Worker:
         finally:
             slots.close()
             ready.close()
+
+    def _burst_done(self) -> bool:
+        """With burst, after a claim that found nothing: True (said once) unless a due scheduled task
+        was just moved into a queue, or Redis is failing (then it is not known to be empty)."""
+        try:
+            if self.holding.failing or forward(self.queues):
+                return False
+        except redis.RedisError:
+            return False
+        logger.info("worker %s: burst done, its queues are empty; stopping", self.id)
+        return True
 
     @staticmethod
     def _claim_timeout(slots: Slots, lookahead: Lookahead) -> Optional[float]:
@@ -289,9 +328,9 @@ class Worker:
         """The claimed tasks as jobs to run, now held; the ones that cannot run are settled at once."""
         jobs = []
         for claim in claims:
-            prepared = self._prepare(claim.blob)
+            prepared = self._prepare(claim.blob, claim.queue)
             if isinstance(prepared, Settlement):
-                self.holding.settle(claim, self._unrunnable(prepared))
+                self.holding.settle(claim, self._unrunnable(prepared, claim.queue))
                 continue
             task, func = prepared
             held[claim.worker_id] = (claim, task)
@@ -303,7 +342,8 @@ class Worker:
         now = time.monotonic()
         for job in slots.collect():
             claim, task = held.pop(job.key)
-            self.holding.settle(claim, self._settlement(task, job.outcome, job.started_at or now, job.result))
+            self.holding.settle(claim, self._settlement(task, job.outcome, job.started_at or now, claim.queue,
+                                                        job.result))
             lookahead.finished(now - (job.started_at or now))
         self.holding.unlock()
         slots.enforce_limits(self._warn_overrun)
@@ -320,11 +360,13 @@ class Worker:
         elif claimed == self._batch:
             self._batch = min(self._max_batch, self._batch * 2)
 
-    def execute(self, blob: bytes) -> Settlement:
-        """Run the task in blob here if it may run; say how to settle it. Never raises for a task's fault."""
-        prepared = self._prepare(blob)
+    def execute(self, blob: bytes, queue: Optional[Queue] = None) -> Settlement:
+        """Run the task in blob, claimed from queue (default: the first), here if it may run; say how
+        to settle it. Never raises for a task's fault."""
+        queue = queue or self.queue
+        prepared = self._prepare(blob, queue)
         if isinstance(prepared, Settlement):
-            return self._unrunnable(prepared)
+            return self._unrunnable(prepared, queue)
         task, func = prepared
         limit = task.time_limit or self.time_limit
         started = time.monotonic() if self._timed or tracking.ID_OPTION in task.options else 0.0
@@ -339,8 +381,8 @@ class Worker:
                 if result is not None and inspect.isawaitable(result):
                     result = self._event_loop().run_until_complete(within(result, limit))
         except (Exception, TimeLimitExceeded) as exc:
-            return self._settlement(task, exc, started)
-        return self._settlement(task, None, started, result)
+            return self._settlement(task, exc, started, queue)
+        return self._settlement(task, None, started, queue, result)
 
     def _is_coroutine(self, func: Callable[..., Any]) -> bool:
         coroutine = self._coroutines.get(func)
@@ -348,40 +390,40 @@ class Worker:
             coroutine = self._coroutines[func] = inspect.iscoroutinefunction(func)
         return coroutine
 
-    def _prepare(self, blob: bytes) -> Union[Settlement, Tuple[PyTask, Callable[..., Any]]]:
+    def _prepare(self, blob: bytes, queue: Queue) -> Union[Settlement, Tuple[PyTask, Callable[..., Any]]]:
         """The task and its function, or how to settle a task that cannot run."""
-        if len(blob) > self.queue.max_task_size:
-            return self._bury(blob, "too_large", f"{len(blob)} bytes, over {self.queue.max_task_size}")
+        if len(blob) > queue.max_task_size:
+            return self._bury(queue, blob, "too_large", f"{len(blob)} bytes, over {queue.max_task_size}")
         try:
             task = PyTask.deserialize(blob)
         except MalformedTaskError as exc:
-            return self._bury(blob, exc.reason, str(exc), exc.func_path)
+            return self._bury(queue, blob, exc.reason, str(exc), exc.func_path)
         try:
             func = self.functions.resolve(task.func_path)
         except FunctionNotAllowedError as exc:
-            return self._bury(blob, "not_allowed", str(exc), task.func_path)
+            return self._bury(queue, blob, "not_allowed", str(exc), task.func_path)
         return task, func
 
-    def _unrunnable(self, settlement: Settlement) -> Settlement:
+    def _unrunnable(self, settlement: Settlement, queue: Queue) -> Settlement:
         """A task that cannot run (dead-lettered), told to the observe hook and the task log."""
         if self.observe is not None:
-            self.observe("", "dead", None)
+            self.observe(queue.name, "", "dead", None)
         if self.log_tasks and isinstance(settlement, Bury):
             task_logger.info("task %s %s dead", settlement.tracked.task_id if settlement.tracked else "-",
                              dead_letter.func_of(settlement.letter[dead_letter.TASK]) or "?")
         return settlement
 
     def _settlement(self, task: PyTask, outcome: Optional[BaseException], started: float,
-                    result: Any = None) -> Settlement:
+                    queue: Queue, result: Any = None) -> Settlement:
         """How to settle a task that ran, since started (time.monotonic(); 0.0: not timed): outcome is
         None if it returned result, else what it raised. Told to the observe hook and the task log
         (with threads > 1, a run ends when the main thread collects it: up to POLL late while that
         thread waits on Redis)."""
         observe = self.observe
         ran = time.monotonic() - started if started else 0.0  # before the failure is logged
-        settlement = RELEASE if outcome is None else self._failed(task, outcome)
+        settlement = RELEASE if outcome is None else self._failed(task, outcome, queue)
         if observe is not None:
-            observe(task.func_path, OUTCOMES[type(settlement)], ran)
+            observe(queue.name, task.func_path, OUTCOMES[type(settlement)], ran)
         if self.log_tasks:
             task_logger.info("task %s %s %s in %.1f ms", task.options.get(tracking.ID_OPTION, "-"), task.func_path,
                              OUTCOMES[type(settlement)], ran * 1000)
@@ -389,15 +431,16 @@ class Worker:
             settlement = replace(settlement, lock=(task.options["unique_key"], task.options.get("unique_token", "")))
         task_id = task.options.get(tracking.ID_OPTION)
         if task_id is not None:
-            settlement = self._track(settlement, task_id, result, outcome, ran)
+            settlement = self._track(settlement, task_id, result, outcome, ran, queue)
         return settlement
 
-    def _track(self, settlement: Settlement, task_id: str, result: Any, outcome: Optional[BaseException],
-               ran: float) -> Settlement:
+    @staticmethod
+    def _track(settlement: Settlement, task_id: str, result: Any, outcome: Optional[BaseException], ran: float,
+               queue: Queue) -> Settlement:
         """A tracked task's settlement, carrying what its record gets: the result (a release), or the
         error of a run that is retried (a dead letter's tracking was added by _bury)."""
         if isinstance(settlement, Release):
-            data, note = tracking.pack_result(result, self.queue.max_task_size)
+            data, note = tracking.pack_result(result, queue.max_task_size)
             return Release(settlement.lock, Tracked(task_id, ran, data, note))
         if isinstance(settlement, (Requeue, Reschedule)):
             return replace(settlement, tracked=Tracked(task_id, ran, error=f"{type(outcome).__name__}: {outcome}"))
@@ -413,11 +456,11 @@ class Worker:
             return None
         return limit
 
-    def _failed(self, task: PyTask, exc: BaseException) -> Settlement:
+    def _failed(self, task: PyTask, exc: BaseException, queue: Queue) -> Settlement:
         error = f"{type(exc).__name__}: {exc}"
         if isinstance(exc, TypeError) and _raised_by_the_call(exc):
             # The call itself raised, before the function's first line: its arguments do not fit.
-            return self._bury(task.serialize(), "bad_arguments", error, task.func_path)
+            return self._bury(queue, task.serialize(), "bad_arguments", error, task.func_path)
         if isinstance(exc, SkipRetry):
             pass
         elif "max_retries" in task.options:
@@ -434,20 +477,19 @@ class Worker:
         elif task.retry:
             logger.error("task %s failed; retrying (%s left)", task.func_path, task.retry - 1, exc_info=exc)
             return Requeue(task.with_retry(task.retry - 1).serialize())
-        logger.error("task %s failed; dead-lettered in %s", task.func_path, self.queue.keys.dead_letters,
-                     exc_info=exc)
+        logger.error("task %s failed; dead-lettered in %s", task.func_path, queue.keys.dead_letters, exc_info=exc)
         reason = "timed_out" if isinstance(exc, TimeLimitExceeded) else "failed"
         trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        return self._bury(task.serialize(), reason, error, task.func_path, trace)
+        return self._bury(queue, task.serialize(), reason, error, task.func_path, trace)
 
-    def _bury(self, blob: bytes, reason: str, error: str, func: Optional[str] = None,
+    def _bury(self, queue: Queue, blob: bytes, reason: str, error: str, func: Optional[str] = None,
               trace: Optional[str] = None) -> Bury:
         if reason not in ("failed", "timed_out"):
-            logger.error("dead-lettered a task in %s (%s): %s", self.queue.keys.dead_letters, reason, error)
+            logger.error("dead-lettered a task in %s (%s): %s", queue.keys.dead_letters, reason, error)
         task_id = tracking.task_id(blob)
         tracked = None if task_id is None else Tracked(task_id, status="failed" if reason in RAN else "dead",
                                                        error=error)
-        return Bury(dead_letter.record(reason=reason, error=error, blob=blob, queue=self.queue.name,
+        return Bury(dead_letter.record(reason=reason, error=error, blob=blob, queue=queue.name,
                                        worker=self.id, func=func, traceback=trace), tracked=tracked)
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:

@@ -1,0 +1,138 @@
+"""Redis Cluster on real servers (conftest's `cluster`: three primaries, a replica each): its URL,
+and a queue's commands sent once, following redirects, through a failover."""
+import pytest
+import redis
+import redis.cluster
+
+from delayed import PyTask, Queue
+from delayed.connection import connect, sent_once
+
+from .conftest import wait_for
+
+ONE = PyTask("m:f", [1])
+
+
+def nodes_client(cluster) -> redis.cluster.RedisCluster:
+    """A plain RedisCluster (redis-py's own retries) to look at what landed."""
+    return redis.cluster.RedisCluster(host="127.0.0.1", port=cluster.nodes[0].port)
+
+
+def test_a_cluster_url_reaches_every_slot(cluster):
+    client = connect(cluster.url)
+    assert isinstance(client, redis.cluster.RedisCluster)
+    for i in range(20):  # keys on every primary
+        client.set(f"key{i}", i)
+    assert [int(client.get(f"key{i}")) for i in range(20)] == list(range(20))
+    assert len({cluster.primary_for(f"key{i}").port for i in range(20)}) == 3
+
+
+def test_a_queue_with_a_hash_tag_enqueues_on_a_cluster(cluster):
+    queue = Queue("{orders}", connect(cluster.url))
+    queue.enqueue(ONE)
+    queue.enqueue_many([PyTask("m:f", [i]) for i in range(3)])
+    queue.enqueue(ONE, delay=60)
+    queue.enqueue(ONE, unique_for=60)
+    check = nodes_client(cluster)
+    assert check.llen("{orders}") == 5 and check.llen("{orders}_noti") == 5
+    assert check.zcard("{orders}_scheduled") == 1
+    assert int(check.hget("{orders}_counts", "enqueued")) == 6
+
+
+class LostReply:
+    """Makes the node serving `key` lose its reply to the next `command` it answers (Redis applied it)."""
+
+    def __init__(self, client: redis.cluster.RedisCluster, key: str, command: str) -> None:
+        self.node = client.get_redis_connection(client.get_node_from_key(key))
+        parse = self.node.parse_response
+        self.drops = 0
+
+        def parse_response(connection, command_name, **options):
+            response = parse(connection, command_name, **options)
+            if command_name == command and not self.drops:
+                self.drops += 1
+                connection.disconnect()
+                raise redis.ConnectionError("reply lost (test)")
+            return response
+
+        self.node.parse_response = parse_response
+
+
+def test_redis_py_resends_a_command_whose_reply_was_lost(cluster):
+    """Why sent_once is needed: a RedisCluster's default retries send it again."""
+    client = redis.cluster.RedisCluster(host="127.0.0.1", port=cluster.nodes[0].port)
+    assert client.retry.get_retries() > 0
+    lost = LostReply(client, "{q}", "INCRBY")
+    assert client.incr("{q}n") == 2
+    assert lost.drops == 1
+
+
+def test_a_lost_reply_is_not_resent(cluster):
+    client = redis.cluster.RedisCluster(host="127.0.0.1", port=cluster.nodes[0].port)
+    queue = Queue("{q}", client)
+    queue.enqueue(PyTask("m:warm_up"))
+    lost = LostReply(client, "{q}", "EVALSHA")
+    with pytest.raises(redis.ConnectionError):
+        queue.enqueue(ONE)
+    assert lost.drops == 1
+    assert nodes_client(cluster).llen("{q}") == 2
+    queue.enqueue(ONE)  # it goes on
+    assert nodes_client(cluster).llen("{q}") == 3
+
+
+def test_a_lost_transaction_reply_is_not_resent(cluster):
+    client = redis.cluster.RedisCluster(host="127.0.0.1", port=cluster.nodes[0].port)
+    queue = Queue("{q}", client)
+    lost = LostReply(client, "{q}", "EXEC")
+    with pytest.raises(redis.ConnectionError):
+        queue.enqueue_many([PyTask("m:f", [i]) for i in range(3)])
+    assert lost.drops == 1
+    assert nodes_client(cluster).llen("{q}") == 3
+
+
+def test_a_lost_pipeline_reply_is_not_resent(cluster):
+    """redis-py resends a non-transactional pipeline's commands after a lost connection, below
+    its retry policy; the view raises instead."""
+    client = redis.cluster.RedisCluster(host="127.0.0.1", port=cluster.nodes[0].port, retry=None)
+    view = sent_once(client)
+    LostReply(client, "{q}", "INCRBY")
+    with view.pipeline(transaction=False) as pipe:
+        pipe.incr("{q}n")
+        with pytest.raises(redis.ConnectionError):
+            pipe.execute()
+    assert int(client.get("{q}n")) == 1
+    LostReply(client, "{q}", "INCRBY")
+    with client.pipeline(transaction=False) as pipe:  # the user's client, as redis-py made it
+        pipe.incr("{q}n")
+        pipe.execute()
+    assert int(client.get("{q}n")) == 3
+
+
+def test_redirects_are_followed_after_a_clean_failover(cluster):
+    """After CLUSTER FAILOVER the old primary is a replica and answers MOVED: single commands,
+    transactions and pipelines go to the new primary, each applied once."""
+    queue = Queue("{q}", connect(cluster.url))
+    queue.enqueue(ONE)
+    cluster.failover("{q}")
+    queue.enqueue(ONE)
+    queue.enqueue_many([ONE, ONE])
+    queue.enqueue(ONE, delay=60)
+    assert queue.len() == 4
+    assert queue.dead_count() == 0  # a non-transactional pipeline
+    check = nodes_client(cluster)
+    assert check.llen("{q}_noti") == 4 and check.zcard("{q}_scheduled") == 1
+
+
+def test_a_killed_primary_errors_then_the_queue_goes_on(cluster):
+    queue = Queue("{q}", connect(cluster.url))
+    queue.enqueue(ONE)
+    cluster.kill_primary("{q}")
+
+    def enqueued() -> bool:
+        try:
+            queue.enqueue(ONE)
+            return True
+        except (redis.ConnectionError, redis.exceptions.ClusterDownError):
+            return False
+
+    wait_for(enqueued, 20, "the queue to reach the new primary", 0.2)
+    assert queue.len() >= 2  # what the replica had, and the new task
