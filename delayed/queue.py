@@ -383,14 +383,17 @@ class Queue:
         One round trip. A claim id that still holds a task (the reply to the previous claim was
         lost) returns that task again, paused or not.
         """
-        untracked = [worker_id for worker_id in release_ids if worker_id not in tracked] if tracked else release_ids
-        results = [item for worker_id, done in tracked.items()
-                   for item in (worker_id, done.result, done.note, done.seconds)]
-        reply = self._scripts["claim_batch"](
-            keys=(self.keys.name, self.keys.noti, self.keys.processing, self.keys.counts, self.keys.paused,
-                  self.keys.tracked, *(self.keys.task(done.task_id) for done in tracked.values())),
-            args=(self.keys.task_prefix, len(untracked), len(tracked), *untracked, *results, *claim_ids),
-        )
+        keys: Tuple[str, ...] = (self.keys.name, self.keys.noti, self.keys.processing, self.keys.counts,
+                                 self.keys.paused, self.keys.tracked)
+        if tracked:
+            untracked = [worker_id for worker_id in release_ids if worker_id not in tracked]
+            keys += tuple(self.keys.task(done.task_id) for done in tracked.values())
+            results = [item for worker_id, done in tracked.items()
+                       for item in (worker_id, done.result, done.note, done.seconds)]
+            args = (self.keys.task_prefix, len(untracked), len(tracked), *untracked, *results, *claim_ids)
+        else:  # the hot path: nothing tracked to release
+            args = (self.keys.task_prefix, len(release_ids), 0, *release_ids, *claim_ids)
+        reply = self._scripts["claim_batch"](keys=keys, args=args)
         return Claimed(bool(reply[0]), [(reply[i].decode(), reply[i + 1]) for i in range(1, len(reply), 2)])
 
     def pause(self) -> bool:

@@ -26,6 +26,6 @@ end
 redis.call('hdel', KEYS[2], ARGV[1])
 redis.call('hincrby', KEYS[3], 'dead', 1)
 if KEYS[4] then
-    track_ended(KEYS[4], ARGV[5], 'error', ARGV[6], 'letter', letter)
+    tracking('').ended(KEYS[4], ARGV[5], 'error', ARGV[6], 'letter', letter)
 end
 return 1

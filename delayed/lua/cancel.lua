@@ -30,5 +30,5 @@ if not (nonce and redis.call('zrem', KEYS[3], nonce .. blob) == 1) then
     redis.call('lrem', KEYS[1], 1, blob)
     redis.call('lpop', KEYS[2])
 end
-track_ended(KEYS[4], 'cancelled')
+tracking('').ended(KEYS[4], 'cancelled')
 return {'cancelled', status}

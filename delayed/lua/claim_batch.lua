@@ -27,10 +27,11 @@ if released > 0 then
     done = redis.call('hdel', KEYS[3], unpack(ARGV, 4, released + 3))
 end
 local at = released + 4
+local track = tracked > 0 and tracking(ARGV[1])
 for i = 1, tracked do
     if redis.call('hdel', KEYS[3], ARGV[at]) == 1 then
         done = done + 1
-        track_ended(KEYS[6 + i], 'done', 'result', ARGV[at + 1], 'note', ARGV[at + 2], 'seconds', ARGV[at + 3])
+        track.ended(KEYS[6 + i], 'done', 'result', ARGV[at + 1], 'note', ARGV[at + 2], 'seconds', ARGV[at + 3])
     end
     at = at + 4
 end
@@ -44,8 +45,10 @@ if paused == 0 then
     wanted = math.min(#ARGV - first + 1, redis.call('llen', KEYS[2]))
 end
 local head = {}
+local marked = false  -- the queue has seen tracked tasks: note who takes what
 if wanted > 0 then
     head = redis.call('lrange', KEYS[1], 0, wanted - 1)
+    marked = redis.call('exists', KEYS[6]) == 1
 end
 local claimed, takers = {paused}, {}
 local taken = 0
@@ -53,7 +56,9 @@ for i = first, #ARGV do
     local task = head[taken + 1]
     if task and redis.call('hsetnx', KEYS[3], ARGV[i], task) == 1 then
         taken = taken + 1
-        takers[taken] = ARGV[i]
+        if marked then
+            takers[taken] = ARGV[i]
+        end
     else
         task = redis.call('hget', KEYS[3], ARGV[i])
     end
@@ -65,11 +70,12 @@ end
 if taken > 0 then
     redis.call('ltrim', KEYS[1], taken, -1)
     redis.call('ltrim', KEYS[2], taken, -1)
-    if redis.call('exists', KEYS[6]) == 1 then
+    if marked then
+        track = track or tracking(ARGV[1])
         for i = 1, taken do
-            local key = track_key(ARGV[1], head[i])
+            local key = track.key(head[i])
             if key then
-                track_running(key, takers[i])
+                track.running(key, takers[i])
             end
         end
     end

@@ -23,9 +23,10 @@ if not task then
 end
 redis.call('hset', KEYS[2], ARGV[1], task)
 if redis.call('exists', KEYS[5]) == 1 then
-    local key = track_key(ARGV[2], task)
+    local track = tracking(ARGV[2])
+    local key = track.key(task)
     if key then
-        track_running(key, ARGV[1])
+        track.running(key, ARGV[1])
     end
 end
 return task

@@ -6,6 +6,7 @@
 -- then per task: its func path, its blob, its scheduled-set member ('' for now)
 -- Returns the number of tasks enqueued.
 redis.call('set', KEYS[5], '1')
+local track = tracking('')
 local count = 0
 for i = 3, #ARGV, 3 do
     count = count + 1
@@ -16,7 +17,7 @@ for i = 3, #ARGV, 3 do
     else
         redis.call('zadd', KEYS[3], ARGV[2], member)
     end
-    track_enqueued(KEYS[5 + count], func, ARGV[1], blob, ARGV[2], member)
+    track.enqueued(KEYS[5 + count], func, ARGV[1], blob, ARGV[2], member)
 end
 redis.call('hincrby', KEYS[4], 'enqueued', count)
 return count

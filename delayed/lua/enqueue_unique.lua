@@ -18,6 +18,6 @@ end
 redis.call('hincrby', KEYS[5], 'enqueued', 1)
 if KEYS[6] then
     redis.call('set', KEYS[6], '1')
-    track_enqueued(KEYS[7], ARGV[6], ARGV[7], ARGV[3], ARGV[4], ARGV[5])
+    tracking('').enqueued(KEYS[7], ARGV[6], ARGV[7], ARGV[3], ARGV[4], ARGV[5])
 end
 return 1

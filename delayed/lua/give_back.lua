@@ -6,16 +6,16 @@
 -- ARGV[1] record key prefix, then id1, blob1, id2, blob2, ... in queue order
 -- Returns the number of tasks returned.
 local count = 0
-local tracking = redis.call('exists', KEYS[4]) == 1
+local track = redis.call('exists', KEYS[4]) == 1 and tracking(ARGV[1])
 for i = #ARGV - 1, 2, -2 do
     if redis.call('hget', KEYS[3], ARGV[i]) == ARGV[i + 1] then
         redis.call('hdel', KEYS[3], ARGV[i])
         redis.call('lpush', KEYS[1], ARGV[i + 1])
         redis.call('lpush', KEYS[2], '1')
         count = count + 1
-        local key = tracking and track_key(ARGV[1], ARGV[i + 1])
+        local key = track and track.key(ARGV[i + 1])
         if key then
-            track_pending(key, ARGV[i + 1], true)
+            track.pending(key, ARGV[i + 1], true)
         end
     end
 end

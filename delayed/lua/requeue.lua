@@ -14,6 +14,7 @@ redis.call('rpush', KEYS[2], '1')
 redis.call('hdel', KEYS[3], ARGV[1])
 redis.call('hincrby', KEYS[4], 'retried', 1)
 if KEYS[5] then
-    track_retrying(KEYS[5], ARGV[4], ARGV[3], track_now(), '')
+    local track = tracking('')
+    track.retrying(KEYS[5], ARGV[4], ARGV[3], track.now(), '')
 end
 return 1

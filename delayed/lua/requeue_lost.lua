@@ -59,7 +59,7 @@ local function missing_notifications()
 end
 
 local count = missing_notifications()
-local tracking = redis.call('exists', KEYS[7]) == 1
+local track = redis.call('exists', KEYS[7]) == 1 and tracking(ARGV[6])
 local crash_loops = {}
 local processing = redis.call('hgetall', KEYS[3])
 for i = 1, #processing, 2 do
@@ -75,9 +75,9 @@ for i = 1, #processing, 2 do
             redis.call('hdel', KEYS[3], worker_id)
             count = count + 1
             redis.call('rpush', KEYS[1], task)
-            local key = tracking and track_key(ARGV[6], task)
+            local key = track and track.key(task)
             if key then
-                track_pending(key, task, false)
+                track.pending(key, task, false)
             end
         end
     end

@@ -12,6 +12,6 @@ redis.call('zadd', KEYS[2], ARGV[3], ARGV[4])
 redis.call('hdel', KEYS[1], ARGV[1])
 redis.call('hincrby', KEYS[3], 'retried', 1)
 if KEYS[4] then
-    track_retrying(KEYS[4], ARGV[5], string.sub(ARGV[4], 9), ARGV[3], ARGV[4])
+    tracking('').retrying(KEYS[4], ARGV[5], string.sub(ARGV[4], 9), ARGV[3], ARGV[4])
 end
 return 1
