@@ -8,8 +8,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import redis
 
+from .connection import is_cluster
 from .errors import MalformedTaskError
-from .keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, NOTI_SUFFIX, PERIODIC_KEY,
+from .keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, LEGACY_PERIODIC_KEY, NOTI_SUFFIX,
                    PROCESSING_SUFFIX, SCHEDULED_SUFFIX, WORKER_ID_PREFIX, WORKERS_SUFFIX, QueueKeys)
 from .queue import Queue
 from .task import GoTask, decode_task
@@ -20,8 +21,9 @@ Row = Dict[str, Any]
 
 _SUFFIXES = (NOTI_SUFFIX, PROCESSING_SUFFIX, DEAD_SUFFIX, DEAD_LETTERS_SUFFIX, SCHEDULED_SUFFIX, WORKERS_SUFFIX,
              COUNTS_SUFFIX)
-_WORKER_ID = re.compile(r"([0-9a-fA-F]{32}|" + re.escape(WORKER_ID_PREFIX) + r"[0-9a-f]{32}(-[0-9]+)?)")
-"""go-delayed's worker ids (32 hex digits) and ours (delayed-py-, 32 hex digits, maybe -N for an extra slot)."""
+_WORKER_ID = re.compile(r"([0-9a-fA-F]{32}|" + re.escape(WORKER_ID_PREFIX) + r"[0-9a-f]{32}(-[0-9]+)?(:\{[^{}]+\})?)")
+"""go-delayed's worker ids (32 hex digits) and ours (delayed-py-, 32 hex digits, maybe -N for an extra slot,
+then the queue's hash tag if it has one)."""
 
 
 def queue_names(conn: redis.Redis) -> List[str]:
@@ -197,20 +199,27 @@ def holders(conn: redis.Redis, names: Sequence[str], limit: int = 200) -> List[R
     return rows
 
 
-def periodic(conn: redis.Redis, limit: int = 1000) -> List[Row]:
-    """The periodic entries schedulers have claimed ticks of (the hash delayed_periodic, at most limit),
-    by name: name, last_tick (ISO 8601, UTC; the raw value if it is not a unix time)."""
-    rows = []
-    for field, value in conn.hscan_iter(PERIODIC_KEY, count=100):
-        text = cast(bytes, value).decode(errors="replace")
-        try:
-            tick = _when(float(text))
-        except ValueError:
-            tick = text
-        rows.append({"name": cast(bytes, field).decode(errors="replace"), "last_tick": tick})
-        if len(rows) >= limit:
-            break
-    return sorted(rows, key=lambda row: row["name"])
+def periodic(conn: redis.Redis, names: Sequence[str], limit: int = 1000) -> List[Row]:
+    """The periodic entries schedulers have claimed ticks of, in these queues' N_periodic hashes (and,
+    outside a cluster, the one hash older versions kept: its entries the queues' hashes do not know),
+    at most limit, by name: queue (None for an old entry), name, last_tick (ISO 8601, UTC; the raw
+    value if it is not a unix time)."""
+    found: Dict[str, Row] = {}
+    sources: List[Tuple[Optional[str], str]] = [(name, QueueKeys.of(name).periodic) for name in names]
+    if not is_cluster(conn):
+        sources.append((None, LEGACY_PERIODIC_KEY))
+    for queue, key in sources:
+        for field, value in conn.hscan_iter(key, count=100):
+            entry = cast(bytes, field).decode(errors="replace")
+            text = cast(bytes, value).decode(errors="replace")
+            try:
+                tick = _when(float(text))
+            except ValueError:
+                tick = text
+            found.setdefault(entry, {"queue": queue, "name": entry, "last_tick": tick})
+            if len(found) >= limit:
+                break
+    return sorted(found.values(), key=lambda row: row["name"])
 
 
 def describe_task(blob: bytes) -> Row:

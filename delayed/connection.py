@@ -266,6 +266,11 @@ def _refuse_resending_cluster(client: Any) -> None:
             )
 
 
+def is_cluster(client: Any) -> bool:
+    """Whether client talks to a Redis Cluster (sync or asyncio)."""
+    return isinstance(client, (redis.cluster.RedisCluster, redis.asyncio.cluster.RedisCluster))
+
+
 def sent_once(client: redis.Redis) -> redis.Redis:
     """A client on client's own connection pool that never resends a command.
 

@@ -21,7 +21,6 @@ import redis
 
 from .connection import Backoff
 from .dead_letter import Letter
-from .keys import new_worker_ids
 from .lifecycle import Lifecycle
 from .queue import Queue, wait_for_notification
 from .tracking import Tracked
@@ -140,7 +139,7 @@ class Holding:
         """Take fresh ids (SET NX on each keep-alive key); after a Redis error, fresh ones again
         (a lost reply may have set the last). True once online, False if stopped first."""
         while not self._lifecycle.stopping:
-            ids = new_worker_ids(2 * self._capacity)
+            ids = self.queue.keys.worker_ids(2 * self._capacity)
             try:
                 if self.queue.try_online(ids):
                     self.ids = ids

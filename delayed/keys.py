@@ -4,10 +4,13 @@ A queue named N uses the keys below, as go-delayed and keakon/delayed 1.x do.
 Each live worker also owns a string key named by its bare worker id (its
 keep-alive), at the root of the database: any sweeper, Python or Go, treats a
 worker whose key is gone as dead and requeues the task it holds.
+
+In a Redis Cluster a queue's name carries a hash tag ("{orders}"): every key it owns then lives in
+one slot, our workers' ids (so their keep-alive keys) included, since they end with that tag.
 """
 from dataclasses import dataclass
 import secrets
-from typing import List
+from typing import List, Optional
 
 NOTI_SUFFIX = "_noti"
 PROCESSING_SUFFIX = "_processing"
@@ -28,8 +31,10 @@ WORKER_ID_PREFIX = "delayed-py-"
 COUNTED_EVENTS = ("enqueued", "done", "retried", "dead")
 """The fields of a queue's counts hash (see QueueKeys.counts)."""
 
-PERIODIC_KEY = "delayed_periodic"
-"""Hash, periodic entry name -> the last tick a scheduler replica claimed (ours only)."""
+PERIODIC_SUFFIX = "_periodic"
+LEGACY_PERIODIC_KEY = "delayed_periodic"
+"""The one hash of every queue's periodic ticks, as versions before per-queue ones kept them: read
+(outside a cluster) for an entry its queue's hash does not know yet."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,7 @@ class QueueKeys:
     paused: string, present while the queue is paused (`delayed pause`), holding the unix time it
     was paused: our workers' claim scripts take no task from a paused queue (ours only: go-delayed's
     workers do not know about it).
+    periodic: hash, periodic entry name -> the last tick a scheduler replica claimed for this queue (ours).
     """
 
     name: str
@@ -75,6 +81,7 @@ class QueueKeys:
     counts: str
     tracked: str
     paused: str
+    periodic: str
 
     @property
     def task_prefix(self) -> str:
@@ -90,11 +97,19 @@ class QueueKeys:
         """The lock of unique tasks with this key: a string key, holding a token, with an expiry."""
         return self.name + UNIQUE_INFIX + key
 
+    def worker_ids(self, count: int) -> List[str]:
+        """count ids for one worker process on this queue (see new_worker_ids), each ending with the
+        queue's hash tag, if it has one, so that their keep-alive keys live in the queue's slot."""
+        tag = hash_tag(self.name)
+        ids = new_worker_ids(count)
+        return ids if tag is None else [f"{worker_id}:{{{tag}}}" for worker_id in ids]
+
     @classmethod
     def of(cls, name: str) -> "QueueKeys":
         return cls(name, name + NOTI_SUFFIX, name + PROCESSING_SUFFIX, name + DEAD_SUFFIX, name + CRASHES_SUFFIX,
                    name + SCHEDULED_SUFFIX, name + WORKERS_SUFFIX, name + UNNOTIFIED_SUFFIX,
-                   name + DEAD_LETTERS_SUFFIX, name + COUNTS_SUFFIX, name + TRACKED_SUFFIX, name + PAUSED_SUFFIX)
+                   name + DEAD_LETTERS_SUFFIX, name + COUNTS_SUFFIX, name + TRACKED_SUFFIX, name + PAUSED_SUFFIX,
+                   name + PERIODIC_SUFFIX)
 
 
 def new_worker_id() -> str:
@@ -106,3 +121,18 @@ def new_worker_ids(count: int) -> List[str]:
     """count ids for one worker process: one random base, then -1, -2, ... for the extra slots."""
     base = new_worker_id()
     return [base] + [f"{base}-{slot}" for slot in range(1, count)]
+
+
+def hash_tag(name: str) -> Optional[str]:
+    """The hash tag of a key as Redis Cluster reads it (what lies between the first "{" and the next
+    "}", when not empty), or None: keys with the same tag live in the same slot."""
+    start = name.find("{")
+    end = name.find("}", start + 1) if start >= 0 else -1
+    return name[start + 1:end] if end > start + 1 else None
+
+
+def check_cluster_name(name: str) -> None:
+    """In a Redis Cluster a queue's keys must share one slot: refuse a name without a hash tag, saying how to name it."""
+    if hash_tag(name) is None:
+        raise ValueError(f"queue {name!r} has no hash tag, which a Redis Cluster needs to keep all its keys in one "
+                         f"slot: name it {'{' + name + '}'!r} (braces and all, everywhere the queue is named)")

@@ -10,11 +10,12 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 import redis
 import redis.asyncio
+from redis.crc import key_slot
 
 from . import dead_letter, scripts, tracking
-from .connection import sent_once, sent_once_async
+from .connection import is_cluster, sent_once, sent_once_async
 from .errors import DuplicateTaskError, NotReplicatedError, TaskNotFoundError, TaskTooLargeError
-from .keys import WORKER_ID_PREFIX, QueueKeys
+from .keys import WORKER_ID_PREFIX, QueueKeys, check_cluster_name, hash_tag
 from .task import GoTask, PyTask
 from .tracking import AsyncTaskHandle, Cancel, TaskHandle, TaskInfo, Tracked
 
@@ -67,6 +68,13 @@ class Sweep:
 
     notified: int
     crash_loops: List[CrashLoop]
+
+
+def _keys(name: str, conn: Any) -> QueueKeys:
+    """The keys of queue `name`; on a Redis Cluster, a name without a hash tag is refused (ValueError)."""
+    if is_cluster(conn):
+        check_cluster_name(name)
+    return QueueKeys.of(name)
 
 
 def _blobs(tasks: Iterable[Task], max_task_size: int) -> List[bytes]:
@@ -176,7 +184,9 @@ def _stage_enqueue(pipe: Any, keys: QueueKeys, blobs: Sequence[bytes], due: Opti
 class Queue:
     """A go-delayed queue on a redis-py connection (drop-in for keakon/delayed 1.x's Queue).
 
-    conn: a redis.Redis (any pool: Sentinel, TLS, your own). The queue sends its commands on
+    name: on a Redis Cluster, it must carry a hash tag ("{orders}"), so that all the queue's keys
+    live in one slot (ValueError otherwise).
+    conn: a redis.Redis (any pool: Sentinel, TLS, your own) or a RedisCluster. The queue sends its commands on
     conn's connection pool, each exactly once: redis-py's retries would resend a command whose
     reply was lost and enqueue a task twice (see connection.sent_once); conn itself is left as
     it is. self.conn is the client the queue uses. A call that raises ConnectionError or
@@ -207,7 +217,7 @@ class Queue:
         wait_replicas: int = 0,
         wait_timeout_ms: int = 1000,
     ) -> None:
-        self.keys = QueueKeys.of(name)
+        self.keys = _keys(name, conn)
         self.conn = sent_once(conn)
         self.wait_replicas = wait_replicas
         self.wait_timeout_ms = wait_timeout_ms
@@ -222,6 +232,11 @@ class Queue:
     @property
     def name(self) -> str:
         return self.keys.name
+
+    @property
+    def _slot(self) -> int:
+        """The Redis Cluster hash slot of the queue's keys."""
+        return key_slot(self.name.encode())
 
     # Producers
 
@@ -411,10 +426,16 @@ class Queue:
         return None if since is None else float(since)
 
     def give_back(self, held: Sequence[Tuple[str, bytes]]) -> int:
-        """Return (worker id, blob) pairs not yet started to the head of the queue, in order."""
-        args = [self.keys.task_prefix, *(item for pair in held for item in pair)]
-        return self._scripts["give_back"](keys=(self.keys.name, self.keys.noti, self.keys.processing,
-                                                self.keys.tracked), args=args)
+        """Return (worker id, blob) pairs not yet started to the head of the queue, in order (a tracked
+        one's record says pending again: declared, as every key the script writes)."""
+        keys: List[str] = [self.keys.name, self.keys.noti, self.keys.processing]
+        args: List[Any] = []
+        for worker_id, blob in held:
+            task_id = tracking.task_id(blob)
+            if task_id is not None:
+                keys.append(self.keys.task(task_id))
+            args += (worker_id, blob, 0 if task_id is None else len(keys))
+        return self._scripts["give_back"](keys=keys, args=args)
 
     def unlock(self, locks: Sequence[Tuple[str, str]]) -> int:
         """Release unique tasks' locks, given as (unique key, token) pairs; each only if still its own."""
@@ -533,14 +554,20 @@ class Queue:
         bury (the sweep leaves it under the dead id until then); 0 turns that off. Only our
         workers' deaths count: a go-delayed worker never releases its last task, so one that
         stopped cleanly leaves a task behind too.
+        Two round trips: the ids holding tasks are read first, so the script declares every
+        keep-alive key it reads (a Redis Cluster needs that); an id that appears in between waits
+        for the next sweep.
         Tasks without notifications (a producer or worker died between two commands) get them
         from the first sweep that finds the queue's head where a sweep saw it short of
         notifications at least notify_after seconds before: sooner, a worker caught between
         its BLPOP and its dequeue would later find a stray notification.
         """
+        holders = [worker_id.decode() for worker_id in cast(List[bytes], self.conn.hkeys(self.keys.processing))]
+        if is_cluster(self.conn):  # only ids in the queue's slot can be declared (ours carry its tag)
+            holders = [worker_id for worker_id in holders if key_slot(worker_id.encode()) == self._slot]
         reply = self._scripts["requeue_lost"](
             keys=(self.keys.name, self.keys.noti, self.keys.processing, self.keys.crashes,
-                  self.keys.workers, self.keys.unnotified, self.keys.tracked),
+                  self.keys.workers, self.keys.unnotified, self.keys.tracked, *holders),
             args=(max_crashes, int(time.time()), CRASH_MEMORY, WORKER_ID_PREFIX, int(notify_after * 1000),
                   self.keys.task_prefix),
         )
@@ -665,8 +692,11 @@ def server_of(queue: Queue) -> Tuple[Any, ...]:
 def wait_for_notification(queues: Sequence[Queue], timeout: Optional[float] = None) -> Optional[Queue]:
     """Wait up to timeout (default: the first queue's dequeue_timeout) seconds for a notification on
     any of the queues (all on the first one's Redis) and take it: the first of them that had one, in
-    the order given (BLPOP's), or None. The caller then takes its task (Queue.take_head)."""
+    the order given (BLPOP's), or None. The caller then takes its task (Queue.take_head).
+    On a Redis Cluster one BLPOP cannot span slots: it waits on the queues in the first one's slot."""
     first = queues[0]
+    if is_cluster(first.conn):
+        queues = [queue for queue in queues if queue._slot == first._slot]
     by_key = {queue.keys.noti: queue for queue in queues}
     popped = first.conn.blpop(list(by_key), first.dequeue_timeout if timeout is None else timeout)
     if not popped:
@@ -682,7 +712,7 @@ class AsyncQueue:
     def __init__(
         self, name: str, conn: redis.asyncio.Redis, max_task_size: int = DEFAULT_MAX_TASK_SIZE
     ) -> None:
-        self.keys = QueueKeys.of(name)
+        self.keys = _keys(name, conn)
         self.conn = sent_once_async(conn)
         self.max_task_size = max_task_size
         self._scripts = scripts.register(self.conn)

@@ -108,7 +108,7 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
         return flask.render_template(
             "index.html", rows=rows, charts=charts, workers=admin.workers(conn, found),
             holders=admin.holders(conn, found), letters=letters, page=PAGE, scheduled=upcoming,
-            periodic=admin.periodic(conn), every=sampler.every, window=sampler.window,
+            periodic=admin.periodic(conn, found), every=sampler.every, window=sampler.window,
             refresh=refresh if refresh and refresh > 0 else None)
 
     @app.get("/dead")

@@ -14,7 +14,9 @@
 -- A paused queue (its paused key exists) gives no new task: the ids only get back what they hold.
 -- Tracked tasks (see tracking.lua): a tracked release writes its result into the record, if its id
 -- still held the task; a task claimed while the queue's tracked marker exists is looked at, and
--- its record, if it has one, says running. Untracked traffic costs one EXISTS per claim.
+-- its record, if it has one, says running (the one key a script of ours writes undeclared: found
+-- in the blob, it cannot be named before the claim; named after the queue, it is in the queue's
+-- slot, which Redis Cluster accepts). Untracked traffic costs one EXISTS per claim.
 -- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] processing hash, KEYS[4] counts hash,
 -- KEYS[5] paused key, KEYS[6] the queue's tracked marker, KEYS[7 .. t+6] the records of the tracked releases
 -- ARGV[1] record key prefix, ARGV[2] r, the number of untracked ids to release, ARGV[3] t, the

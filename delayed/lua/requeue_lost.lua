@@ -13,7 +13,11 @@
 -- KEYS[4] crash counts hash (digest -> "count:last seen"),
 -- KEYS[5] our workers sorted set (entries whose keep-alive lapsed are dropped here),
 -- KEYS[6] the unnotified marker ("<sha1 of the queue's head>:<unix ms first seen>"),
--- KEYS[7] the queue's tracked marker: a tracked task it requeues is pending again (see tracking.lua)
+-- KEYS[7] the queue's tracked marker: a tracked task it requeues is pending again (see tracking.lua;
+-- its record, named after the queue, is in the queue's slot but not declared: the ids holding tasks
+-- are read before the sweep, their blobs are not),
+-- KEYS[8 ..] the ids holding tasks when the caller read the processing hash: each is a field of
+-- it and that worker's keep-alive key, so every key the script reads is declared (Redis Cluster)
 -- ARGV[1] most crashes a task may cause (0: count nothing, quarantine nothing),
 -- ARGV[2] now (unix seconds), ARGV[3] seconds a crash count is kept after its last crash,
 -- ARGV[4] our worker ids' prefix,
@@ -61,10 +65,10 @@ end
 local count = missing_notifications()
 local track = redis.call('exists', KEYS[7]) == 1 and tracking(ARGV[6])
 local crash_loops = {}
-local processing = redis.call('hgetall', KEYS[3])
-for i = 1, #processing, 2 do
-    local worker_id, task = processing[i], processing[i + 1]
-    if not redis.call('get', worker_id) then
+for i = 8, #KEYS do
+    local worker_id = KEYS[i]
+    local task = redis.call('hget', KEYS[3], worker_id)
+    if task and not redis.call('get', worker_id) then
         local ours = string.sub(worker_id, 1, #our_prefix) == our_prefix
         local crashed = (max_crashes > 0 and ours) and crashes(task) or 0
         if crashed > max_crashes then

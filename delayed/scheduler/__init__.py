@@ -16,8 +16,8 @@ import croniter
 import redis
 
 from .. import scripts
-from ..connection import Backoff
-from ..keys import PERIODIC_KEY, QueueKeys
+from ..connection import Backoff, is_cluster
+from ..keys import LEGACY_PERIODIC_KEY, QueueKeys, check_cluster_name
 from ..lifecycle import Lifecycle
 from ..task import GoTask, PyTask
 
@@ -68,11 +68,18 @@ class Periodic:
 
 
 class Scheduler:
-    """Enqueues the ticks of `entries` until stopped; run as many replicas as you like."""
+    """Enqueues the ticks of `entries` until stopped; run as many replicas as you like.
+
+    Each queue's last ticks live in its own hash (N_periodic), so on a Redis Cluster they share the
+    queue's slot; there every entry's queue name needs a hash tag (ValueError otherwise)."""
 
     def __init__(self, conn: redis.Redis, entries: Sequence[Periodic], poll: float = 0.5) -> None:
         self.conn = conn
         self.entries = list(entries)
+        self._legacy = () if is_cluster(conn) else (LEGACY_PERIODIC_KEY,)  # one hash spans slots
+        if is_cluster(conn):
+            for entry in self.entries:
+                check_cluster_name(entry.queue)
         self.poll = min([poll] + [entry.every / 4 for entry in self.entries if entry.every])
         self._script = scripts.register(conn)["tick"]
         self._seen: Dict[str, float] = {}
@@ -89,7 +96,7 @@ class Scheduler:
                 continue
             run = entry.missed == "once" or now - tick <= entry.grace
             keys = QueueKeys.of(entry.queue)
-            if self._script(keys=(PERIODIC_KEY, keys.name, keys.noti, keys.counts),
+            if self._script(keys=(keys.periodic, keys.name, keys.noti, keys.counts, *self._legacy),
                             args=(entry.name, repr(tick), entry.blob(), int(run))):
                 logger.info("%s: tick %s %s", entry.name, repr(tick), "enqueued" if run else "missed, skipped")
                 enqueued += run
