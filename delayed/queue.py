@@ -525,7 +525,8 @@ class Queue:
         """Delete the ids' keep-alive keys (they hold nothing and are leaving) and the worker's entry."""
         ids = worker_ids or (self._id(None),)
         with self.conn.pipeline(transaction=False) as pipe:
-            pipe.delete(*ids)
+            for worker_id in ids:  # one DEL each: a cluster pipeline refuses a DEL of several keys
+                pipe.delete(worker_id)
             pipe.zrem(self.keys.workers, ids[0])
             pipe.execute()
 
@@ -684,7 +685,11 @@ class Queue:
 
 
 def server_of(queue: Queue) -> Tuple[Any, ...]:
-    """Where queue's Redis is (host, port, unix socket path, db), as its connection pool says."""
+    """Where queue's Redis is (host, port, unix socket path, db), as its connection pool says; for a
+    Redis Cluster, which cluster (the nodes its client was started from): a cluster client has no
+    single pool."""
+    if is_cluster(queue.conn):
+        return ("cluster", *sorted(node.name for node in queue.conn.nodes_manager.startup_nodes.values()))
     kwargs = getattr(queue.conn.connection_pool, "connection_kwargs", {})
     return tuple(kwargs.get(name) for name in ("host", "port", "path", "db"))
 
