@@ -21,7 +21,6 @@ from .task import ID_OPTION, TRACKED_TAIL
 if TYPE_CHECKING:
     from .queue import AsyncQueue, Queue
 
-WAITING = ("scheduled", "pending", "retrying")
 ENDED = ("done", "failed", "dead", "cancelled")
 STATUSES = ("scheduled", "pending", "running", "retrying", *ENDED)
 FIRST_POLL, MAX_POLL = 0.005, 0.5
@@ -42,8 +41,8 @@ def ttl_seconds(result_ttl: float) -> int:
 
 
 def task_id(blob: bytes) -> Optional[str]:
-    """The tracked id at the end of a blob (see delayed.task), or None: the scripts' track_key, for
-    the settlements Python writes without a decoded task (dead-lettered blobs)."""
+    """The tracked id at the end of a blob (see delayed.task), or None: what the scripts' track.key
+    reads, for the settlements Python writes without a decoded task (dead-lettered blobs, give-backs)."""
     if blob[:1] != _WITH_OPTIONS or blob[-37:-32] != TRACKED_TAIL:
         return None
     return blob[-32:].decode("ascii", errors="replace")
