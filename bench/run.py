@@ -63,6 +63,10 @@ class SystemSpec:
 SYSTEMS = [
     SystemSpec("delayed", "delayed", Path(sys.executable), 300_000),
     SystemSpec("delayed1", "delayed --batch 1", Path(sys.executable), 20_000, io_rows=False),
+    # what tracking costs (every task enqueued with result_ttl) and what --log-tasks costs, beside delayed
+    SystemSpec("delayed_tracked", "delayed, tracked", Path(sys.executable), 150_000, io_rows=False),
+    SystemSpec("delayed_logtasks", "delayed --log-tasks", Path(sys.executable), 200_000, io_rows=False,
+               context_reps=1),
     SystemSpec("keakon", "keakon/delayed", KEAKON_VENV / "bin/python", 8_000,
                KEAKON_VENV, ["delayed==1.2.0b2", "redis", "hiredis", "msgpack"], one_slot=True),
     SystemSpec("rq", "rq", PEERS_VENV / "bin/python", 600, PEERS_VENV, ["rq==3.0.0", "redis", "hiredis"],

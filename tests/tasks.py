@@ -166,3 +166,18 @@ def hold_gil(tag, n):
 def returns_awaitable(tag):
     """A plain function whose work is the coroutine it returns."""
     return async_record(tag)
+
+
+def add(a, b):
+    """Returns a value: what a tracked task's record keeps."""
+    return a + b
+
+
+async def async_add(a, b):
+    await asyncio.sleep(0)
+    return a + b
+
+
+def returns_unserialisable(tag):
+    """Returns what msgpack cannot take: its record keeps the repr."""
+    return {tag: object()}

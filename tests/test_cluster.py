@@ -173,3 +173,17 @@ def test_a_worker_with_several_ids_goes_offline_on_a_cluster(cluster):
     assert sum(check.exists(worker_id) for worker_id in ids) == 3 and check.zcard("{offline}_workers") == 1
     queue.go_offline(ids)
     assert sum(check.exists(worker_id) for worker_id in ids) == 0 and check.zcard("{offline}_workers") == 0
+
+
+def test_a_tracked_task_s_record_lives_in_its_queue_s_slot(cluster):
+    from delayed.tracking import Tracked, pack_result
+
+    queue = Queue("{orders}", connect(cluster.url))
+    handle, waiting = queue.enqueue_many([ONE, ONE], result_ttl=60)
+    assert cluster.primary_for(f"{{orders}}_task:{handle.id}").port == cluster.primary_for("{orders}").port
+    worker_id = "delayed-py-" + "5" * 32
+    [(_, blob)] = queue.claim_batch((), (worker_id,)).tasks  # the script finds the record from the blob
+    assert handle.status() == "running"
+    assert queue.cancel(waiting.id) and waiting.status() == "cancelled"
+    queue.claim_batch((worker_id,), (), {worker_id: Tracked(handle.id, 0.01, *pack_result(42, 1000))})
+    assert handle.result(timeout=1) == 42
