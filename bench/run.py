@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 import uuid
+from importlib.metadata import version
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
@@ -26,6 +27,7 @@ from delayed.testing import RedisServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root, for interop/
 from interop import gocommands  # noqa: E402
+import scale  # noqa: E402  (bench/, this script's directory)
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -61,6 +63,10 @@ class SystemSpec:
 SYSTEMS = [
     SystemSpec("delayed", "delayed", Path(sys.executable), 300_000),
     SystemSpec("delayed1", "delayed --batch 1", Path(sys.executable), 20_000, io_rows=False),
+    # what tracking costs (every task enqueued with result_ttl) and what --log-tasks costs, beside delayed
+    SystemSpec("delayed_tracked", "delayed, tracked", Path(sys.executable), 150_000, io_rows=False),
+    SystemSpec("delayed_logtasks", "delayed --log-tasks", Path(sys.executable), 200_000, io_rows=False,
+               context_reps=1),
     SystemSpec("keakon", "keakon/delayed", KEAKON_VENV / "bin/python", 8_000,
                KEAKON_VENV, ["delayed==1.2.0b2", "redis", "hiredis", "msgpack"], one_slot=True),
     SystemSpec("rq", "rq", PEERS_VENV / "bin/python", 600, PEERS_VENV, ["rq==3.0.0", "redis", "hiredis"],
@@ -305,8 +311,13 @@ def report(cfg: Dict, systems: List[SystemSpec], results: Dict, limits: Dict, fa
         + (" with `--quick`: 1 repetition, smaller N, indicative only." if cfg["quick"] else "."),
         f"Took {wall:.0f} s. Machine: `nproc` = {facts['nproc']} ({facts['cpu']}), {facts['os']}; "
         f"Python {facts['python']}; {facts['redis']}.",
-        "Versions: " + ", ".join(f"{s.label} {s.version}" for s in measured) + ".",
+        "Versions: " + (", ".join(f"{s.label} {s.version}" for s in measured) or f"delayed {version('delayed')}")
+        + ".",
         "",
+    ]
+    if not systems:  # --only cluster: the scale section alone follows
+        return "\n".join(lines)
+    lines += [
         f"Medians of {cfg['reps']} runs{fewer_runs(cfg, measured)}; in brackets the ratio system ÷ "
         "delayed (for tasks/s above 1 "
         "means faster than delayed, for latencies above 1 means slower). Redis was FLUSHALLed "
@@ -460,20 +471,30 @@ def leftover_processes(run_id: str) -> List[int]:
     return pids
 
 
+def kill_leftovers(run_id: str) -> None:
+    for pid in leftover_processes(run_id):
+        log(f"killing left-over process {pid}")
+        os.kill(pid, signal.SIGKILL)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="1 repetition, smaller N; a smoke test")
     parser.add_argument("--output", type=Path,
                         help="markdown report (default: BENCHMARKS.md, none with --quick)")
-    parser.add_argument("--only", nargs="+", choices=[s.name for s in SYSTEMS],
-                        help="measure only these systems (delayed is always measured)")
+    parser.add_argument("--only", nargs="+", choices=[s.name for s in SYSTEMS] + ["cluster"],
+                        help="measure only these systems (delayed is always measured), and the cluster scale "
+                             "row only if `cluster` is named; `--only cluster` alone: just that row")
     args = parser.parse_args()
     output = args.output or (None if args.quick else ROOT / "BENCHMARKS.md")
     cfg = {"quick": args.quick, "reps": 1 if args.quick else 3, "seconds": 0.5 if args.quick else 2.0,
            "drain_seconds": 0.8 if args.quick else 2.5, "drain_min_seconds": 0.4 if args.quick else 2.0,
-           "io_seconds": 0.8 if args.quick else 1.0, "latency_tasks": 400 if args.quick else 2000}
+           "io_seconds": 0.8 if args.quick else 1.0, "latency_tasks": 400 if args.quick else 2000,
+           "scale_seconds": 1.0 if args.quick else 2.0, "scale_guess": 5_000 if args.quick else 30_000}
     started = time.monotonic()
-    systems = [s for s in SYSTEMS if not args.only or s.name in args.only or s.name == "delayed"]
+    named = set(args.only or []) - {"cluster"}
+    systems = [s for s in SYSTEMS if not args.only or s.name in named or (s.name == "delayed" and named)]
+    run_scale = not args.only or "cluster" in args.only
     for spec in systems:
         if spec.venv:
             spec.skipped = ensure_venv(spec)
@@ -484,12 +505,15 @@ def main() -> int:
 
     run_id = uuid.uuid4().hex
     results: Dict[str, Dict] = {}
+    limits: Dict = {}
+    scale_results = None
     with tempfile.TemporaryDirectory(prefix="delayed-bench-") as tmp:
         server = RedisServer(Path(tmp)).start()
         try:
             bench = Bench(server.url, Path(tmp), run_id)
-            log(f"redis-server on port {server.port}; redis-benchmark ...")
-            limits = redis_benchmark(server.port)
+            if systems:
+                log(f"redis-server on port {server.port}; redis-benchmark ...")
+                limits = redis_benchmark(server.port)
             for spec in systems:
                 if spec.skipped:
                     continue
@@ -504,11 +528,20 @@ def main() -> int:
                 measure(bench, spec, cfg, results)
                 log(f"  ({spec.label}: {time.monotonic() - begun:.0f} s)")
         finally:
-            for pid in leftover_processes(run_id):
-                log(f"killing left-over process {pid}")
-                os.kill(pid, signal.SIGKILL)
+            kill_leftovers(run_id)
             server.stop()
+    if run_scale:  # after the rest, on servers of its own: the bench's redis-server is stopped by then
+        log("scale: 6 queues, 6 workers, on 1 redis-server and on a cluster of 3 primaries, "
+            "without and with replicas ...")
+        begun = time.monotonic()
+        try:
+            scale_results = scale.measure(cfg, log, run_id)
+        finally:
+            kill_leftovers(run_id)
+        log(f"  (scale: {time.monotonic() - begun:.0f} s)")
     text = report(cfg, systems, results, limits, machine_facts(), time.monotonic() - started)
+    if scale_results is not None:
+        text += "\n".join(scale.report(scale_results, cfg)) + "\n"
     print(text)
     if output:
         output.write_text(text)

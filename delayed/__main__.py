@@ -1,7 +1,8 @@
 """`delayed` (or `python -m delayed`): look at and operate the queues (stats, dead letters,
-scheduled tasks, workers), enqueue a task by hand, and run a worker, sweeper or scheduler.
+scheduled tasks, workers, tracked tasks), enqueue or cancel a task by hand, and run a worker, sweeper or scheduler.
 Tables for people, --json for scripts."""
 import argparse
+import datetime
 import json
 import logging
 import re
@@ -17,7 +18,7 @@ from .cli import (CommandError, add_connection_options, connect_checked, positiv
 from .connection import Backoff
 from .dashboard.cli import main as dashboard_main
 from .dead_letter import DeadLetterError
-from .errors import TaskTooLargeError
+from .errors import TaskNotFoundError, TaskTooLargeError
 from .metrics.cli import main as metrics_main
 from .queue import Queue
 from .task import GoTask, PyTask
@@ -161,6 +162,41 @@ def _enqueue(conn: redis.Redis, args: argparse.Namespace) -> None:
           f"enqueued {json.dumps(described)} into {args.queue}")
 
 
+def _task(conn: redis.Redis, args: argparse.Namespace) -> None:
+    try:
+        info = Queue(args.queue, conn).task_info(args.id).as_dict()
+    except TaskNotFoundError as exc:
+        raise CommandError(str(exc)) from None
+    if args.json:
+        print(json.dumps(info, default=repr, indent=2))
+        return
+    for key, value in info.items():
+        if value is None or key == "queue":
+            continue
+        if key in ("enqueued_at", "due", "started_at", "finished_at"):
+            value = datetime.datetime.fromtimestamp(value).astimezone().isoformat(timespec="milliseconds")
+        elif key == "seconds":
+            value = f"{value:.6f}"
+        elif key == "result":
+            value = json.dumps(value, default=repr)
+        elif key == "expires_in":
+            value = f"{value} s"
+        print(f"{key}: {value}")
+
+
+def _cancel(conn: redis.Redis, args: argparse.Namespace) -> None:
+    try:
+        outcome = Queue(args.queue, conn).cancel(args.id)
+    except TaskNotFoundError as exc:
+        raise CommandError(str(exc)) from None
+    if args.json:
+        print(json.dumps({"cancelled": outcome.cancelled, "status": outcome.status, "reason": outcome.reason}))
+    elif outcome:
+        print(outcome.reason)
+    if not outcome:  # running, ended, or being taken: exit status 1
+        raise CommandError(outcome.reason)
+
+
 def _pause(conn: redis.Redis, args: argparse.Namespace) -> None:
     """pause/resume: each named queue, saying what changed (go-delayed's workers do not pause)."""
     pausing = args.command == "pause"
@@ -187,7 +223,7 @@ def _retry(text: str) -> int:
 
 
 COMMANDS = {"stats": _stats, "workers": _workers, "dead": _dead, "scheduled": _scheduled, "enqueue": _enqueue,
-            "pause": _pause, "resume": _pause}
+            "task": _task, "cancel": _cancel, "pause": _pause, "resume": _pause}
 
 
 RUNNERS: Dict[str, Callable[[Optional[Sequence[str]]], int]] = {
@@ -209,9 +245,9 @@ def front_parser() -> argparse.ArgumentParser:
     front = argparse.ArgumentParser(
         prog="delayed", usage="%(prog)s [-h] [--version] [OPTIONS] COMMAND ...", parents=[_common(defaults=False)],
         description=__doc__,
-        epilog="commands: stats, workers, dead, scheduled, enqueue, pause, resume (operate the queues); worker, sweeper, "
-               "scheduler (run one, as python -m delayed.worker etc.); metrics (the queues' Prometheus exporter, as "
-               "python -m delayed.metrics); dashboard (the web page, as python -m delayed.dashboard). "
+        epilog="commands: stats, workers, dead, scheduled, enqueue, task, cancel, pause, resume (operate the queues); "
+               "worker, sweeper, scheduler (run one, as python -m delayed.worker etc.); metrics (the queues' Prometheus "
+               "exporter, as python -m delayed.metrics); dashboard (the web page, as python -m delayed.dashboard). "
                "`delayed COMMAND --help` for each.")
     front.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     front.add_argument("command", choices=[*COMMANDS, *RUNNERS], metavar="COMMAND", nargs="?")
@@ -266,6 +302,13 @@ def parser() -> argparse.ArgumentParser:
     enqueue.add_argument("--delay", type=positive(float), metavar="SECONDS", help="hold it this long first")
     enqueue.add_argument("--go", action="store_true", help="a GoTask for a go-delayed worker")
 
+    task = commands.add_parser("task", parents=[common], help="a tracked task's status, result or error")
+    task.add_argument("id", metavar="ID", help="the task's id (its handle's .id)")
+    task.add_argument("--queue", default="default", help="(default: %(default)s)")
+    cancel = commands.add_parser("cancel", parents=[common], help="cancel a tracked task that waits "
+                                 "(scheduled, pending or retrying); a running one is not interrupted")
+    cancel.add_argument("id", metavar="ID", help="the task's id (its handle's .id)")
+    cancel.add_argument("--queue", default="default", help="(default: %(default)s)")
     for name, help_text in (("pause", "our workers take no new task from these queues (go-delayed's do)"),
                             ("resume", "resume paused queues")):
         pausing = commands.add_parser(name, parents=[common], help=help_text)

@@ -176,6 +176,9 @@ def worker_parser() -> argparse.ArgumentParser:
                         help="exit (status 0) once the queues are empty and nothing runs, due scheduled tasks "
                              "included; tasks scheduled for later are left for the next worker")
     _add_dead_options(parser)
+    parser.add_argument("--log-tasks", action="store_true",
+                        help="one INFO line per finished task on delayed.worker.tasks: id (tracked tasks; '-' "
+                             "otherwise), function, outcome, milliseconds (costs throughput on tiny tasks)")
     parser.add_argument("--metrics-port", type=positive(int), metavar="PORT",
                         help="serve Prometheus metrics of the tasks run on http://0.0.0.0:PORT/metrics, all "
                              "processes together (needs prometheus-client; default: none)")
@@ -242,6 +245,7 @@ def _worker(args: argparse.Namespace) -> int:
                             dead_max=args.dead_max, dead_max_age=args.dead_max_age) for name in queue_names]
             return Worker(queues, functions, keep_alive_interval=args.keep_alive_timeout / 4,
                           batch=args.batch, time_limit=args.time_limit, threads=args.threads,
+                          log_tasks=args.log_tasks,
                           observe=task_metrics.TaskMetrics() if args.metrics_port else None, burst=args.burst)
 
         if args.concurrency > 1:

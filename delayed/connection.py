@@ -240,6 +240,17 @@ class _RedirectsOnly(Retry):
         return super().call_with_retry(do, failed, is_retryable, with_failure_count)
 
 
+_VIEW_CLASSES: Dict[type, type] = {}
+
+
+def _view_class(cls: type) -> type:
+    """cls (a RedisCluster class, a subclass's overrides kept) whose instances close nothing when collected."""
+    if cls not in _VIEW_CLASSES:
+        _VIEW_CLASSES[cls] = type(cls.__name__, (cls,), {"__del__": lambda self: None,
+                                                         "__doc__": "A sent-once view (delayed.connection)."})
+    return _VIEW_CLASSES[cls]
+
+
 def _cluster_view(client: redis.cluster.RedisCluster) -> redis.cluster.RedisCluster:
     """A copy of a RedisCluster on its nodes and pools that never resends a command whose reply was lost.
 
@@ -251,8 +262,13 @@ def _cluster_view(client: redis.cluster.RedisCluster) -> redis.cluster.RedisClus
     TRANSACTION_REDIRECTS times); a non-transactional pipeline resends the commands a redirect
     refused, never those of a node whose connection was lost (redis-py would: we raise that error).
     CLUSTERDOWN and connection errors reach the caller, whose retries decide.
+
+    The view shares the client's nodes manager, so it must not close it when it is garbage
+    collected (RedisCluster.__del__ does: every node's connections closed and the default node
+    forgotten, which broke the caller's client as soon as a Queue on it was dropped).
     """
     view = copy.copy(client)
+    view.__class__ = _view_class(client.__class__)
     view.retry = NO_RESEND
     view.pipeline = lambda transaction=None, shard_hint=None: _sent_once_pipeline(  # type: ignore[method-assign]
         client.__class__.pipeline(view, transaction, shard_hint), view.nodes_manager)

@@ -1,6 +1,7 @@
 """The `delayed(queue)` decorator of keakon/delayed 1.x: `f.delay(*args, **kwargs)` enqueues a call of f.
 
-On an AsyncQueue, `f.delay` is a coroutine function: `await f.delay(1, 2)`.
+On an AsyncQueue, `f.delay` is a coroutine function: `await f.delay(1, 2)`. With result_ttl
+(`@d(result_ttl=3600)`), `f.delay` tracks each call and returns its handle (delayed.tracking).
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Coroutine, Optional, TypeVar, U
 
 from .queue import AsyncQueue, Queue
 from .task import PyTask
+from .tracking import AsyncTaskHandle, TaskHandle
 
 if TYPE_CHECKING:
     from typing_extensions import ParamSpec, Protocol
@@ -25,6 +27,20 @@ if TYPE_CHECKING:
 
         def delay(self, *args: P.args, **kwargs: P.kwargs) -> None: ...
 
+    class TrackedFunction(Protocol[P, R_co]):
+        """The decorated function with result_ttl: `.delay()` enqueues the call and returns its handle."""
+
+        def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
+
+        def delay(self, *args: P.args, **kwargs: P.kwargs) -> TaskHandle: ...
+
+    class AsyncTrackedFunction(Protocol[P, R_co]):
+        """The same on an AsyncQueue: `await f.delay(...)` returns the handle."""
+
+        def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
+
+        def delay(self, *args: P.args, **kwargs: P.kwargs) -> Coroutine[Any, Any, AsyncTaskHandle]: ...
+
     class AsyncDelayedFunction(Protocol[P, R_co]):
         """The same on an AsyncQueue: `await f.delay(...)` enqueues the call."""
 
@@ -39,6 +55,10 @@ if TYPE_CHECKING:
         @overload
         def __call__(self, func: None = None, *, retry: int = 0) -> Callable[[Callable[P, R]], DelayedFunction[P, R]]: ...
 
+        @overload
+        def __call__(self, func: None = None, *, retry: int = 0,
+                     result_ttl: float) -> Callable[[Callable[P, R]], TrackedFunction[P, R]]: ...
+
     class AsyncDecorator(Protocol):
         @overload
         def __call__(self, func: Callable[P, R], *, retry: int = 0) -> AsyncDelayedFunction[P, R]: ...
@@ -47,6 +67,11 @@ if TYPE_CHECKING:
         def __call__(
             self, func: None = None, *, retry: int = 0
         ) -> Callable[[Callable[P, R]], AsyncDelayedFunction[P, R]]: ...
+
+        @overload
+        def __call__(
+            self, func: None = None, *, retry: int = 0, result_ttl: float
+        ) -> Callable[[Callable[P, R]], AsyncTrackedFunction[P, R]]: ...
 
 
 @overload
@@ -58,30 +83,32 @@ def delayed(queue: Queue) -> Decorator: ...
 
 
 def delayed(queue: Union[Queue, AsyncQueue]) -> Union[Decorator, AsyncDecorator]:
-    """Returns a decorator, usable bare (`@d`) or with options (`@d(retry=3)`).
+    """Returns a decorator, usable bare (`@d`) or with options (`@d(retry=3)`, `@d(result_ttl=60)`).
 
     The decorated function is returned unchanged, with a `delay` method added;
     calling the function still runs it here and now. On a Queue, `f.delay(*args, **kwargs)`
-    enqueues the call; on an AsyncQueue (any queue whose enqueue is a coroutine function),
-    `f.delay` is a coroutine function: `await f.delay(*args, **kwargs)`.
+    enqueues the call (returning None, or with result_ttl its TaskHandle); on an AsyncQueue
+    (any queue whose enqueue is a coroutine function), `f.delay` is a coroutine function:
+    `await f.delay(*args, **kwargs)`.
     """
     asynchronous = inspect.iscoroutinefunction(queue.enqueue)
 
-    def decorate(func: Optional[Callable[..., Any]] = None, *, retry: int = 0) -> Any:
+    def decorate(func: Optional[Callable[..., Any]] = None, *, retry: int = 0,
+                 result_ttl: Optional[float] = None) -> Any:
         if func is None:
-            return functools.partial(decorate, retry=retry)
+            return functools.partial(decorate, retry=retry, result_ttl=result_ttl)
         task_func = func
 
         if asynchronous:
             async_queue = cast(AsyncQueue, queue)
 
-            async def delay_async(*args: Any, **kwargs: Any) -> None:
-                await async_queue.enqueue(PyTask(task_func, args, kwargs, retry))
+            async def delay_async(*args: Any, **kwargs: Any) -> Optional[AsyncTaskHandle]:
+                return await async_queue.enqueue(PyTask(task_func, args, kwargs, retry), result_ttl=result_ttl)
 
             delay: Callable[..., Any] = delay_async
         else:
-            def delay_sync(*args: Any, **kwargs: Any) -> None:
-                queue.enqueue(PyTask(task_func, args, kwargs, retry))
+            def delay_sync(*args: Any, **kwargs: Any) -> Optional[TaskHandle]:
+                return cast(Queue, queue).enqueue(PyTask(task_func, args, kwargs, retry), result_ttl=result_ttl)
 
             delay = delay_sync
 

@@ -1,5 +1,5 @@
 """Exceptions raised by delayed."""
-from typing import Optional
+from typing import Any, Optional
 
 
 class DelayedError(Exception):
@@ -29,6 +29,20 @@ class DuplicateTaskError(DelayedError):
 
 class SkipRetry(DelayedError):
     """Raise it in a task to fail it for good: it goes to the dead-letter list, whatever retries it has left."""
+
+
+class TaskNotFoundError(DelayedError, LookupError):
+    """No record of this tracked task: it was never tracked (enqueued without result_ttl), or its
+    record expired result_ttl seconds after it ended."""
+
+
+class TaskFailedError(DelayedError):
+    """result() of a tracked task that ended without a result: failed, dead or cancelled; `info`
+    (a delayed.tracking.TaskInfo) says how."""
+
+    def __init__(self, message: str, info: Any) -> None:
+        super().__init__(message)
+        self.info = info
 
 
 class NotReplicatedError(DelayedError):

@@ -23,6 +23,7 @@ from .connection import Backoff
 from .dead_letter import Letter
 from .lifecycle import Lifecycle
 from .queue import Queue, wait_for_notification
+from .tracking import Tracked
 
 logger = logging.getLogger(__name__)
 
@@ -43,9 +44,11 @@ class Settlement:
     """How a held task leaves the worker; apply() sends its one fenced script through the queue.
 
     lock: the unique lock to release once the task is settled (a task that ended: done or buried).
+    tracked: what a tracked task's settlement writes into its record.
     """
 
     lock: Optional[Lock] = None
+    tracked: Optional[Tracked] = None
 
     def apply(self, queue: Queue, claim: Claim) -> bool:
         """Settle the claim; False if the claim's id no longer holds its blob (fenced off)."""
@@ -54,9 +57,10 @@ class Settlement:
 
 @dataclass(frozen=True)
 class Release(Settlement):
-    """The task is done: forget it (batched into the next claim's round trip)."""
+    """The task is done: forget it (batched into the next claim's round trip, with a tracked task's result)."""
 
     lock: Optional[Lock] = None
+    tracked: Optional[Tracked] = None
 
     def apply(self, queue: Queue, claim: Claim) -> bool:
         queue.release(claim.worker_id)
@@ -68,9 +72,10 @@ class Requeue(Settlement):
     """A retry at once: blob goes to the tail of the queue as the held task is released."""
 
     blob: bytes
+    tracked: Optional[Tracked] = None
 
     def apply(self, queue: Queue, claim: Claim) -> bool:
-        return queue.requeue(claim.blob, self.blob, claim.worker_id)
+        return queue.requeue(claim.blob, self.blob, claim.worker_id, self.tracked)
 
 
 @dataclass(frozen=True)
@@ -79,9 +84,10 @@ class Reschedule(Settlement):
 
     blob: bytes
     due: float
+    tracked: Optional[Tracked] = None
 
     def apply(self, queue: Queue, claim: Claim) -> bool:
-        return queue.reschedule(claim.blob, self.blob, self.due, claim.worker_id)
+        return queue.reschedule(claim.blob, self.blob, self.due, claim.worker_id, self.tracked)
 
 
 @dataclass(frozen=True)
@@ -91,9 +97,10 @@ class Bury(Settlement):
 
     letter: Letter
     lock: Optional[Lock] = None
+    tracked: Optional[Tracked] = None
 
     def apply(self, queue: Queue, claim: Claim) -> bool:
-        return queue.bury(claim.blob, self.letter, claim.worker_id)
+        return queue.bury(claim.blob, self.letter, claim.worker_id, self.tracked)
 
 
 class Holding:
@@ -116,6 +123,7 @@ class Holding:
         self._backoff = backoff or Backoff(logger, "worker", wait=lifecycle.wait)
         self._held: Dict[str, bytes] = {}  # id -> blob, claimed and not yet settled
         self._finished: List[str] = []  # ids whose task is done, released with the next claim
+        self._results: Dict[str, Tracked] = {}  # those of them whose task is tracked: what their release writes
         self._unsure: List[str] = []  # the claim ids of a claim whose reply was lost: sent again as they were
         self._unlocks: List[Lock] = []  # unique tasks that ended: their locks, released after each batch
         self._abandoned = False  # a settlement gave up at stop: tasks may still be held
@@ -164,11 +172,11 @@ class Holding:
             if not claim_ids and not self._finished:
                 return []
             try:
-                claimed = self.queue.claim_batch(self._finished, claim_ids)
+                claimed = self.queue.claim_batch(self._finished, claim_ids, self._results)
             except redis.RedisError as exc:
                 self._failed(claim_ids, exc)
                 return []
-            self._finished = []
+            self._finished, self._results = [], {}
             self._note_paused(claimed.paused)
             return self._took(claimed.tasks)
 
@@ -219,6 +227,8 @@ class Holding:
         if isinstance(settlement, Release):  # no lock: a few atomic steps on the hot path
             self._held.pop(claim.worker_id, None)
             self._finished.append(claim.worker_id)
+            if settlement.tracked is not None:
+                self._results[claim.worker_id] = settlement.tracked
             return
         with self._lock:
             applied = self._persist(settlement.apply, self.queue, claim)
@@ -243,8 +253,8 @@ class Holding:
     def flush(self) -> None:
         """Send what waits for a round trip: releases (at stop) and the locks of unique tasks that ended."""
         with self._lock:
-            if self._finished and self._persist(self.queue.claim_batch, self._finished, ()) is not None:
-                self._finished = []
+            if self._finished and self._persist(self.queue.claim_batch, self._finished, (), self._results) is not None:
+                self._finished, self._results = [], {}
             self.unlock()
 
     def unlock(self) -> None:

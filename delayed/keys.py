@@ -22,6 +22,8 @@ UNIQUE_INFIX = "_unique:"
 WORKERS_SUFFIX = "_workers"
 UNNOTIFIED_SUFFIX = "_unnotified"
 COUNTS_SUFFIX = "_counts"
+TRACKED_SUFFIX = "_tracked"
+TASK_INFIX = "_task:"
 PAUSED_SUFFIX = "_paused"
 
 WORKER_ID_PREFIX = "delayed-py-"
@@ -59,6 +61,8 @@ class QueueKeys:
     the periodic scheduler and dead-letter requeues put a task in the queue or the scheduled
     set), "done" (our workers released a finished task), "retried" (requeued or rescheduled
     after a failure), "dead" (dead-lettered, crash loops included).
+    tracked: string, exists once a tracked task (enqueued with result_ttl) was enqueued to the queue:
+    until then claims and sweeps do not look inside blobs for tracked ids (ours only).
     paused: string, present while the queue is paused (`delayed pause`), holding the unix time it
     was paused: our workers' claim scripts take no task from a paused queue (ours only: go-delayed's
     workers do not know about it).
@@ -75,8 +79,19 @@ class QueueKeys:
     unnotified: str
     dead_letters: str
     counts: str
+    tracked: str
     paused: str
     periodic: str
+
+    @property
+    def task_prefix(self) -> str:
+        """What a tracked task's record key is: this, then the task's id (see `task`)."""
+        return self.name + TASK_INFIX
+
+    def task(self, task_id: str) -> str:
+        """The record of a tracked task: a hash the scripts write (see delayed/lua/tracking.lua), kept
+        result_ttl seconds after the task ended; named after the queue, so a hash tag in it holds too."""
+        return self.task_prefix + task_id
 
     def unique(self, key: str) -> str:
         """The lock of unique tasks with this key: a string key, holding a token, with an expiry."""
@@ -93,7 +108,8 @@ class QueueKeys:
     def of(cls, name: str) -> "QueueKeys":
         return cls(name, name + NOTI_SUFFIX, name + PROCESSING_SUFFIX, name + DEAD_SUFFIX, name + CRASHES_SUFFIX,
                    name + SCHEDULED_SUFFIX, name + WORKERS_SUFFIX, name + UNNOTIFIED_SUFFIX,
-                   name + DEAD_LETTERS_SUFFIX, name + COUNTS_SUFFIX, name + PAUSED_SUFFIX, name + PERIODIC_SUFFIX)
+                   name + DEAD_LETTERS_SUFFIX, name + COUNTS_SUFFIX, name + TRACKED_SUFFIX, name + PAUSED_SUFFIX,
+                   name + PERIODIC_SUFFIX)
 
 
 def new_worker_id() -> str:

@@ -6,17 +6,18 @@ import math
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union, cast
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union, cast, overload
 
 import redis
 import redis.asyncio
 from redis.crc import key_slot
 
-from . import dead_letter, scripts
+from . import dead_letter, scripts, tracking
 from .connection import is_cluster, sent_once, sent_once_async
-from .errors import DuplicateTaskError, NotReplicatedError, TaskTooLargeError
+from .errors import DuplicateTaskError, NotReplicatedError, TaskNotFoundError, TaskTooLargeError
 from .keys import WORKER_ID_PREFIX, QueueKeys, check_cluster_name, hash_tag
 from .task import GoTask, PyTask
+from .tracking import AsyncTaskHandle, Cancel, TaskHandle, TaskInfo, Tracked
 
 Task = Union[PyTask, GoTask]
 
@@ -110,18 +111,55 @@ def _scheduled(blobs: Sequence[bytes], due: float) -> Dict[bytes, float]:
 
 
 def _unique_call(keys: QueueKeys, task: Task, delay: Optional[float], at: Optional[datetime.datetime],
-                 unique_for: float, unique_key: Optional[str], max_task_size: int) -> Dict[str, Any]:
+                 unique_for: float, unique_key: Optional[str], max_task_size: int,
+                 track: Optional[Tuple[str, int]] = None) -> Dict[str, Any]:
     """The enqueue_unique script's keys and args: the lock is keyed by unique_key, or by the
-    task's own digest; the task carries the lock's key and token so its worker can release it."""
+    task's own digest; the task carries the lock's key and token so its worker can release it.
+    track: (task id, record ttl) of a tracked task (the digest is the untracked task's)."""
     if not isinstance(task, PyTask):
         raise TypeError("unique_for is for PyTasks: a go-delayed worker would never release the lock")
     key = unique_key or hashlib.sha1(task.serialize()).hexdigest()
     token = os.urandom(8).hex()
-    [blob] = _blobs((task.with_options(unique_key=key, unique_token=token),), max_task_size)
+    tracked = {} if track is None else {tracking.ID_OPTION: track[0]}
+    [blob] = _blobs((task.with_options(unique_key=key, unique_token=token, **tracked),), max_task_size)
     due = _due(delay, at)
     member = b"" if due is None else next(iter(_scheduled((blob,), due)))
-    return dict(keys=(keys.unique(key), keys.name, keys.noti, keys.scheduled, keys.counts),
-                args=(max(1, int(unique_for * 1000)), token, blob, "" if due is None else due, member))
+    call_keys: Tuple[str, ...] = (keys.unique(key), keys.name, keys.noti, keys.scheduled, keys.counts)
+    args: Tuple[Any, ...] = (max(1, int(unique_for * 1000)), token, blob, "" if due is None else due, member)
+    if track is not None:
+        call_keys += (keys.tracked, keys.task(track[0]))
+        args += (task.func_path, track[1])
+    return dict(keys=call_keys, args=args)
+
+
+def _tracked_call(keys: QueueKeys, tasks: Iterable[Task], due: Optional[float], ttl: int,
+                  max_task_size: int) -> Tuple[List[str], Dict[str, Any]]:
+    """The ids of tracked tasks and the enqueue_tracked script's keys and args to enqueue them."""
+    ids, func_paths, tracked = [], [], []
+    for task in tasks:
+        if not isinstance(task, PyTask):
+            raise TypeError("result_ttl is for PyTasks: a go-delayed worker would not write the record")
+        ids.append(tracking.new_id())
+        func_paths.append(task.func_path)
+        tracked.append(task.with_options(**{tracking.ID_OPTION: ids[-1]}))
+    blobs = _blobs(tracked, max_task_size)
+    members = [b""] * len(blobs) if due is None else list(_scheduled(blobs, due))
+    args: List[Any] = [ttl, "" if due is None else due]
+    for func_path, blob, member in zip(func_paths, blobs, members):
+        args += (func_path, blob, member)
+    return ids, dict(keys=(keys.name, keys.noti, keys.scheduled, keys.counts, keys.tracked,
+                           *(keys.task(task_id) for task_id in ids)), args=args)
+
+
+def _cancel_call(keys: QueueKeys, task_id: str) -> Dict[str, Any]:
+    return dict(keys=(keys.name, keys.noti, keys.scheduled, keys.task(task_id)), args=())
+
+
+def _task_info(keys: QueueKeys, task_id: str, fields: Dict[bytes, bytes], ttl: int) -> TaskInfo:
+    if not fields:
+        raise TaskNotFoundError(f"no record of task {task_id} in {keys.name}: never tracked (enqueued without "
+                                "result_ttl), or it expired result_ttl seconds after the task ended")
+    return tracking.parse(task_id, keys.name, fields, ttl)
 
 
 def _check_unique(reply: int, call: Dict[str, Any]) -> None:
@@ -202,21 +240,35 @@ class Queue:
 
     # Producers
 
+    @overload
     def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None,
-                unique_for: Optional[float] = None, unique_key: Optional[str] = None) -> None:
-        """Append a task: its blob and its notification in one atomic command.
+                unique_for: Optional[float] = None, unique_key: Optional[str] = None, *,
+                result_ttl: None = None) -> None: ...
+
+    @overload
+    def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None,
+                unique_for: Optional[float] = None, unique_key: Optional[str] = None, *,
+                result_ttl: float) -> TaskHandle: ...
+
+    def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None,
+                unique_for: Optional[float] = None, unique_key: Optional[str] = None, *,
+                result_ttl: Optional[float] = None) -> Optional[TaskHandle]:
+        """Append a task: its blob and its notification in one atomic command. Returns None, or,
+        tracked, its TaskHandle.
 
         delay (seconds) or at (a datetime): hold it in the scheduled set until then; workers
         and sweepers move it into the queue when it is due.
         unique_for (seconds): refuse, with DuplicateTaskError, an identical task (or one with the
         same unique_key) while this one is queued or running; the lock goes when it finishes
         or after unique_for seconds, whichever comes first.
+        result_ttl (seconds): track the task (a PyTask): its status and result are kept until
+        result_ttl seconds after it ended (see delayed.tracking). Its blob carries an id option,
+        which keakon/delayed 1.x cannot read; an untracked task's blob is unchanged.
         """
         if unique_for is not None:
-            call = _unique_call(self.keys, task, delay, at, unique_for, unique_key, self.max_task_size)
-            _check_unique(self._scripts["enqueue_unique"](**call), call)
-            self._replicated()
-            return
+            return self._enqueue_unique(task, delay, at, unique_for, unique_key, result_ttl)
+        if result_ttl is not None:
+            return self.enqueue_many((task,), delay, at, result_ttl=result_ttl)[0]
         blobs = _blobs((task,), self.max_task_size)
         due = _due(delay, at)
         if due is None:
@@ -226,10 +278,37 @@ class Queue:
                 _stage_enqueue(pipe, self.keys, blobs, due)
                 pipe.execute()
         self._replicated()
+        return None
+
+    def _enqueue_unique(self, task: Task, delay: Optional[float], at: Optional[datetime.datetime],
+                        unique_for: float, unique_key: Optional[str],
+                        result_ttl: Optional[float]) -> Optional[TaskHandle]:
+        track = None if result_ttl is None else (tracking.new_id(), tracking.ttl_seconds(result_ttl))
+        call = _unique_call(self.keys, task, delay, at, unique_for, unique_key, self.max_task_size, track)
+        _check_unique(self._scripts["enqueue_unique"](**call), call)
+        self._replicated()
+        return None if track is None else TaskHandle(self, track[0])
+
+    @overload
+    def enqueue_many(self, tasks: Iterable[Task], delay: Optional[float] = None,
+                     at: Optional[datetime.datetime] = None, *, result_ttl: None = None) -> int: ...
+
+    @overload
+    def enqueue_many(self, tasks: Iterable[Task], delay: Optional[float] = None,
+                     at: Optional[datetime.datetime] = None, *, result_ttl: float) -> List[TaskHandle]: ...
 
     def enqueue_many(self, tasks: Iterable[Task], delay: Optional[float] = None,
-                     at: Optional[datetime.datetime] = None) -> int:
-        """Append many tasks in one atomic round trip (or schedule them, as enqueue); returns how many."""
+                     at: Optional[datetime.datetime] = None, *,
+                     result_ttl: Optional[float] = None) -> Union[int, List[TaskHandle]]:
+        """Append many tasks in one atomic round trip (or schedule them, as enqueue); returns how
+        many, or, tracked (result_ttl, as enqueue), their TaskHandles in order."""
+        if result_ttl is not None:
+            ttl = tracking.ttl_seconds(result_ttl)
+            ids, call = _tracked_call(self.keys, tasks, _due(delay, at), ttl, self.max_task_size)
+            if ids:
+                self._scripts["enqueue_tracked"](**call)
+                self._replicated()
+            return [TaskHandle(self, task_id) for task_id in ids]
         blobs = _blobs(tasks, self.max_task_size)
         due = _due(delay, at)
         if blobs:
@@ -238,6 +317,30 @@ class Queue:
                 pipe.execute()
             self._replicated()
         return len(blobs)
+
+    # Tracked tasks
+
+    def task(self, task_id: str) -> TaskHandle:
+        """The handle of a tracked task of this queue, by id (nothing is read until it is asked)."""
+        return TaskHandle(self, task_id)
+
+    def task_info(self, task_id: str) -> TaskInfo:
+        """A tracked task's record, read now; TaskNotFoundError if there is none."""
+        with self.conn.pipeline(transaction=True) as pipe:
+            pipe.hgetall(self.keys.task(task_id))
+            pipe.ttl(self.keys.task(task_id))
+            fields, ttl = pipe.execute()
+        return _task_info(self.keys, task_id, fields, ttl)
+
+    def cancel(self, task_id: str) -> Cancel:
+        """Remove a tracked task that waits (scheduled, pending or retrying) before it runs, with its
+        notification, and end its record as cancelled. A running task is not interrupted: like one
+        that ended, or one a worker is taking right now, it is not cancelled (false, and says why).
+        TaskNotFoundError if there is no record of it."""
+        outcome, status = self._scripts["cancel"](**_cancel_call(self.keys, task_id))
+        if outcome == b"missing":
+            _task_info(self.keys, task_id, {}, -2)
+        return tracking.cancel_outcome(task_id, self.name, outcome.decode(), status.decode())
 
     def _replicated(self) -> None:
         """With wait_replicas, wait until that many replicas have every write made so far; else raise.
@@ -282,20 +385,30 @@ class Queue:
         """Hold the task at the head of the queue as worker_id's, once its notification was taken
         (go-delayed's dequeue script); the raw blob, or None if the queue was empty. If worker_id
         already holds a task, that task."""
-        return self._scripts["dequeue"](keys=(self.keys.name, self.keys.processing, self.keys.noti, self.keys.paused),
-                                        args=(self._id(worker_id),))
+        return self._scripts["dequeue"](
+            keys=(self.keys.name, self.keys.processing, self.keys.noti, self.keys.paused, self.keys.tracked),
+            args=(self._id(worker_id), self.keys.task_prefix))
 
-    def claim_batch(self, release_ids: Sequence[str], claim_ids: Sequence[str]) -> Claimed:
+    def claim_batch(self, release_ids: Sequence[str], claim_ids: Sequence[str],
+                    tracked: Mapping[str, Tracked] = {}) -> Claimed:
         """Release the tasks of release_ids (done: counted) and claim up to one task per claim id,
-        without blocking; a paused queue gives none.
+        without blocking; a paused queue gives none. tracked: what the release of a tracked task's
+        id writes into its record.
 
         One round trip. A claim id that still holds a task (the reply to the previous claim was
         lost) returns that task again, paused or not.
         """
-        reply = self._scripts["claim_batch"](
-            keys=(self.keys.name, self.keys.noti, self.keys.processing, self.keys.counts, self.keys.paused),
-            args=(len(release_ids), *release_ids, *claim_ids),
-        )
+        keys: Tuple[str, ...] = (self.keys.name, self.keys.noti, self.keys.processing, self.keys.counts,
+                                 self.keys.paused, self.keys.tracked)
+        if tracked:
+            untracked = [worker_id for worker_id in release_ids if worker_id not in tracked]
+            keys += tuple(self.keys.task(done.task_id) for done in tracked.values())
+            results = [item for worker_id, done in tracked.items()
+                       for item in (worker_id, done.result, done.note, done.seconds)]
+            args = (self.keys.task_prefix, len(untracked), len(tracked), *untracked, *results, *claim_ids)
+        else:  # the hot path: nothing tracked to release
+            args = (self.keys.task_prefix, len(release_ids), 0, *release_ids, *claim_ids)
+        reply = self._scripts["claim_batch"](keys=keys, args=args)
         return Claimed(bool(reply[0]), [(reply[i].decode(), reply[i + 1]) for i in range(1, len(reply), 2)])
 
     def pause(self) -> bool:
@@ -313,9 +426,16 @@ class Queue:
         return None if since is None else float(since)
 
     def give_back(self, held: Sequence[Tuple[str, bytes]]) -> int:
-        """Return (worker id, blob) pairs not yet started to the head of the queue, in order."""
-        args = [item for pair in held for item in pair]
-        return self._scripts["give_back"](keys=(self.keys.name, self.keys.noti, self.keys.processing), args=args)
+        """Return (worker id, blob) pairs not yet started to the head of the queue, in order (a tracked
+        one's record says pending again: declared, as every key the script writes)."""
+        keys: List[str] = [self.keys.name, self.keys.noti, self.keys.processing]
+        args: List[Any] = []
+        for worker_id, blob in held:
+            task_id = tracking.task_id(blob)
+            if task_id is not None:
+                keys.append(self.keys.task(task_id))
+            args += (worker_id, blob, 0 if task_id is None else len(keys))
+        return self._scripts["give_back"](keys=keys, args=args)
 
     def unlock(self, locks: Sequence[Tuple[str, str]]) -> int:
         """Release unique tasks' locks, given as (unique key, token) pairs; each only if still its own."""
@@ -340,33 +460,47 @@ class Queue:
         """
         self.claim_batch((self._id(worker_id),), ())
 
-    def requeue(self, claimed: bytes, blob: bytes, worker_id: Optional[str] = None) -> bool:
-        """Enqueue blob (a retry of the held task) and release the held task, atomically.
+    def requeue(self, claimed: bytes, blob: bytes, worker_id: Optional[str] = None,
+                tracked: Optional[Tracked] = None) -> bool:
+        """Enqueue blob (a retry of the held task) and release the held task, atomically; a tracked
+        task's record says retrying, with tracked's error.
 
         Fenced: False, and nothing done, if the worker no longer holds `claimed`.
         """
         return bool(self._scripts["requeue"](
-            keys=(self.keys.name, self.keys.noti, self.keys.processing, self.keys.counts),
-            args=(self._id(worker_id), claimed, blob),
+            keys=(self.keys.name, self.keys.noti, self.keys.processing, self.keys.counts, *self._record(tracked)),
+            args=(self._id(worker_id), claimed, blob, *self._error(tracked)),
         ))
 
-    def reschedule(self, claimed: bytes, blob: bytes, due: float, worker_id: Optional[str] = None) -> bool:
+    def reschedule(self, claimed: bytes, blob: bytes, due: float, worker_id: Optional[str] = None,
+                   tracked: Optional[Tracked] = None) -> bool:
         """Hold blob (the next attempt of the held task) until due and release the held task,
-        atomically; fenced as requeue."""
+        atomically; fenced and tracked as requeue."""
         [member] = _scheduled((blob,), due)
         return bool(self._scripts["reschedule"](
-            keys=(self.keys.processing, self.keys.scheduled, self.keys.counts),
-            args=(self._id(worker_id), claimed, due, member),
+            keys=(self.keys.processing, self.keys.scheduled, self.keys.counts, *self._record(tracked)),
+            args=(self._id(worker_id), claimed, due, member, *self._error(tracked)),
         ))
 
-    def bury(self, claimed: bytes, letter: dead_letter.Letter, worker_id: Optional[str] = None) -> bool:
+    def bury(self, claimed: bytes, letter: dead_letter.Letter, worker_id: Optional[str] = None,
+             tracked: Optional[Tracked] = None) -> bool:
         """Add a dead letter (see delayed.dead_letter.record) and release the held task, atomically,
-        trimming the letters to dead_max and dead_max_age; fenced as requeue."""
+        trimming the letters to dead_max and dead_max_age; fenced as requeue. A tracked task's
+        record ends as tracked's status (failed or dead), with its error and the letter's id."""
         fields = [item for pair in letter.items() for item in pair]
         return bool(self._scripts["bury"](
-            keys=(self.keys.dead_letters, self.keys.processing, self.keys.counts),
-            args=(self._id(worker_id), claimed, self.dead_max, int(self.dead_max_age * 1000), *fields),
+            keys=(self.keys.dead_letters, self.keys.processing, self.keys.counts, *self._record(tracked)),
+            args=(self._id(worker_id), claimed, self.dead_max, int(self.dead_max_age * 1000),
+                  tracked.status if tracked else "", tracked.error if tracked else "", *fields),
         ))
+
+    def _record(self, tracked: Optional[Tracked]) -> Tuple[str, ...]:
+        """The record key a settling script takes last among its keys, for a tracked task."""
+        return () if tracked is None else (self.keys.task(tracked.task_id),)
+
+    @staticmethod
+    def _error(tracked: Optional[Tracked]) -> Tuple[str, ...]:
+        return () if tracked is None else (tracked.error,)
 
     def try_online(self, worker_ids: Optional[Sequence[str]] = None) -> bool:
         """Claim the ids' keep-alive keys with SET NX, and list the worker in <name>_workers;
@@ -391,7 +525,7 @@ class Queue:
         """Delete the ids' keep-alive keys (they hold nothing and are leaving) and the worker's entry."""
         ids = worker_ids or (self._id(None),)
         with self.conn.pipeline(transaction=False) as pipe:
-            for worker_id in ids:  # one DELETE each: a cluster pipeline refuses a DELETE of several keys
+            for worker_id in ids:  # one DEL each: a cluster pipeline refuses a DEL of several keys
                 pipe.delete(worker_id)
             pipe.zrem(self.keys.workers, ids[0])
             pipe.execute()
@@ -434,14 +568,18 @@ class Queue:
             holders = [worker_id for worker_id in holders if key_slot(worker_id.encode()) == self._slot]
         reply = self._scripts["requeue_lost"](
             keys=(self.keys.name, self.keys.noti, self.keys.processing, self.keys.crashes,
-                  self.keys.workers, self.keys.unnotified, *holders),
-            args=(max_crashes, int(time.time()), CRASH_MEMORY, WORKER_ID_PREFIX, int(notify_after * 1000)),
+                  self.keys.workers, self.keys.unnotified, self.keys.tracked, *holders),
+            args=(max_crashes, int(time.time()), CRASH_MEMORY, WORKER_ID_PREFIX, int(notify_after * 1000),
+                  self.keys.task_prefix),
         )
         crash_loops = []
         for i in range(1, len(reply), 3):
             worker_id, blob, crashes = reply[i].decode(), reply[i + 1], int(reply[i + 2])
             letter = dead_letter.crash_loop(blob, self.name, worker_id, crashes, max_crashes)
-            crash_loops.append(CrashLoop(worker_id, blob, crashes, self.bury(blob, letter, worker_id)))
+            task_id = tracking.task_id(blob)
+            tracked = None if task_id is None else Tracked(
+                task_id, status="dead", error=f"its workers died running it {crashes} times")
+            crash_loops.append(CrashLoop(worker_id, blob, crashes, self.bury(blob, letter, worker_id, tracked)))
         return Sweep(int(reply[0]), crash_loops)
 
     # Dead letters (the operators' side: each call first moves an old <name>_dead list into the stream)
@@ -548,9 +686,10 @@ class Queue:
 
 def server_of(queue: Queue) -> Tuple[Any, ...]:
     """Where queue's Redis is (host, port, unix socket path, db), as its connection pool says; for a
-    Redis Cluster (no one pool), the nodes its client knows: every queue of one cluster is on it."""
+    Redis Cluster, which cluster (the nodes its client was started from): a cluster client has no
+    single pool."""
     if is_cluster(queue.conn):
-        return tuple(sorted(cast(Any, queue.conn).nodes_manager.nodes_cache))
+        return ("cluster", *sorted(node.name for node in cast(Any, queue.conn).nodes_manager.startup_nodes.values()))
     kwargs = getattr(queue.conn.connection_pool, "connection_kwargs", {})
     return tuple(kwargs.get(name) for name in ("host", "port", "path", "db"))
 
@@ -587,13 +726,27 @@ class AsyncQueue:
     def name(self) -> str:
         return self.keys.name
 
+    @overload
     async def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None,
-                      unique_for: Optional[float] = None, unique_key: Optional[str] = None) -> None:
-        """Append a task (or schedule it, or refuse a duplicate), as Queue.enqueue."""
+                      unique_for: Optional[float] = None, unique_key: Optional[str] = None, *,
+                      result_ttl: None = None) -> None: ...
+
+    @overload
+    async def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None,
+                      unique_for: Optional[float] = None, unique_key: Optional[str] = None, *,
+                      result_ttl: float) -> AsyncTaskHandle: ...
+
+    async def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None,
+                      unique_for: Optional[float] = None, unique_key: Optional[str] = None, *,
+                      result_ttl: Optional[float] = None) -> Optional[AsyncTaskHandle]:
+        """Append a task (or schedule it, or refuse a duplicate, or track it), as Queue.enqueue."""
         if unique_for is not None:
-            call = _unique_call(self.keys, task, delay, at, unique_for, unique_key, self.max_task_size)
+            track = None if result_ttl is None else (tracking.new_id(), tracking.ttl_seconds(result_ttl))
+            call = _unique_call(self.keys, task, delay, at, unique_for, unique_key, self.max_task_size, track)
             _check_unique(await self._scripts["enqueue_unique"](**call), call)
-            return
+            return None if track is None else AsyncTaskHandle(self, track[0])
+        if result_ttl is not None:
+            return (await self.enqueue_many((task,), delay, at, result_ttl=result_ttl))[0]
         blobs = _blobs((task,), self.max_task_size)
         due = _due(delay, at)
         if due is None:
@@ -602,10 +755,27 @@ class AsyncQueue:
             async with self.conn.pipeline(transaction=True) as pipe:
                 _stage_enqueue(pipe, self.keys, blobs, due)
                 await pipe.execute()
+        return None
+
+    @overload
+    async def enqueue_many(self, tasks: Iterable[Task], delay: Optional[float] = None,
+                           at: Optional[datetime.datetime] = None, *, result_ttl: None = None) -> int: ...
+
+    @overload
+    async def enqueue_many(self, tasks: Iterable[Task], delay: Optional[float] = None,
+                           at: Optional[datetime.datetime] = None, *,
+                           result_ttl: float) -> List[AsyncTaskHandle]: ...
 
     async def enqueue_many(self, tasks: Iterable[Task], delay: Optional[float] = None,
-                           at: Optional[datetime.datetime] = None) -> int:
-        """Append many tasks in one atomic round trip (or schedule them), as Queue.enqueue_many."""
+                           at: Optional[datetime.datetime] = None, *,
+                           result_ttl: Optional[float] = None) -> Union[int, List[AsyncTaskHandle]]:
+        """Append many tasks in one atomic round trip (or schedule or track them), as Queue.enqueue_many."""
+        if result_ttl is not None:
+            ttl = tracking.ttl_seconds(result_ttl)
+            ids, call = _tracked_call(self.keys, tasks, _due(delay, at), ttl, self.max_task_size)
+            if ids:
+                await self._scripts["enqueue_tracked"](**call)
+            return [AsyncTaskHandle(self, task_id) for task_id in ids]
         blobs = _blobs(tasks, self.max_task_size)
         due = _due(delay, at)
         if blobs:
@@ -613,6 +783,25 @@ class AsyncQueue:
                 _stage_enqueue(pipe, self.keys, blobs, due)
                 await pipe.execute()
         return len(blobs)
+
+    def task(self, task_id: str) -> AsyncTaskHandle:
+        """The handle of a tracked task of this queue, by id, as Queue.task."""
+        return AsyncTaskHandle(self, task_id)
+
+    async def task_info(self, task_id: str) -> TaskInfo:
+        """A tracked task's record, as Queue.task_info."""
+        async with self.conn.pipeline(transaction=True) as pipe:
+            pipe.hgetall(self.keys.task(task_id))
+            pipe.ttl(self.keys.task(task_id))
+            fields, ttl = await pipe.execute()
+        return _task_info(self.keys, task_id, fields, ttl)
+
+    async def cancel(self, task_id: str) -> Cancel:
+        """Cancel a tracked task that waits, as Queue.cancel."""
+        outcome, status = await self._scripts["cancel"](**_cancel_call(self.keys, task_id))
+        if outcome == b"missing":
+            _task_info(self.keys, task_id, {}, -2)
+        return tracking.cancel_outcome(task_id, self.name, outcome.decode(), status.decode())
 
     async def len(self) -> int:
         return await self.conn.llen(self.keys.name)

@@ -40,11 +40,12 @@ LIMIT_CHECK = 0.01
 class Job:
     """One task to run in a slot: func(*args, **kwargs), with its time limit (None: none).
 
-    outcome: None once the call returned, else the exception it raised; done once that is known.
+    outcome: None once the call returned (result: what it returned), else the exception it raised;
+    done once that is known.
     """
 
     __slots__ = ("key", "func", "args", "kwargs", "limit", "coroutine", "thread", "started_at", "done",
-                 "outcome", "interrupted", "next_warning")
+                 "outcome", "result", "interrupted", "next_warning")
 
     def __init__(self, key: Any, func: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any],
                  limit: Optional[float], coroutine: bool) -> None:
@@ -54,6 +55,7 @@ class Job:
         self.started_at: Optional[float] = None
         self.done = False
         self.outcome: Optional[BaseException] = None
+        self.result: Any = None
         self.interrupted = 0
         self.next_warning = 0.0
 
@@ -73,15 +75,15 @@ def _run(job: Job) -> None:
     try:
         result = _call(job.func, job.args, job.kwargs)
         if result is not None and inspect.isawaitable(result):  # a plain function that returned one
-            asyncio.run(_awaited(result, job.limit))
-        job.outcome = None
+            result = asyncio.run(_awaited(result, job.limit))
+        job.outcome, job.result = None, result
     except BaseException as exc:
         job.outcome = None if isinstance(exc, TimeLimitExceeded) and _raised_here(exc) else exc
     job.done = True
 
 
-async def _awaited(awaitable: Any, limit: Optional[float]) -> None:
-    await within(awaitable, limit)
+async def _awaited(awaitable: Any, limit: Optional[float]) -> Any:
+    return await within(awaitable, limit)
 
 
 def _raised_here(exc: BaseException) -> bool:
@@ -214,7 +216,7 @@ class Slots:
     async def _run_coroutine(self, job: Job) -> None:
         job.started_at = time.monotonic()
         try:
-            await within(job.func(*job.args, **job.kwargs), job.limit)
+            job.result = await within(job.func(*job.args, **job.kwargs), job.limit)
         except BaseException as exc:
             job.outcome = exc
         job.done = True

@@ -3,14 +3,18 @@
 PyTask: msgpack array [func_path, args, kwargs, retry], trailing defaults dropped
 the way keakon/delayed drops them (retry 0, then empty kwargs, then empty args);
 go-delayed's NewPyTask writes [func_path, args|nil, kwargs|nil], which decodes too.
-Our options (time_limit, max_retries, backoff, attempt, unique_key, unique_token) ride in a fifth
-element, a map, written only when set:
+Our options (time_limit, max_retries, backoff, attempt, unique_key, unique_token, and a tracked
+task's id) ride in a fifth element, a map, written only when set:
 keakon/delayed 1.x cannot read such a blob, so a task without options stays byte-identical.
+A tracked task's id (32 hex digits) is always the map's last entry, so the blob ends with
+TRACKED_TAIL and the id: scripts find it there without decoding the blob (Redis's cmsgpack
+cannot read msgpack bin, which bytes arguments are).
 GoTask: msgpack array [func_path, payload] where payload is a bin holding the
 msgpack of the argument, exactly what go-delayed's NewGoTask(func_path, arg...)
 writes: one argument as itself, several as an array, none as msgpack nil.
 go-delayed's NewGoTask(func_path, nil) writes [func_path, nil]: that decodes as a GoTask too.
 """
+import re
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Union
 
 import msgpack
@@ -18,6 +22,11 @@ import msgpack
 from .errors import MalformedTaskError
 
 FUNC_PATH_SEP = ":"
+ID_OPTION = "id"
+"""The option a tracked task's id rides in (see delayed.tracking)."""
+TRACKED_TAIL = b"\xa2id\xd9\x20"
+"""What comes before the id at the end of a tracked blob: the key "id" (fixstr), then a str8 of 32 bytes."""
+_ID = re.compile(r"[0-9a-f]{32}")
 _GO_NO_ARGUMENT = msgpack.packb(None)  # go-delayed marshals its empty variadic slice as nil
 
 
@@ -154,7 +163,11 @@ class PyTask:
         if self._data is None:
             fields: tuple = (self.func_path, self.args, self.kwargs, self.retry)
             if self.options:
-                fields += (self.options,)
+                options = self.options
+                if ID_OPTION in options and next(reversed(options)) != ID_OPTION:  # the id goes last
+                    options = {name: value for name, value in options.items() if name != ID_OPTION}
+                    options[ID_OPTION] = self.options[ID_OPTION]
+                fields += (options,)
             elif self.retry == 0:
                 fields = fields[:3]
                 if not self.kwargs:
@@ -276,6 +289,8 @@ def _check_options(options: Dict[str, Any], error: Callable[[str], Exception]) -
     for name in ("unique_key", "unique_token"):
         if name in options and not isinstance(options[name], str):
             raise error(f"{name} must be a string, got {_brief(options[name])}")
+    if ID_OPTION in options and not (isinstance(options[ID_OPTION], str) and _ID.fullmatch(options[ID_OPTION])):
+        raise error(f"a tracked task's id must be 32 hex digits, got {_brief(options[ID_OPTION])}")
     backoff = options.get("backoff")
     if backoff is not None and (isinstance(backoff, bool) or not isinstance(backoff, (int, float, str))
                                 or (not isinstance(backoff, str) and backoff < 0)):

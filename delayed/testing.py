@@ -94,8 +94,8 @@ def _answers(port: int, *command: str) -> Any:
 
 
 class RedisCluster:
-    """A Redis Cluster of `primaries` primaries with one replica each, on free loopback ports,
-    created with `redis-cli --cluster create`.
+    """A Redis Cluster of `primaries` primaries with `replicas` replicas each (default 1), on free
+    loopback ports, created with `redis-cli --cluster create`.
 
     kill_primary(key) kills (SIGKILL) the primary serving key and waits for its replica to take
     over; failover(key) hands over cleanly (CLUSTER FAILOVER on the replica, nothing lost); heal()
@@ -103,12 +103,13 @@ class RedisCluster:
     waits before it calls a silent primary dead (a kill fails over a second or two after it).
     """
 
-    def __init__(self, directory: Path, primaries: int = 3, node_timeout_ms: int = 1000) -> None:
+    def __init__(self, directory: Path, primaries: int = 3, node_timeout_ms: int = 1000, replicas: int = 1) -> None:
         if shutil.which("redis-cli") is None:
             raise RuntimeError("redis-cli is not on PATH (Debian's redis-tools, installed with redis-server)")
         self.directory = Path(directory)
+        self.primaries, self.replicas = primaries, replicas
         self.nodes: List[RedisServer] = []
-        for _ in range(2 * primaries):
+        for _ in range(primaries * (1 + replicas)):
             node = RedisServer(self.directory)
             node.extra_args = ["--cluster-enabled", "yes", "--cluster-port", str(free_port()),
                                "--cluster-config-file", str(self.directory / f"nodes-{node.port}.conf"),
@@ -128,7 +129,7 @@ class RedisCluster:
             for node in self.nodes:
                 node.start()
             subprocess.run(["redis-cli", "--cluster", "create", *(f"127.0.0.1:{node.port}" for node in self.nodes),
-                            "--cluster-replicas", "1", "--cluster-yes"],
+                            "--cluster-replicas", str(self.replicas), "--cluster-yes"],
                            check=True, capture_output=True, timeout=60)
             self.wait_healthy()
         except BaseException:
@@ -211,9 +212,9 @@ class RedisCluster:
         self.wait_healthy(timeout)
 
     def wait_healthy(self, timeout: float = 30) -> None:
-        """Every node says cluster_state:ok, half are primaries, and every replica's link is up."""
+        """Every node says cluster_state:ok, `primaries` of them are primaries, and every replica's link is up."""
         wait_for(self._all_ok, timeout, "cluster_state:ok on every node", 0.1)
-        wait_for(lambda: list(self.roles().values()).count("master") == len(self.nodes) // 2,
+        wait_for(lambda: list(self.roles().values()).count("master") == self.primaries,
                  timeout, "one primary per shard", 0.1)
         wait_for(self._replicas_linked, timeout, "every replica to be in sync", 0.1)
 

@@ -15,20 +15,25 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import IO, List, Optional
+from typing import IO, Dict, List, Optional
 from urllib.parse import urlsplit
 
 INTEROP = Path(__file__).resolve().parent
 BIN = INTEROP / "bin"
-COMMANDS = ("goworker", "goproducer", "gosweeper")
+COMMANDS = ("goworker", "goproducer", "gosweeper", "clusterproducer")
 MODULE = "github.com/yizhisec/go-delayed"
+# commands that need a module beside go-delayed: where it does not resolve, they alone are not built
+# (unavailable says why) and the rest still are
+NEEDS = {"clusterproducer": "github.com/redis/go-redis/v9"}
+unavailable: Dict[str, str] = {}
 
 
 def build(timeout: float = 300) -> Optional[str]:
     """Build the commands into interop/bin/ (a no-op when they are current).
 
     None when they are ready; the reason, in one line, when Go is missing or go-delayed's module
-    does not resolve on this machine. Raises RuntimeError when our own commands do not compile:
+    does not resolve on this machine. A command whose other module (NEEDS) does not resolve is
+    left out, the reason in `unavailable[name]`. Raises RuntimeError when our own commands do not compile:
     that is a bug to fix, not a tool to do without.
     """
     go = shutil.which("go")
@@ -38,7 +43,13 @@ def build(timeout: float = 300) -> Optional[str]:
         resolved = _go(go, ["build", MODULE + "/delayed"], timeout)
         if resolved.returncode:
             return f"{MODULE} does not resolve on this machine: {_first_error(resolved.stderr)}"
-        built = _go(go, ["build", "-o", str(BIN) + "/", *(f"./cmd/{name}" for name in COMMANDS)], timeout)
+        unavailable.clear()
+        for name, module in NEEDS.items():
+            resolved = _go(go, ["build", module], timeout)
+            if resolved.returncode:
+                unavailable[name] = f"{module} does not resolve on this machine: {_first_error(resolved.stderr)}"
+        names = [name for name in COMMANDS if name not in unavailable]
+        built = _go(go, ["build", "-o", str(BIN) + "/", *(f"./cmd/{name}" for name in names)], timeout)
     except subprocess.TimeoutExpired:
         return f"`go build` in interop/ took over {timeout:.0f} s (fetching {MODULE}?)"
     if built.returncode:
@@ -79,6 +90,16 @@ def worker_argv(url: str, queue: str, *flags: str) -> List[str]:
 def producer_argv(url: str, queue: str, *flags: str) -> List[str]:
     """argv of go-delayed's producer enqueuing into `queue` (see interop/README.md for flags)."""
     return [path("goproducer"), "-redis", redis_address(url), "-queue", queue, *flags]
+
+
+def cluster_producer_argv(url: str, queue: str, *flags: str) -> List[str]:
+    """argv of clusterproducer (go-delayed's NewPyTask, pushed through go-redis's ClusterClient)
+    enqueuing into `queue`, a tagged queue on the cluster of a redis+cluster:// URL."""
+    parts = urlsplit(url)
+    if parts.scheme != "redis+cluster" or parts.password or parts.query:
+        raise ValueError(f"clusterproducer needs redis+cluster://host:port[,host:port...] without a password, "
+                         f"not {url}")
+    return [path("clusterproducer"), "-nodes", parts.netloc, "-queue", queue, *flags]
 
 
 def sweeper_argv(url: str, queues: List[str], *flags: str) -> List[str]:

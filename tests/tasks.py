@@ -168,6 +168,21 @@ def returns_awaitable(tag):
     return async_record(tag)
 
 
+def add(a, b):
+    """Returns a value: what a tracked task's record keeps."""
+    return a + b
+
+
+async def async_add(a, b):
+    await asyncio.sleep(0)
+    return a + b
+
+
+def returns_unserialisable(tag):
+    """Returns what msgpack cannot take: its record keeps the repr."""
+    return {tag: object()}
+
+
 def count_slowly(task_id, seconds):
     """count(task_id), then sleep: a drain slow enough to span a failover."""
     count(task_id)

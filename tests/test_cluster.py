@@ -136,3 +136,54 @@ def test_a_killed_primary_errors_then_the_queue_goes_on(cluster):
 
     wait_for(enqueued, 20, "the queue to reach the new primary", 0.2)
     assert queue.len() >= 2  # what the replica had, and the new task
+
+
+def test_a_worker_takes_queues_on_a_cluster(cluster):
+    """A cluster client has no single connection pool: the worker's one-Redis check must still
+    know its queues are on one cluster (python -m delayed.worker on a redis+cluster:// URL failed
+    with AttributeError before)."""
+    from delayed.worker import Worker
+
+    client = connect(cluster.url)
+    worker = Worker([Queue("{a}", client), Queue("{b}", client)], allow=["tests.tasks"])
+    assert [queue.name for queue in worker.queues] == ["{a}", "{b}"]
+
+
+def test_dropping_a_queue_leaves_the_client_working(cluster):
+    """A Queue's sent-once view shares the client's nodes; its garbage collection used to close
+    them (RedisCluster.__del__), so the next Queue's enqueue on the same client failed with
+    AttributeError ('NoneType' object has no attribute 'redis_connection')."""
+    import gc
+
+    client = connect(cluster.url)
+    for _ in range(3):
+        Queue("{dropped}", client).enqueue_many([ONE] * 200)
+        gc.collect()
+    client.set("{dropped}:still", 1)
+    assert nodes_client(cluster).llen("{dropped}") == 600
+
+
+def test_a_worker_with_several_ids_goes_offline_on_a_cluster(cluster):
+    """A process's ids (one per batch slot) are deleted one DEL each: a cluster pipeline refuses a
+    DEL of several keys, and the worker died on its graceful stop with RedisClusterException."""
+    queue = Queue("{offline}", connect(cluster.url))
+    ids = queue.keys.worker_ids(3)
+    queue.keep_alive(ids)
+    check = nodes_client(cluster)
+    assert sum(check.exists(worker_id) for worker_id in ids) == 3 and check.zcard("{offline}_workers") == 1
+    queue.go_offline(ids)
+    assert sum(check.exists(worker_id) for worker_id in ids) == 0 and check.zcard("{offline}_workers") == 0
+
+
+def test_a_tracked_task_s_record_lives_in_its_queue_s_slot(cluster):
+    from delayed.tracking import Tracked, pack_result
+
+    queue = Queue("{orders}", connect(cluster.url))
+    handle, waiting = queue.enqueue_many([ONE, ONE], result_ttl=60)
+    assert cluster.primary_for(f"{{orders}}_task:{handle.id}").port == cluster.primary_for("{orders}").port
+    worker_id = "delayed-py-" + "5" * 32
+    [(_, blob)] = queue.claim_batch((), (worker_id,)).tasks  # the script finds the record from the blob
+    assert handle.status() == "running"
+    assert queue.cancel(waiting.id) and waiting.status() == "cancelled"
+    queue.claim_batch((worker_id,), (), {worker_id: Tracked(handle.id, 0.01, *pack_result(42, 1000))})
+    assert handle.result(timeout=1) == 42

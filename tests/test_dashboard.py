@@ -17,7 +17,7 @@ import redis
 from delayed import GoTask, PyTask, Queue, admin
 from delayed.dashboard.sampler import Sampler, rate_fields, sparkline
 from delayed.dead_letter import record
-from delayed.keys import PERIODIC_KEY
+from delayed.keys import LEGACY_PERIODIC_KEY
 from delayed.testing import RedisServer, free_port
 
 from .conftest import ROOT, spawn, wait_for
@@ -192,7 +192,7 @@ def test_screenshot_of_queues_workers_and_a_dead_letter(conn, redis_server, dash
         drain.communicate(timeout=10)
     reports.enqueue_many([PyTask("tests.tasks:record", [f"report {i}"]) for i in range(5)])
     reports.enqueue(PyTask("tests.tasks:record", ["monthly"]), delay=3600)
-    conn.hset(PERIODIC_KEY, "reports:tests.tasks:record:cron=0 3 * * *", repr(time.time() - 3000))
+    conn.hset("reports_periodic", "reports:tests.tasks:record:cron=0 3 * * *", repr(time.time() - 3000))
     time.sleep(1.5)
     browser.get(web.base + "/")
     assert browser.find_element(By.CSS_SELECTOR, "table.holders").text.count("go-delayed") == 1
@@ -286,7 +286,7 @@ def test_gets_never_change_redis(conn, dashboard):
     queue.enqueue(PyTask("tests.tasks:record", ["b"]), delay=600)
     letter_id = letter(conn, "default")
     conn.rpush("default_dead", json.dumps({"reason": "failed", "error": "old", "task": "kg=="}))  # an older version's
-    conn.hset(PERIODIC_KEY, "default:tick", "1700000000")
+    conn.hset("default_periodic", "default:tick", "1700000000")
     web = dashboard()
     wait_for(lambda: "net_per_s" in web.get()[1], what="a throughput sample")
     before = snapshot(conn)
@@ -367,7 +367,7 @@ def test_the_overview_shows_counts_workers_go_delayeds_holders_scheduled_and_per
     lapsed = "fedcba9876543210fedcba9876543210"  # its keep-alive is gone: a sweeper will requeue its task
     conn.hset("go_processing", lapsed, GoTask("main.Lost", 1).serialize())
     Queue("go", conn).enqueue(GoTask("main.Resize", 320), delay=600)
-    conn.hset(PERIODIC_KEY, "go:main.Report", "1732280000")
+    conn.hset(LEGACY_PERIODIC_KEY, "go:main.Report", "1732280000")  # as older versions kept it
     web = dashboard()
     page = web.get()[1]
     assert cells(page, "default") == {"pending": 0, "processing": 1, "scheduled": 0, "dead": 0, "workers": 1}
@@ -379,7 +379,8 @@ def test_the_overview_shows_counts_workers_go_delayeds_holders_scheduled_and_per
     assert "main.Resize(320)" in page and "2024-11-22T12:53:20+00:00" in page
     rows = admin.holders(conn, ["default", "go"])
     assert [(row["queue"], row["go"]) for row in rows] == [("default", False), ("go", True)]
-    assert admin.periodic(conn) == [{"name": "go:main.Report", "last_tick": "2024-11-22T12:53:20+00:00"}]
+    assert admin.periodic(conn, ["default", "go"]) == [{"queue": None, "name": "go:main.Report",
+                                                        "last_tick": "2024-11-22T12:53:20+00:00"}]
 
 
 # Throughput

@@ -202,8 +202,8 @@ def test_version(capsys):
     assert status == 0 and out == f"delayed {delayed.__version__}\n"
     status, out, err = run("--json")
     assert status == 2 and err.splitlines()[-1] == ("delayed: error: a COMMAND is needed, one of: stats, workers, "
-                                                    "dead, scheduled, enqueue, pause, resume, worker, sweeper, "
-                                                    "scheduler, metrics, dashboard")
+                                                    "dead, scheduled, enqueue, task, cancel, pause, resume, worker, "
+                                                    "sweeper, scheduler, metrics, dashboard")
 
 
 def test_global_options_go_before_or_after_the_command(conn, redis_server, capsys):

@@ -29,6 +29,15 @@ def test_replicas_enqueue_each_tick_once(conn):
     assert conn.lrange("q", 0, -1) == [PyTask("m:f").serialize()] * 3
 
 
+def test_ticks_live_in_the_queue_s_own_hash_and_a_tick_an_older_version_claimed_is_not_enqueued_again(conn):
+    entry = Periodic("m:f", every=10, queue="q")
+    conn.hset("delayed_periodic", entry.name, "1000.0")  # the one hash versions before kept, for every queue
+    assert Scheduler(conn, [entry]).tick(1005) == 0
+    assert Scheduler(conn, [entry]).tick(1010) == 1
+    assert float(conn.hget("q_periodic", entry.name)) == 1010 and conn.llen("q") == 1
+    assert conn.hget("delayed_periodic", entry.name) == b"1000.0"  # left as it was
+
+
 @pytest.mark.parametrize("missed, runs", [("skip", 0), ("once", 1)])
 def test_a_tick_missed_while_every_replica_was_down(conn, missed, runs):
     entry = Periodic("m:f", cron="0 3 * * *", queue="q", missed=missed)  # daily at 03:00 UTC

@@ -1,9 +1,11 @@
 -- Move a worker's task to the dead letters and release it, atomically, trimming the letters to the
 -- queue's retention bound as it writes (approximately: whole stream nodes, so never more work than one node).
 -- Fenced as requeue.lua is: only if the worker's id still holds the blob it claimed.
--- KEYS[1] dead-letter stream, KEYS[2] processing hash, KEYS[3] counts hash (adds 1 to 'dead')
+-- KEYS[1] dead-letter stream, KEYS[2] processing hash, KEYS[3] counts hash (adds 1 to 'dead'),
+-- KEYS[4] (a tracked task only) its record, which ends as ARGV[5] says (see tracking.lua)
 -- ARGV[1] worker id, ARGV[2] the blob it claimed, ARGV[3] most letters kept (0: no bound),
--- ARGV[4] ms a letter is kept (0: no bound), ARGV[5..] the letter: field, value, field, value, ...
+-- ARGV[4] ms a letter is kept (0: no bound), ARGV[5] the record's status (failed or dead; '' untracked),
+-- ARGV[6] the record's error, ARGV[7..] the letter: field, value, field, value, ...
 -- Returns 1, or 0 when fenced off.
 if redis.call('hget', KEYS[2], ARGV[1]) ~= ARGV[2] then
     return 0
@@ -14,8 +16,8 @@ if max_letters > 0 then
     for _, word in ipairs({'maxlen', '~', ARGV[3]}) do add[#add + 1] = word end
 end
 add[#add + 1] = '*'
-for i = 5, #ARGV do add[#add + 1] = ARGV[i] end
-redis.call(unpack(add))
+for i = 7, #ARGV do add[#add + 1] = ARGV[i] end
+local letter = redis.call(unpack(add))
 if max_age > 0 then
     local clock = redis.call('time')
     local oldest = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000) - max_age
@@ -23,4 +25,7 @@ if max_age > 0 then
 end
 redis.call('hdel', KEYS[2], ARGV[1])
 redis.call('hincrby', KEYS[3], 'dead', 1)
+if KEYS[4] then
+    tracking('').ended(KEYS[4], ARGV[5], 'error', ARGV[6], 'letter', letter)
+end
 return 1

@@ -12,34 +12,55 @@
 -- Released tasks are done: 'done' in the counts hash grows by how many ids still held one (one
 -- HINCRBY per batch; a resent release, or one of a task a sweeper took, deletes and counts nothing).
 -- A paused queue (its paused key exists) gives no new task: the ids only get back what they hold.
+-- Tracked tasks (see tracking.lua): a tracked release writes its result into the record, if its id
+-- still held the task; a task claimed while the queue's tracked marker exists is looked at, and
+-- its record, if it has one, says running (the one key a script of ours writes undeclared: found
+-- in the blob, it cannot be named before the claim; named after the queue, it is in the queue's
+-- slot, which Redis Cluster accepts). Untracked traffic costs one EXISTS per claim.
 -- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] processing hash, KEYS[4] counts hash,
--- KEYS[5] paused key
--- ARGV[1] r, the number of ids to release; ARGV[2 .. r+1] those ids;
--- ARGV[r+2 ..] the ids to claim tasks for
+-- KEYS[5] paused key, KEYS[6] the queue's tracked marker, KEYS[7 .. t+6] the records of the tracked releases
+-- ARGV[1] record key prefix, ARGV[2] r, the number of untracked ids to release, ARGV[3] t, the
+-- number of tracked ones; ARGV[4 .. r+3] the untracked ids; then per tracked release: its id, the
+-- result, the note, the seconds it ran; then the ids to claim tasks for
 -- Returns paused (1 or 0), then id1, blob1, id2, blob2, ...: the tasks now held, in queue order.
-local released = tonumber(ARGV[1])
+local released, tracked = tonumber(ARGV[2]), tonumber(ARGV[3])
+local done = 0
 if released > 0 then
-    local done = redis.call('hdel', KEYS[3], unpack(ARGV, 2, released + 1))
-    if done > 0 then
-        redis.call('hincrby', KEYS[4], 'done', done)
-    end
+    done = redis.call('hdel', KEYS[3], unpack(ARGV, 4, released + 3))
 end
-local first = released + 2
+local at = released + 4
+local track = tracked > 0 and tracking(ARGV[1])
+for i = 1, tracked do
+    if redis.call('hdel', KEYS[3], ARGV[at]) == 1 then
+        done = done + 1
+        track.ended(KEYS[6 + i], 'done', 'result', ARGV[at + 1], 'note', ARGV[at + 2], 'seconds', ARGV[at + 3])
+    end
+    at = at + 4
+end
+if done > 0 then
+    redis.call('hincrby', KEYS[4], 'done', done)
+end
+local first = at
 local paused = redis.call('exists', KEYS[5])
 local wanted = 0
 if paused == 0 then
     wanted = math.min(#ARGV - first + 1, redis.call('llen', KEYS[2]))
 end
 local head = {}
+local marked = false  -- the queue has seen tracked tasks: note who takes what
 if wanted > 0 then
     head = redis.call('lrange', KEYS[1], 0, wanted - 1)
+    marked = redis.call('exists', KEYS[6]) == 1
 end
-local claimed = {paused}
+local claimed, takers = {paused}, {}
 local taken = 0
 for i = first, #ARGV do
     local task = head[taken + 1]
     if task and redis.call('hsetnx', KEYS[3], ARGV[i], task) == 1 then
         taken = taken + 1
+        if marked then
+            takers[taken] = ARGV[i]
+        end
     else
         task = redis.call('hget', KEYS[3], ARGV[i])
     end
@@ -51,5 +72,14 @@ end
 if taken > 0 then
     redis.call('ltrim', KEYS[1], taken, -1)
     redis.call('ltrim', KEYS[2], taken, -1)
+    if marked then
+        track = track or tracking(ARGV[1])
+        for i = 1, taken do
+            local key = track.key(head[i])
+            if key then
+                track.running(key, takers[i])
+            end
+        end
+    end
 end
 return claimed

@@ -1,7 +1,9 @@
 -- Claim the task at the head of the queue for a worker.
 -- A paused queue (its paused key exists) gives no task: the notification taken for it is put back.
--- KEYS[1] queue list, KEYS[2] processing hash, KEYS[3] notification list, KEYS[4] paused key
--- ARGV[1] worker id
+-- A tracked task's record (see tracking.lua) says running (undeclared, as in claim_batch.lua).
+-- KEYS[1] queue list, KEYS[2] processing hash, KEYS[3] notification list, KEYS[4] paused key,
+-- KEYS[5] the queue's tracked marker
+-- ARGV[1] worker id, ARGV[2] record key prefix
 -- Returns the blob, or false when the queue is empty (go-delayed tests
 -- `task == nil`, which never holds in Redis Lua, and then HSETs false).
 -- A worker that lost the reply to its last claim asks again with the same id:
@@ -20,4 +22,11 @@ if not task then
     return false
 end
 redis.call('hset', KEYS[2], ARGV[1], task)
+if redis.call('exists', KEYS[5]) == 1 then
+    local track = tracking(ARGV[2])
+    local key = track.key(task)
+    if key then
+        track.running(key, ARGV[1])
+    end
+end
 return task

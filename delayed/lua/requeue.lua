@@ -2,8 +2,9 @@
 -- so a crash can neither lose the task nor leave two copies. Fenced: nothing
 -- happens unless the worker's id still holds the blob it claimed (a sweeper
 -- that took the worker for dead has already requeued that task).
--- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] processing hash, KEYS[4] counts hash (adds 1 to 'retried')
--- ARGV[1] worker id, ARGV[2] the blob it claimed, ARGV[3] the blob to enqueue
+-- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] processing hash, KEYS[4] counts hash (adds 1 to 'retried'),
+-- KEYS[5] (a tracked task only) its record, which says retrying (see tracking.lua)
+-- ARGV[1] worker id, ARGV[2] the blob it claimed, ARGV[3] the blob to enqueue, ARGV[4] (tracked) the error
 -- Returns 1, or 0 when fenced off.
 if redis.call('hget', KEYS[3], ARGV[1]) ~= ARGV[2] then
     return 0
@@ -12,4 +13,8 @@ redis.call('rpush', KEYS[1], ARGV[3])
 redis.call('rpush', KEYS[2], '1')
 redis.call('hdel', KEYS[3], ARGV[1])
 redis.call('hincrby', KEYS[4], 'retried', 1)
+if KEYS[5] then
+    local track = tracking('')
+    track.retrying(KEYS[5], ARGV[4], ARGV[3], track.now(), '')
+end
 return 1

@@ -13,12 +13,16 @@
 -- KEYS[4] crash counts hash (digest -> "count:last seen"),
 -- KEYS[5] our workers sorted set (entries whose keep-alive lapsed are dropped here),
 -- KEYS[6] the unnotified marker ("<sha1 of the queue's head>:<unix ms first seen>"),
--- KEYS[7 ..] the ids holding tasks when the caller read the processing hash: each is a field of
+-- KEYS[7] the queue's tracked marker: a tracked task it requeues is pending again (see tracking.lua;
+-- its record, named after the queue, is in the queue's slot but not declared: the ids holding tasks
+-- are read before the sweep, their blobs are not),
+-- KEYS[8 ..] the ids holding tasks when the caller read the processing hash: each is a field of
 -- it and that worker's keep-alive key, so every key the script reads is declared (Redis Cluster)
 -- ARGV[1] most crashes a task may cause (0: count nothing, quarantine nothing),
 -- ARGV[2] now (unix seconds), ARGV[3] seconds a crash count is kept after its last crash,
 -- ARGV[4] our worker ids' prefix,
--- ARGV[5] ms the head of a queue short of notifications must stand still before they are topped up
+-- ARGV[5] ms the head of a queue short of notifications must stand still before they are topped up,
+-- ARGV[6] record key prefix
 -- Returns {the number of notifications pushed (go-delayed's return value),
 -- then per crash loop left in place: worker id, blob, crash count}.
 local max_crashes = tonumber(ARGV[1])
@@ -59,8 +63,9 @@ local function missing_notifications()
 end
 
 local count = missing_notifications()
+local track = redis.call('exists', KEYS[7]) == 1 and tracking(ARGV[6])
 local crash_loops = {}
-for i = 7, #KEYS do
+for i = 8, #KEYS do
     local worker_id = KEYS[i]
     local task = redis.call('hget', KEYS[3], worker_id)
     if task and not redis.call('get', worker_id) then
@@ -74,6 +79,10 @@ for i = 7, #KEYS do
             redis.call('hdel', KEYS[3], worker_id)
             count = count + 1
             redis.call('rpush', KEYS[1], task)
+            local key = track and track.key(task)
+            if key then
+                track.pending(key, task, false)
+            end
         end
     end
 end

@@ -1,7 +1,9 @@
 -- Hold a failed task for a later attempt (a retry with backoff) and release it, atomically.
 -- Fenced as requeue.lua is: only if the worker's id still holds the blob it claimed.
--- KEYS[1] processing hash, KEYS[2] scheduled sorted set, KEYS[3] counts hash (adds 1 to 'retried')
--- ARGV[1] worker id, ARGV[2] the blob it claimed, ARGV[3] due (unix seconds), ARGV[4] the member to add
+-- KEYS[1] processing hash, KEYS[2] scheduled sorted set, KEYS[3] counts hash (adds 1 to 'retried'),
+-- KEYS[4] (a tracked task only) its record, which says retrying (see tracking.lua)
+-- ARGV[1] worker id, ARGV[2] the blob it claimed, ARGV[3] due (unix seconds), ARGV[4] the member to add,
+-- ARGV[5] (tracked) the error
 -- Returns 1, or 0 when fenced off.
 if redis.call('hget', KEYS[1], ARGV[1]) ~= ARGV[2] then
     return 0
@@ -9,4 +11,7 @@ end
 redis.call('zadd', KEYS[2], ARGV[3], ARGV[4])
 redis.call('hdel', KEYS[1], ARGV[1])
 redis.call('hincrby', KEYS[3], 'retried', 1)
+if KEYS[4] then
+    tracking('').retrying(KEYS[4], ARGV[5], string.sub(ARGV[4], 9), ARGV[3], ARGV[4])
+end
 return 1

@@ -89,8 +89,10 @@ class GoWorker(Proc):
 class Procs:
     """Starts the processes of one test; kills whatever still runs at teardown."""
 
-    def __init__(self, redis_url: str, directory: Path) -> None:
+    def __init__(self, redis_url: str, directory: Path, results_url: Optional[str] = None) -> None:
+        """redis_url: where the queues are; results_url: where tests.tasks records (default: the same)."""
         self.redis_url, self.directory = redis_url, directory
+        self.results_url = results_url or redis_url
         self.started: List[Proc] = []
         self._count = 0
 
@@ -127,6 +129,14 @@ class Procs:
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout.splitlines()[-1])
 
+    def cluster_producer(self, queue: str, *flags: str) -> dict:
+        """Run clusterproducer (go-delayed's NewPyTask through go-redis's ClusterClient) on the
+        cluster of redis_url, a redis+cluster:// URL, to completion; its JSON summary."""
+        done = subprocess.run(gocommands.cluster_producer_argv(self.redis_url, queue, *flags),
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.splitlines()[-1])
+
     def go_sweeper(self, *queues: str, interval: str = "200ms") -> Proc:
         return self.start("gosweeper", gocommands.sweeper_argv(self.redis_url, list(queues or ("q",)),
                                                                "-interval", interval))
@@ -140,7 +150,7 @@ class Procs:
     # our side
 
     def _python(self, name: str, module: str, *args: str) -> Proc:
-        env = dict(os.environ, PYTHONPATH=str(ROOT), DELAYED_TEST_REDIS_URL=self.redis_url)
+        env = dict(os.environ, PYTHONPATH=str(ROOT), DELAYED_TEST_REDIS_URL=self.results_url)
         return self.start(name, [sys.executable, "-m", module, "--redis-url", self.redis_url, *args], env=env)
 
     def py_worker(self, queue: str = "q", *flags: str, alive: bool = True) -> Proc:

@@ -1,0 +1,418 @@
+"""Tracked tasks (result_ttl): handles, records through every status, results, cancel, the task log;
+an untracked task costs and changes nothing."""
+import asyncio
+import json
+import logging
+import os
+import signal
+import time
+
+import msgpack
+import pytest
+import redis.asyncio
+
+from delayed import AsyncQueue, DuplicateTaskError, GoTask, PyTask, Queue, Worker, delayed
+from delayed.errors import TaskFailedError, TaskNotFoundError
+from delayed.holding import Claim
+from delayed.task import decode_task
+from delayed.tracking import AsyncTaskHandle, TaskHandle, pack_result
+
+from .conftest import results, spawn, wait_for
+
+
+@pytest.fixture
+def queue(conn):
+    return Queue("q", conn, dequeue_timeout=0.05)
+
+
+def record_of(conn, handle):
+    return {key.decode(): value for key, value in conn.hgetall(f"q_task:{handle.id}").items()}
+
+
+# Untracked: today's blob, no marker, no record, None returned
+
+
+def test_an_untracked_task_keeps_today_s_blob_and_returns_none(conn, queue):
+    task = PyTask("tests.tasks:add", [1, 2])
+    assert queue.enqueue(task) is None
+    assert queue.enqueue(task, delay=60) is None
+    assert queue.enqueue_many([task]) == 1
+    assert conn.lrange("q", 0, -1) == [task.serialize()] * 2
+    assert sorted(conn.keys("*")) == [b"q", b"q_counts", b"q_noti", b"q_scheduled"]
+
+
+def test_an_untracked_task_through_a_worker_writes_no_record(conn, queue, run_worker):
+    queue.enqueue(PyTask("tests.tasks:record", ["plain"]))
+    run_worker()
+    wait_for(lambda: results(conn), what="the task")
+    assert not conn.keys("q_task:*") and not conn.exists("q_tracked")
+
+
+# The record through its statuses
+
+
+def test_a_tracked_task_is_pending_then_done_with_its_result(conn, queue, run_worker):
+    handle = queue.enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=60)
+    assert isinstance(handle, TaskHandle) and len(handle.id) == 32
+    assert decode_task(conn.lindex("q", 0)).options == {"id": handle.id}
+    assert conn.exists("q_tracked")
+    info = handle.info()
+    assert (info.status, info.func, info.attempts, info.expires_in) == ("pending", "tests.tasks:add", 0, None)
+    assert time.time() - 5 < info.enqueued_at <= time.time()
+    run_worker()
+    assert handle.result(timeout=10) == 3
+    info = queue.task(handle.id).info()
+    assert (info.status, info.result, info.attempts, info.note, info.error) == ("done", 3, 1, None, None)
+    assert info.worker.startswith("delayed-py-") and info.started_at <= info.finished_at
+    assert 0 <= info.seconds < 1 and 55 <= info.expires_in <= 60
+    assert b"blob" not in conn.hgetall(f"q_task:{handle.id}")  # the blob goes once it ended
+
+
+def test_result_waits_and_times_out(queue):
+    handle = queue.enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=60)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match=f"task {handle.id} still pending after 0.2 s"):
+        handle.result(timeout=0.2)
+    assert 0.2 <= time.monotonic() - started < 1
+
+
+def test_a_running_task_says_so_with_its_worker(conn, queue, run_worker):
+    handle = queue.enqueue(PyTask("tests.tasks:slow", ["t", 1.0]), result_ttl=60)
+    worker = run_worker()
+    wait_for(lambda: conn.exists("started:t"), what="the task to start")
+    info = handle.info()
+    assert info.status == "running" and info.worker in worker.ids and info.started_at <= time.time()
+    assert handle.result(timeout=10) is None
+
+
+def test_an_unserialisable_result_is_kept_as_its_repr_with_a_note(queue, run_worker):
+    handle = queue.enqueue(PyTask("tests.tasks:returns_unserialisable", ["k"]), result_ttl=60)
+    after = queue.enqueue(PyTask("tests.tasks:add", [2, 2]), result_ttl=60)
+    run_worker()
+    assert after.result(timeout=10) == 4  # the worker went on
+    info = handle.info()
+    assert info.status == "done" and info.result.startswith("{'k': <object object at ")
+    assert info.note.startswith("not serialisable with msgpack (TypeError: ") and info.note.endswith("its repr")
+
+
+def test_pack_result_bounds_the_size_and_survives_a_failing_repr():
+    class Bad:
+        def __repr__(self):
+            raise RuntimeError("no")
+
+    assert pack_result([1, "a"], 100) == (msgpack.packb([1, "a"]), "")
+    data, note = pack_result("x" * 200, 100)
+    assert msgpack.unpackb(data) is None and note == "202 bytes, over the queue's max_task_size of 100: not stored"
+    data, note = pack_result(Bad(), 100)
+    assert msgpack.unpackb(data) == "<Bad whose repr raised RuntimeError>"
+
+
+def test_a_retried_task_says_retrying_with_its_error_then_failed_with_its_letter(conn, queue, run_worker):
+    handle = queue.enqueue(PyTask("tests.tasks:always_fail", ["f"], retry=1), result_ttl=60)
+    claim = Claim("delayed-py-" + "0" * 32, queue.claim("delayed-py-" + "0" * 32, timeout=1), queue)
+    assert handle.status() == "running"  # claimed by dequeue.lua, as an idle worker claims
+    assert Worker(queue, ["tests.tasks"]).execute(claim.blob).apply(queue, claim)
+    info = handle.info()
+    assert (info.status, info.error, info.attempts) == ("retrying", "ValueError: f always fails", 1)
+    assert info.due <= time.time() and info.worker is None
+    run_worker()
+    with pytest.raises(TaskFailedError, match=f"task {handle.id} \\(tests.tasks:always_fail\\) failed: ValueError"):
+        handle.result(timeout=10)
+    info = handle.info()
+    assert (info.status, info.attempts) == ("failed", 2)
+    assert info.letter == queue.dead_letters()[0]["id"] and info.expires_in > 50
+
+
+def test_a_task_retried_with_backoff_says_when_it_runs_next(queue, run_worker):
+    handle = queue.enqueue(PyTask("tests.tasks:always_fail", ["b"], max_retries=1, backoff=60), result_ttl=60)
+    run_worker()
+    wait_for(lambda: handle.status() == "retrying", what="the first failure")
+    info = handle.info()
+    assert time.time() + 50 < info.due < time.time() + 61 and info.error == "ValueError: b always fails"
+    assert queue.cancel(handle.id)  # waiting in the scheduled set: cancelled there
+    assert handle.status() == "cancelled"
+
+
+def test_a_task_no_worker_may_run_is_dead(queue, run_worker):
+    handle = queue.enqueue(PyTask("tests.tasks:_private", ["x"]), result_ttl=60)
+    run_worker()
+    with pytest.raises(TaskFailedError, match="dead: "):
+        handle.result(timeout=10)
+    assert handle.info().error == "'tests.tasks:_private' is not an allowed task function"
+
+
+def test_a_scheduled_task_is_scheduled_then_pending_once_due(conn, queue):
+    handle = queue.enqueue(PyTask("tests.tasks:add", [1, 2]), delay=0.3, result_ttl=60)
+    info = handle.info()
+    assert info.status == "scheduled" and time.time() < info.due
+    time.sleep(0.35)
+    assert handle.status() == "pending"  # due: the forwarder moves it (not running here)
+
+
+def test_threads_and_coroutines_keep_their_results(queue, run_worker):
+    handles = queue.enqueue_many([PyTask("tests.tasks:add", [i, 1]) for i in range(4)]
+                                 + [PyTask("tests.tasks:async_add", [10, 1])], result_ttl=60)
+    run_worker(threads=3)
+    assert [handle.result(timeout=10) for handle in handles] == [1, 2, 3, 4, 11]
+
+
+def test_a_coroutine_run_by_a_one_slot_worker_keeps_its_result(queue, run_worker):
+    handle = queue.enqueue(PyTask("tests.tasks:async_add", [1, 1]), result_ttl=60)
+    run_worker()
+    assert handle.result(timeout=10) == 2
+
+
+def test_the_record_expires_result_ttl_after_the_end(queue, run_worker):
+    handle = queue.enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=1)
+    run_worker()
+    assert handle.result(timeout=10) == 3
+    wait_for(lambda: queue.conn.exists(f"q_task:{handle.id}") == 0, timeout=5, what="the record to expire")
+    with pytest.raises(TaskNotFoundError, match=f"no record of task {handle.id} in q"):
+        handle.status()
+
+
+def test_bad_result_ttls_and_go_tasks_are_refused(queue):
+    for ttl in (0, -1, float("inf"), float("nan"), "60"):
+        with pytest.raises(ValueError, match="result_ttl must be a positive number"):
+            queue.enqueue(PyTask("m:f"), result_ttl=ttl)
+    with pytest.raises(TypeError, match="PyTasks"):
+        queue.enqueue(GoTask("main.F"), result_ttl=60)
+    assert not queue.conn.keys("*")
+
+
+def test_unique_and_tracked(conn, queue, run_worker):
+    handle = queue.enqueue(PyTask("tests.tasks:add", [1, 2]), unique_for=60, result_ttl=60)
+    with pytest.raises(DuplicateTaskError):  # the lock is the untracked task's digest: the id does not count
+        queue.enqueue(PyTask("tests.tasks:add", [1, 2]), unique_for=60, result_ttl=60)
+    run_worker()
+    assert handle.result(timeout=10) == 3
+    wait_for(lambda: not conn.keys("q_unique:*"), what="the lock released")
+
+
+def test_the_decorator_tracks_with_result_ttl(conn, queue, run_worker):
+    from tests import tasks
+
+    tracked = delayed(queue)(result_ttl=60)(tasks.add)
+    handle = tracked.delay(20, 22)
+    assert isinstance(handle, TaskHandle)
+    run_worker()
+    assert handle.result(timeout=10) == 42
+
+
+def test_async_queue_handles(conn, redis_server, run_worker, queue):
+    async def produce():
+        client = redis.asyncio.Redis.from_url(redis_server.url)
+        try:
+            async_queue = AsyncQueue("q", client)
+            handle = await async_queue.enqueue(PyTask("tests.tasks:add", [2, 3]), result_ttl=60)
+            waiting = await async_queue.enqueue(PyTask("tests.tasks:add", [0, 0]), delay=60, result_ttl=60)
+            assert isinstance(handle, AsyncTaskHandle) and await handle.status() == "pending"
+            assert await waiting.cancel()
+            run_worker()
+            return await handle.result(timeout=10), await async_queue.task(waiting.id).status()
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(produce()) == (5, "cancelled")
+
+
+# A worker killed while it runs a tracked task
+
+
+def test_a_sweep_puts_a_killed_worker_s_tracked_task_back_to_pending(conn, redis_server, queue, run_worker):
+    handle = queue.enqueue(PyTask("tests.tasks:slow", ["k", 0.5]), result_ttl=60)
+    process = spawn("delayed.worker", "--queue", "q", "--keep-alive-timeout", "0.5", "tests.tasks",
+                    redis_url=redis_server.url)
+    try:
+        wait_for(lambda: conn.exists("started:k"), what="the task to start")
+        assert handle.status() == "running"
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        process.kill()
+        process.communicate()
+    wait_for(lambda: queue.sweep().notified, timeout=5, what="a sweep to requeue it")
+    info = handle.info()
+    assert (info.status, info.worker, info.attempts) == ("pending", None, 1)
+    run_worker()
+    assert handle.result(timeout=10) is None
+    assert handle.info().attempts == 2
+
+
+def test_a_crash_loop_dead_letters_a_tracked_task_as_dead(conn, queue):
+    handle = queue.enqueue(PyTask("tests.tasks:slow", ["k", 0.5]), result_ttl=60)
+    for crash in range(2):
+        assert queue.claim_batch((), ("delayed-py-" + "1" * 32,)).tasks  # held under an id whose key never existed
+        assert handle.status() == "running"
+        assert queue.sweep(max_crashes=1).notified == (1 if crash == 0 else 0)
+    info = handle.info()
+    assert (info.status, info.error) == ("dead", "its workers died running it 2 times")
+
+
+def test_a_task_given_back_unstarted_is_pending_and_not_counted(queue):
+    handle = queue.enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=60)
+    held = queue.claim_batch((), ("delayed-py-" + "2" * 32,)).tasks
+    assert handle.info().attempts == 1
+    assert queue.give_back(held) == 1
+    info = handle.info()
+    assert (info.status, info.attempts, info.worker) == ("pending", 0, None)
+
+
+# Cancel, with go-delayed's dequeue in mind: BLPOP a notification, then pop the queue's head
+
+
+def test_cancel_removes_a_pending_task_and_one_notification(conn, queue):
+    first, second = queue.enqueue_many([PyTask("m:f", [1]), PyTask("m:f", [2])], result_ttl=60)
+    result = queue.cancel(second.id)
+    assert result and result.status == "pending" and result.reason == f"cancelled task {second.id} (pending) in q"
+    assert conn.llen("q") == conn.llen("q_noti") == 1
+    assert decode_task(conn.lindex("q", 0)).options["id"] == first.id
+    info = second.info()
+    assert info.status == "cancelled" and 55 <= info.expires_in <= 60
+    again = second.cancel()
+    assert not again and again.reason == f"task {second.id} already ended (cancelled)"
+
+
+def test_cancel_refuses_a_task_a_worker_is_taking(conn, queue):
+    head, behind = queue.enqueue_many([PyTask("m:f", [1]), PyTask("m:f", [2])], result_ttl=60)
+    assert conn.blpop("q_noti", 1)  # a go-delayed worker between its BLPOP and its pop: it takes the head
+    taking = queue.cancel(head.id)
+    assert not taking and taking.reason == f"task {head.id} is being taken by a worker: too late to cancel"
+    assert queue.cancel(behind.id)
+    assert conn.llen("q") == 1 and conn.llen("q_noti") == 0
+    assert decode_task(conn.lpop("q")).options["id"] == head.id  # the worker's pop finds its task
+
+
+def test_cancel_a_scheduled_task_even_once_moved_into_the_queue(conn, queue):
+    later = queue.enqueue(PyTask("m:f"), delay=60, result_ttl=60)
+    due = queue.enqueue(PyTask("m:g"), delay=0.05, result_ttl=60)
+    assert later.cancel() and conn.zcard("q_scheduled") == 1
+    time.sleep(0.1)
+    assert queue.move_due() == 1
+    assert due.cancel() and conn.llen("q") == conn.llen("q_noti") == 0
+
+
+def test_cancel_leaves_a_running_task_alone(conn, queue, run_worker):
+    handle = queue.enqueue(PyTask("tests.tasks:slow", ["r", 0.5]), result_ttl=60)
+    run_worker()
+    wait_for(lambda: conn.exists("started:r"), what="the task to start")
+    running = queue.cancel(handle.id)
+    assert not running and running.reason == f"task {handle.id} is running: a running task is not interrupted"
+    assert handle.result(timeout=10) is None
+
+
+def test_cancel_of_an_unknown_id(queue):
+    with pytest.raises(TaskNotFoundError):
+        queue.cancel("0" * 32)
+
+
+def test_a_cancelled_task_never_reaches_a_worker(conn, queue, run_worker):
+    handles = queue.enqueue_many([PyTask("tests.tasks:record", [i]) for i in range(5)], result_ttl=60)
+    assert queue.cancel(handles[2].id)
+    run_worker()
+    wait_for(lambda: len(results(conn)) == 4, what="the other four")
+    time.sleep(0.1)
+    assert results(conn) == [repr((i, (), {})) for i in (0, 1, 3, 4)]
+
+
+# The task log
+
+
+def test_log_tasks_writes_one_line_per_finished_task(queue, run_worker, caplog):
+    caplog.set_level(logging.INFO, logger="delayed.worker.tasks")
+    handle = queue.enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=60)
+    queue.enqueue(PyTask("tests.tasks:always_fail", ["x"]))
+    run_worker(log_tasks=True)
+    handle.result(timeout=10)
+    wait_for(lambda: len([r for r in caplog.records if r.name == "delayed.worker.tasks"]) == 2, what="two lines")
+    lines = sorted(r.getMessage() for r in caplog.records if r.name == "delayed.worker.tasks")
+    assert lines[0].startswith("task - tests.tasks:always_fail failed in ")
+    assert lines[1].startswith(f"task {handle.id} tests.tasks:add done in ") and lines[1].endswith(" ms")
+
+
+def test_no_task_log_by_default(queue, run_worker, caplog):
+    caplog.set_level(logging.INFO, logger="delayed.worker.tasks")
+    handle = queue.enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=60)
+    run_worker()
+    handle.result(timeout=10)
+    assert not [r for r in caplog.records if r.name == "delayed.worker.tasks"]
+
+
+# The command line: `delayed task ID` and `delayed cancel ID`
+
+
+def test_delayed_task_shows_a_tracked_task(conn, redis_server, queue, run_worker, capsys):
+    from delayed.__main__ import main
+
+    handle = queue.enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=60)
+    run_worker()
+    handle.result(timeout=10)
+    assert main(["task", handle.id, "--queue", "q", "--redis-url", redis_server.url]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:3] == [f"id: {handle.id}", "status: done", "func: tests.tasks:add"]
+    assert "result: 3" in lines and any(line.startswith("finished_at: 20") for line in lines)
+    assert main(["--json", "task", handle.id, "--queue", "q", "--redis-url", redis_server.url]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["status"], shown["result"], shown["attempts"]) == ("done", 3, 1)
+    assert main(["task", "f" * 32, "--queue", "q", "--redis-url", redis_server.url]) == 1
+    assert capsys.readouterr().err.startswith(f"delayed: no record of task {'f' * 32} in q: never tracked")
+
+
+def test_delayed_cancel(conn, redis_server, queue, capsys):
+    from delayed.__main__ import main
+
+    waiting, running = queue.enqueue_many([PyTask("m:f", [1]), PyTask("m:f", [2])], result_ttl=60)
+    assert main(["cancel", waiting.id, "--queue", "q", "--redis-url", redis_server.url]) == 0
+    assert capsys.readouterr().out == f"cancelled task {waiting.id} (pending) in q\n"
+    queue.claim_batch((), ("delayed-py-" + "3" * 32,))
+    assert main(["cancel", running.id, "--queue", "q", "--json", "--redis-url", redis_server.url]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"cancelled": False, "status": "running",
+                               "reason": f"task {running.id} is running: a running task is not interrupted"}
+    assert err == f"delayed: task {running.id} is running: a running task is not interrupted\n"
+    with pytest.raises(SystemExit) as usage:
+        main(["cancel", "--redis-url", redis_server.url])  # no ID
+    assert usage.value.code == 2
+
+
+def test_the_worker_s_log_tasks_flag(conn, redis_server):
+    handle = Queue("default", conn).enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=60)
+    process = spawn("delayed.worker", "--log-tasks", "tests.tasks", redis_url=redis_server.url)
+    try:
+        assert handle.result(timeout=10) == 3
+    finally:
+        process.send_signal(signal.SIGTERM)
+        output = process.communicate(timeout=10)[0]
+    assert f"INFO delayed.worker.tasks[{process.pid}]: task {handle.id} tests.tasks:add done in " in output
+
+
+def test_a_worker_killed_at_any_round_trip_leaves_no_record_running_once_recovered(conn, redis_server):
+    from .killpoints import TASKS
+    from .test_kill_points import MAX_ROUND_TRIPS, recover, run_child
+
+    for kill_at in range(1, MAX_ROUND_TRIPS):
+        for mode in ("before", "after"):
+            conn.flushall()
+            handles = Queue("q", conn).enqueue_many(TASKS["worker"], result_ttl=60)
+            killed, said = run_child("worker", redis_server.url, kill_at, mode)
+            recover(conn, "worker")  # keep-alive keys gone, a sweep, a clean worker that stops
+            assert [handle.status() for handle in handles] == ["done"] * len(handles), said
+            if not killed:
+                assert kill_at > 5, said  # the scenario's round trips were each killed at, before and after
+                return
+    pytest.fail(f"the scenario did not finish within {MAX_ROUND_TRIPS} round trips")
+
+
+def test_the_id_ends_the_blob_whatever_options_come_after_it(conn, queue):
+    handle = queue.enqueue(PyTask("m:f", [b"\x00\xff" * 100, None], {"x": 2 ** 63}, max_retries=3), result_ttl=60)
+    blob = conn.lindex("q", 0)
+    assert blob.endswith(b"\xa2id\xd9\x20" + handle.id.encode())
+    retried = decode_task(blob).with_options(attempt=1)  # a retry adds its attempt after the id
+    assert list(retried.options) == ["max_retries", "id", "attempt"]
+    assert retried.serialize().endswith(handle.id.encode()) and decode_task(retried.serialize()) == retried
+    queue.claim_batch((), ("delayed-py-" + "4" * 32,))
+    assert handle.status() == "running"  # bytes arguments too (Redis's cmsgpack cannot read msgpack bin)
+
+
+def test_a_tracked_id_must_be_32_hex_digits():
+    with pytest.raises(TypeError, match="a tracked task's id must be 32 hex digits, got 'mine'"):
+        PyTask("m:f", options={"id": "mine"})
