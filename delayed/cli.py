@@ -10,9 +10,10 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import redis
 
-from .connection import (DEFAULT_REDIS_URL, RedisURLError, connect, misplaced_password, redacted, scrubbed,
-                         secrets_of)
+from .connection import (DEFAULT_REDIS_URL, RedisURLError, connect, is_cluster, misplaced_password, redacted,
+                         scrubbed, secrets_of)
 from .functions import FunctionRegistry, submodule_names
+from .keys import check_cluster_name
 from .lifecycle import Lifecycle
 from .metrics import tasks as task_metrics
 from .metrics import unavailable as metrics_unavailable
@@ -115,6 +116,17 @@ def _connect_unless_stopped(args: argparse.Namespace, lifecycle: Lifecycle) -> O
         conn.close()
         return None
     return conn
+
+
+def check_cluster_names(conn: redis.Redis, names: Sequence[str]) -> None:
+    """On a Redis Cluster, a CommandError (exit 2) in one line for the first queue name without a
+    hash tag, saying how to name it (see delayed.keys.check_cluster_name); elsewhere nothing."""
+    if is_cluster(conn):
+        for name in names:
+            try:
+                check_cluster_name(name)
+            except ValueError as exc:
+                raise CommandError(str(exc), status=2) from None
 
 
 def run_command(prog: str, main: Callable[[argparse.Namespace], int], parser: argparse.ArgumentParser,
@@ -224,6 +236,7 @@ def _worker(args: argparse.Namespace) -> int:
         conn = _connect_unless_stopped(args, lifecycle)
         if conn is None:
             return lifecycle.exit_status
+        check_cluster_names(conn, queue_names)
         conn.close()
 
         def make_worker() -> Worker:
@@ -274,6 +287,7 @@ def _sweeper(args: argparse.Namespace) -> int:
         if conn is None:
             return lifecycle.exit_status
         names: List[str] = args.queues or ["default"]
+        check_cluster_names(conn, names)
         queues = [Queue(name, conn, dead_max=args.dead_max, dead_max_age=args.dead_max_age) for name in names]
         sweeper = Sweeper(queues, interval=args.interval,
                           max_crashes=args.max_crashes)
@@ -318,6 +332,7 @@ def _scheduler(args: argparse.Namespace) -> int:
         conn = _connect_unless_stopped(args, lifecycle)
         if conn is None:
             return lifecycle.exit_status
+        check_cluster_names(conn, [entry.queue for entry in entries])
         scheduler = Scheduler(conn, entries)
         lifecycle.on_stop(scheduler.stop)
         return scheduler.run(handle_signals=False)

@@ -4,6 +4,7 @@ import copy
 import logging
 import re
 import threading
+import time
 from typing import Any, Callable, Dict, List, Optional, TypeVar
 from urllib.parse import unquote, urlsplit
 
@@ -84,7 +85,37 @@ def _sentinel(url: str, settings: dict) -> redis.Redis:
         if option in kwargs:
             sentinel_kwargs[option.replace("sentinel_", "")] = kwargs.pop(option)
     sentinel = redis.sentinel.Sentinel(hosts, sentinel_kwargs=sentinel_kwargs)
-    return sentinel.master_for(master, **{**settings, **kwargs})
+    return sentinel.master_for(master, connection_pool_class=_FollowingPool, **{**settings, **kwargs})
+
+
+FOLLOW_INTERVAL = 0.5
+"""Seconds between two questions to the sentinels, "which server is the primary?", while a client is in use."""
+
+
+class _FollowingPool(redis.sentinel.SentinelConnectionPool):
+    """A Sentinel pool that asks the sentinels who the primary is at most every FOLLOW_INTERVAL
+    seconds as connections are taken, and drops its connections to a server they no longer name.
+
+    redis-py asks only when a connection connects: after a failover that left the old primary
+    running (SENTINEL FAILOVER, a network split), connected clients go on writing to it until the
+    sentinels demote it, seconds later (they reconfigure it about 8 s after they notice), and Redis
+    then throws those writes away. Idle connections to it are closed here; one in use is closed as
+    it comes back (redis-py's SentinelConnectionPool.owns_connection). A question the sentinels do
+    not answer is left to the next connect, as before."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._next_check = time.monotonic() + FOLLOW_INTERVAL
+
+    def get_connection(self, *args: Any, **kwargs: Any) -> Any:
+        now = time.monotonic()
+        if self.is_master and now >= self._next_check:
+            self._next_check = now + FOLLOW_INTERVAL
+            try:
+                self.get_master_address()  # closes the idle connections if the primary moved
+            except (redis.RedisError, OSError):
+                pass
+        return super().get_connection(*args, **kwargs)
 
 
 _HOST = re.compile(r"^(?:\[(?P<ipv6>[0-9a-fA-F:.]+)\]|(?P<name>[^:\[\]]+)):(?P<port>\d{1,5})$")

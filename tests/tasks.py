@@ -181,3 +181,9 @@ async def async_add(a, b):
 def returns_unserialisable(tag):
     """Returns what msgpack cannot take: its record keeps the repr."""
     return {tag: object()}
+
+
+def count_slowly(task_id, seconds):
+    """count(task_id), then sleep: a drain slow enough to span a failover."""
+    count(task_id)
+    time.sleep(seconds)

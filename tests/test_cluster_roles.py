@@ -1,0 +1,320 @@
+"""The core scenarios on a real Redis Cluster (conftest's `cluster`: three primaries, a replica each),
+with real worker, sweeper, scheduler, metrics and dashboard processes on a redis+cluster:// URL.
+
+Tasks record their runs in a separate plain redis-server (conftest's `redis_server`, read through
+`conn`), so what a failover does to the cluster cannot touch the tally."""
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from typing import Dict, List
+
+import pytest
+import redis
+import redis.cluster
+
+from delayed import PyTask, Queue
+from delayed.connection import connect
+from delayed.keys import hash_tag
+from delayed.testing import free_port
+
+from .conftest import ROOT, results, spawn, wait_for
+
+KEEP_ALIVE = "1"  # seconds: a killed worker's task is recoverable after this
+
+
+def nodes_client(cluster) -> redis.cluster.RedisCluster:
+    """A plain RedisCluster (redis-py's own retries) to look at what landed."""
+    return redis.cluster.RedisCluster(host="127.0.0.1", port=cluster.running()[0].port)
+
+
+def worker(cluster, redis_server, *args: str) -> subprocess.Popen:
+    return spawn("delayed.worker", "--keep-alive-timeout", KEEP_ALIVE, *args, "tests.tasks",
+                 redis_url=cluster.url, task_redis_url=redis_server.url)
+
+
+def sweeper(cluster, *queues: str, interval: str = "0.2") -> subprocess.Popen:
+    return spawn("delayed.sweeper", *(arg for name in queues for arg in ("--queue", name)), "--interval", interval,
+                 redis_url=cluster.url)
+
+
+def read_until(process: subprocess.Popen, text: str) -> str:
+    """Read the process's output up to a line containing text (returned): e.g. that it is online."""
+    for line in process.stdout:
+        if text in line:
+            return line
+    raise AssertionError(f"the process ended without printing {text!r}")
+
+
+def finish(process: subprocess.Popen, timeout: float = 15):
+    """Wait for a process to exit; return (exit status, its output)."""
+    output, _ = process.communicate(timeout=timeout)
+    return process.returncode, output
+
+
+def stop(*processes: subprocess.Popen) -> List[str]:
+    """SIGTERM each (still running) process; assert each exits 0; their outputs."""
+    outputs = []
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+        status, output = finish(process)
+        assert status == 0, output
+        outputs.append(output)
+    return outputs
+
+
+def on_three_primaries(cluster) -> List[str]:
+    """Three queue names whose slots are served by three different primaries."""
+    chosen: Dict[int, str] = {}
+    for tag in "abcdefghijklmnopqrstuvwxyz":
+        chosen.setdefault(cluster.primary_for("{" + tag + "}").port, "{" + tag + "}")
+        if len(chosen) == 3:
+            return sorted(chosen.values())
+    raise AssertionError("no three tags on three primaries")
+
+
+def test_a_worker_drains_a_tagged_queue_and_leaves_nothing_behind(cluster, conn, redis_server):
+    queue = Queue("{orders}", connect(cluster.url))
+    queue.enqueue_many([PyTask("tests.tasks:record", [i]) for i in range(50)])
+    process = worker(cluster, redis_server, "--queue", "{orders}")
+    try:
+        wait_for(lambda: len(results(conn)) == 50, 15, "50 tasks to run")
+    finally:
+        stop(process)
+    assert sorted(eval(result)[0] for result in results(conn)) == list(range(50))
+    check = nodes_client(cluster)
+    assert check.hlen("{orders}_processing") == 0 and check.llen("{orders}_noti") == 0
+    assert list(check.scan_iter("delayed-py-*")) == []  # keep-alive keys deleted at a clean stop
+
+
+def test_a_worker_serves_queues_on_two_primaries_in_priority_order(cluster, conn, redis_server):
+    first, second = on_three_primaries(cluster)[:2]
+    assert cluster.primary_for(first).port != cluster.primary_for(second).port
+    client = connect(cluster.url)
+    Queue(second, client).enqueue_many([PyTask("tests.tasks:record", [f"second {i}"]) for i in range(10)])
+    Queue(first, client).enqueue_many([PyTask("tests.tasks:record", [f"first {i}"]) for i in range(10)])
+    process = worker(cluster, redis_server, "--queue", first, "--queue", second)
+    try:
+        wait_for(lambda: len(results(conn)) == 20, 15, "both queues drained")
+        ran = [eval(result)[0] for result in results(conn)]
+        assert ran == [f"first {i}" for i in range(10)] + [f"second {i}" for i in range(10)]
+        # idle, it blocks on the first queue's slot; a task on the second still runs soon
+        Queue(second, client).enqueue(PyTask("tests.tasks:record", ["later"]))
+        wait_for(lambda: len(results(conn)) == 21, 10, "a task on the second queue, the worker idle")
+    finally:
+        stop(process)
+
+
+def test_a_killed_workers_task_is_swept_and_run_by_another(cluster, conn, redis_server):
+    Queue("{orders}", connect(cluster.url)).enqueue(PyTask("tests.tasks:slow", ["k", 0.5]))
+    first = worker(cluster, redis_server, "--queue", "{orders}")
+    wait_for(lambda: conn.exists("started:k"), 15, "the task to start")
+    first.kill()
+    finish(first)
+    check = nodes_client(cluster)
+    [holder] = check.hkeys("{orders}_processing")
+    assert hash_tag(holder.decode()) == "orders"  # its keep-alive key lives in the queue's slot
+    second = worker(cluster, redis_server, "--queue", "{orders}")
+    sweeping = sweeper(cluster, "{orders}")
+    try:
+        wait_for(lambda: results(conn), 15, "the requeued task to run")
+        assert results(conn) == [repr(("k", (), {}))]
+        wait_for(lambda: check.hlen("{orders}_processing") == 0, what="its release")
+    finally:
+        stop(second, sweeping)
+
+
+def test_a_delayed_task_runs_when_due_not_before(cluster, conn, redis_server):
+    process = worker(cluster, redis_server, "--queue", "{orders}")
+    try:
+        queue = Queue("{orders}", connect(cluster.url))
+        enqueued = time.time()
+        queue.enqueue(PyTask("tests.tasks:stamp", ["due"]), delay=1.5)
+        wait_for(lambda: conn.hget("stamps", "due"), 10, "the delayed task to run")
+    finally:
+        stop(process)
+    ran = float(conn.hget("stamps", "due"))
+    assert enqueued + 1.5 <= ran < enqueued + 1.5 + 2
+
+
+def test_three_scheduler_replicas_enqueue_each_tick_once(cluster, tmp_path):
+    schedule = tmp_path / "every_second.py"
+    schedule.write_text("from delayed.scheduler import Periodic\n"
+                        "SCHEDULE = [Periodic('tests.tasks:record', queue='{ticks}', every=1)]\n")
+    replicas = [spawn("delayed.scheduler", str(schedule), redis_url=cluster.url) for _ in range(3)]
+    check = nodes_client(cluster)
+    try:
+        wait_for(lambda: check.llen("{ticks}") >= 4, 15, "four ticks")
+    finally:
+        outputs = stop(*replicas)
+    claimed = [float(line.split(" tick ")[1].split()[0]) for output in outputs for line in output.splitlines()
+               if " tick " in line and line.endswith("enqueued")]
+    assert sorted(claimed) == sorted(set(claimed)), outputs  # no tick claimed twice
+    assert sorted(claimed) == [min(claimed) + i for i in range(len(claimed))]  # none skipped
+    assert check.llen("{ticks}") == len(claimed) == check.llen("{ticks}_noti")
+    assert all("scheduling 1 entries" in output for output in outputs)  # three replicas competed
+
+
+@pytest.mark.parametrize("module, extra", [("delayed.worker", ["tests.tasks"]), ("delayed.sweeper", [])])
+def test_a_queue_name_without_a_tag_is_refused_in_one_line(cluster, module, extra):
+    status, output = finish(spawn(module, "--queue", "orders", *extra, redis_url=cluster.url))
+    assert status == 2, output
+    assert output.count("\n") == 1 and "Traceback" not in output
+    assert "queue 'orders' has no hash tag" in output and "name it '{orders}'" in output
+
+
+def test_a_scheduler_entry_without_a_tag_is_refused_in_one_line(cluster, tmp_path):
+    schedule = tmp_path / "untagged.py"
+    schedule.write_text("from delayed.scheduler import Periodic\n"
+                        "SCHEDULE = [Periodic('tests.tasks:record', queue='ticks', every=1)]\n")
+    status, output = finish(spawn("delayed.scheduler", str(schedule), redis_url=cluster.url))
+    assert status == 2, output
+    assert output.count("\n") == 1 and "name it '{ticks}'" in output
+
+
+def test_queue_refuses_a_name_without_a_tag(cluster):
+    with pytest.raises(ValueError, match=r"name it '\{orders\}'"):
+        Queue("orders", connect(cluster.url))
+
+
+def http_get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return response.read().decode()
+
+
+def test_admin_stats_metrics_and_dashboard_see_every_primary(cluster, conn, redis_server):
+    names = on_three_primaries(cluster)
+    client = connect(cluster.url)
+    for name in names:
+        Queue(name, client).enqueue_many([PyTask("tests.tasks:slow", [name, 30])] * 2)
+    busy = worker(cluster, redis_server, "--batch", "1", *(arg for name in names for arg in ("--queue", name)))
+    metrics_port, dashboard_port = free_port(), free_port()
+    exporter = spawn("delayed", "metrics", "--port", str(metrics_port), redis_url=cluster.url)
+    dashboard = spawn("delayed", "dashboard", "--port", str(dashboard_port), redis_url=cluster.url)
+    try:
+        wait_for(lambda: conn.exists(f"started:{names[0]}"), 15, "the worker to take a task")
+
+        def admin(*command: str):
+            run = subprocess.run([sys.executable, "-m", "delayed", *command, "--json", "--redis-url", cluster.url],
+                                 cwd=ROOT, capture_output=True, text=True, timeout=30)
+            assert run.returncode == 0, run.stderr
+            return json.loads(run.stdout)
+
+        stats = {row["queue"]: row for row in admin("stats")}
+        assert sorted(stats) == names
+        assert [stats[name]["pending"] + stats[name]["processing"] for name in names] == [2, 2, 2]
+        assert stats[names[0]]["processing"] == 1
+        assert sorted(row["queue"] for row in admin("workers")) == names  # one worker, listed on each queue
+
+        def scraped() -> str:
+            try:
+                return http_get(f"http://127.0.0.1:{metrics_port}/metrics")
+            except OSError:
+                return ""
+
+        text = wait_for(scraped, 15, "the metrics exporter to answer")
+        for name in names:
+            assert f'queue="{name}"' in text, text
+        page = wait_for(lambda: _page(dashboard_port), 15, "the dashboard to answer")
+        for name in names:
+            assert name in page
+    finally:
+        busy.kill()
+        finish(busy)
+        stop(exporter, dashboard)
+
+
+def _page(port: int) -> str:
+    try:
+        return http_get(f"http://127.0.0.1:{port}/")
+    except OSError:
+        return ""
+
+
+def both_online(cluster) -> None:
+    """Both workers are online before the failover (one still starting would find no primary and exit 1)."""
+    check = nodes_client(cluster)
+    wait_for(lambda: check.zcount("{orders}_workers", time.time(), "+inf") == 2, 15, "both workers online")
+
+
+def executions(conn) -> Dict[str, int]:
+    return {key.decode(): int(value) for key, value in conn.hgetall("executions").items()}
+
+
+def test_a_primary_killed_mid_drain_loses_no_replicated_task(cluster, conn, redis_server, tmp_path):
+    """3,000 tasks enqueued and replicated (WAIT) before the drain; the queue's primary is SIGKILLed
+    while two worker processes drain it, a sweeper running. Lost must be 0; duplicates at most the
+    tasks the workers held or had just released, whose state the replica may not have had yet
+    (2 workers x 2 x --batch ids: each id holds one task, or released one in the last round trip)."""
+    total, batch = 3000, 8
+    queue = Queue("{orders}", connect(cluster.url), wait_replicas=1, wait_timeout_ms=5000)
+    for start in range(0, total, 500):
+        queue.enqueue_many([PyTask("tests.tasks:count", [str(i)]) for i in range(start, start + 500)])
+    # keep-alive keys outlast the failover (a second or two): else the sweeper requeues what live workers hold
+    workers = [worker(cluster, redis_server, "--queue", "{orders}", "--batch", str(batch), "--keep-alive-timeout", "10")
+               for _ in range(2)]
+    sweeping = sweeper(cluster, "{orders}", interval="0.5")
+    schedule = tmp_path / "every_second.py"
+    schedule.write_text("from delayed import PyTask\nfrom delayed.scheduler import Periodic\n"
+                        "SCHEDULE = [Periodic(PyTask('tests.tasks:record', ['tick']), queue='{orders}', every=1)]\n")
+    scheduler = spawn("delayed.scheduler", str(schedule), redis_url=cluster.url)
+    try:
+        both_online(cluster)
+        read_until(sweeping, "sweeping '{orders}'")  # online: connected before the failover
+        read_until(scheduler, "scheduling 1 entries")
+        wait_for(lambda: conn.hlen("executions") >= total // 3, 30, "a third of the drain")
+        cluster.kill_primary("{orders}")
+        killed_at = conn.hlen("executions")
+        ticks_then = len(results(conn))
+        wait_for(lambda: conn.hlen("executions") == total, 60, "the drain to finish after the failover")
+        check = nodes_client(cluster)
+        wait_for(lambda: check.llen("{orders}") == 0 and check.hlen("{orders}_processing") == 0, 30,
+                 "the queue to be empty and nothing held (every duplicate has run)")
+        wait_for(lambda: len(results(conn)) >= ticks_then + 2, 10, "ticks enqueued on the new primary, and run")
+        assert all(process.poll() is None for process in workers)  # they rode it out, no restart
+    finally:
+        outputs = stop(*workers, sweeping, scheduler)
+    ran = executions(conn)
+    lost = total - len(ran)
+    duplicates = sum(count - 1 for count in ran.values())
+    bound = 2 * 2 * batch
+    print(f"cluster failover mid-drain: {total} tasks, killed at {killed_at} run; lost {lost}, "
+          f"duplicates {duplicates} (bound {bound})")
+    assert lost == 0
+    assert duplicates <= bound
+    for output in outputs[:2] + outputs[3:]:
+        assert "Redis is back" in output, output
+        assert "Traceback" not in output, output
+    claimed = re.findall(r" tick (\S+) enqueued", outputs[3])
+    assert len(claimed) == len(set(claimed)), outputs[3]  # no tick enqueued twice across the failover
+
+
+def test_a_clean_failover_mid_drain_loses_nothing(cluster, conn, redis_server):
+    """CLUSTER FAILOVER: the replica catches up before it takes over, and the old primary answers
+    MOVED from then on. The workers follow the redirects; nothing is lost, nothing runs twice."""
+    total = 3000
+    queue = Queue("{orders}", connect(cluster.url))
+    queue.enqueue_many([PyTask("tests.tasks:count", [str(i)]) for i in range(total)])
+    workers = [worker(cluster, redis_server, "--queue", "{orders}", "--batch", "8") for _ in range(2)]
+    try:
+        both_online(cluster)
+        wait_for(lambda: conn.hlen("executions") >= total // 4, 30, "a quarter of the drain")
+        cluster.failover("{orders}")
+        switched_at = conn.hlen("executions")
+        wait_for(lambda: conn.hlen("executions") == total, 60, "the drain to finish after the failover")
+        check = nodes_client(cluster)
+        wait_for(lambda: check.llen("{orders}") == 0 and check.hlen("{orders}_processing") == 0, 30,
+                 "the queue to be empty and nothing held")
+    finally:
+        outputs = stop(*workers)
+    ran = executions(conn)
+    duplicates = sum(count - 1 for count in ran.values())
+    print(f"cluster clean failover mid-drain: {total} tasks, switched at {switched_at} run; lost {total - len(ran)}, "
+          f"duplicates {duplicates}")
+    assert len(ran) == total and duplicates == 0
+    for output in outputs:
+        assert "Traceback" not in output, output

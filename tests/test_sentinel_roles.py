@@ -1,0 +1,214 @@
+"""Worker, sweeper and scheduler processes on a redis+sentinel:// URL (conftest's `sentinels`: a
+primary, a replica, three sentinels) follow a failover without a restart, and a failover in the
+middle of a drain loses no task whose enqueue a replica had.
+
+Tasks record their runs in a separate plain redis-server (conftest's `redis_server`, read through
+`conn`), so what a failover does to the sentinel set cannot touch the tally."""
+import re
+import subprocess
+import time
+from typing import Dict, List
+
+import redis
+
+from delayed import PyTask, Queue
+from delayed.connection import FOLLOW_INTERVAL, connect
+
+from .conftest import results, spawn, wait_for
+
+# Longer than a failover (the sentinels call the primary down after 2 s): a live worker's keep-alive
+# keys must outlast it, or a sweeper requeues what that worker holds (a duplicate, not a loss).
+KEEP_ALIVE = "20"
+
+
+def worker(sentinels, redis_server, *args: str) -> subprocess.Popen:
+    return spawn("delayed.worker", "--keep-alive-timeout", KEEP_ALIVE, *args, "tests.tasks",
+                 redis_url=sentinels.url, task_redis_url=redis_server.url)
+
+
+def read_until(process: subprocess.Popen, text: str) -> str:
+    """Read the process's output up to a line containing text (returned): e.g. that it is online."""
+    for line in process.stdout:
+        if text in line:
+            return line
+    raise AssertionError(f"the process ended without printing {text!r}")
+
+
+def finish(process: subprocess.Popen, timeout: float = 15):
+    output, _ = process.communicate(timeout=timeout)
+    return process.returncode, output
+
+
+def stop(*processes: subprocess.Popen) -> List[str]:
+    """SIGTERM each process; assert each exits 0; their outputs."""
+    outputs = []
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+        status, output = finish(process)
+        assert status == 0, output
+        outputs.append(output)
+    return outputs
+
+
+def until_it_answers(call):
+    """call's value once it stops raising ConnectionError (while the sentinels fail over)."""
+    def attempt():
+        try:
+            return [call()]
+        except (redis.ConnectionError, redis.TimeoutError, redis.ReadOnlyError):
+            return None
+
+    return wait_for(attempt, 30, "the new primary to answer", 0.1)[0]
+
+
+def primary(sentinels) -> redis.Redis:
+    return redis.Redis(port=sentinels.primary.port)
+
+
+def rode_it_out(output: str) -> None:
+    """Each part that saw the outage said so once, and that Redis is back; no traceback."""
+    outages = re.findall(r"(\S+): Redis error", output)
+    assert outages, output
+    assert len(outages) == len(set(outages)), output  # once per part (worker, keep-alive, forwarder...)
+    assert "Redis is back" in output and "Traceback" not in output, output
+
+
+def test_worker_sweeper_and_scheduler_follow_a_failover(sentinels, conn, redis_server, tmp_path):
+    schedule = tmp_path / "every_second.py"
+    schedule.write_text("from delayed.scheduler import Periodic\n"
+                        "SCHEDULE = [Periodic('tests.tasks:record', queue='ticks', every=1)]\n")
+    queue = Queue("default", connect(sentinels.url))
+    running = worker(sentinels, redis_server)
+    sweeping = spawn("delayed.sweeper", "--interval", "0.2", redis_url=sentinels.url)
+    scheduler = spawn("delayed.scheduler", str(schedule), redis_url=sentinels.url)
+    try:
+        read_until(sweeping, "sweeping 'default'")  # online: connected before the failover
+        queue.enqueue(PyTask("tests.tasks:record", ["before"]))
+        wait_for(lambda: results(conn) == [repr(("before", (), {}))], 15, "a task before the failover")
+        wait_for(lambda: primary(sentinels).llen("ticks") >= 1, 10, "a tick before the failover")
+        primary(sentinels).execute_command("WAIT", 1, 5000)
+        new = sentinels.kill_primary()
+        killed = time.time()
+        until_it_answers(lambda: queue.enqueue(PyTask("tests.tasks:record", ["after"])))
+        wait_for(lambda: len(results(conn)) == 2, 30, "the worker to run a task on the new primary")
+        # the sweeper requeues what a dead worker (no keep-alive key) holds, on the new primary
+        blob = PyTask("tests.tasks:record", ["swept"]).serialize()
+        redis.Redis(port=new.port).hset("default_processing", "delayed-py-" + "0" * 32, blob)
+        wait_for(lambda: len(results(conn)) == 3, 15, "the sweeper to requeue a dead worker's task")
+        ticks = redis.Redis(port=new.port).llen("ticks")
+        wait_for(lambda: redis.Redis(port=new.port).llen("ticks") >= ticks + 2, 10,
+                 "the scheduler to enqueue ticks on the new primary")
+        assert all(process.poll() is None for process in (running, sweeping, scheduler))  # no restart
+    finally:
+        outputs = stop(running, sweeping, scheduler)
+    assert [eval(result)[0] for result in results(conn)] == ["before", "after", "swept"]
+    for output in outputs:
+        rode_it_out(output)
+    claimed = [float(tick) for tick in re.findall(r" tick (\S+) enqueued", outputs[2])]
+    assert len(claimed) == len(set(claimed))
+    print(f"sentinel: ran again {time.time() - killed:.1f} s after the kill")
+
+
+def settled(sentinels) -> bool:
+    """The queue is empty and no task is held, as the primary has it (every duplicate has run)."""
+    try:
+        check = primary(sentinels)
+        return check.llen("default") == 0 and check.hlen("default_processing") == 0
+    except redis.RedisError:
+        return False
+
+
+def both_online(sentinels) -> None:
+    """Both workers are online before the failover (one still starting would find no primary and exit 1)."""
+    wait_for(lambda: primary(sentinels).zcount("default_workers", time.time(), "+inf") == 2, 15, "both workers online")
+
+
+def executions(conn) -> Dict[str, int]:
+    return {key.decode(): int(value) for key, value in conn.hgetall("executions").items()}
+
+
+def test_a_primary_killed_mid_drain_loses_no_replicated_task(sentinels, conn, redis_server):
+    """3,000 tasks enqueued and replicated (WAIT) before the drain; the primary is SIGKILLed while two
+    worker processes drain it, a sweeper running. Lost must be 0; duplicates at most the tasks the
+    workers held or had just released, whose state the replica may not have had yet (2 workers x
+    2 x --batch ids: each id holds one task, or released one in the last round trip)."""
+    total, batch = 3000, 8
+    queue = Queue("default", connect(sentinels.url), wait_replicas=1, wait_timeout_ms=5000)
+    for start in range(0, total, 500):
+        queue.enqueue_many([PyTask("tests.tasks:count", [str(i)]) for i in range(start, start + 500)])
+    workers = [worker(sentinels, redis_server, "--batch", str(batch)) for _ in range(2)]
+    sweeping = spawn("delayed.sweeper", "--interval", "0.5", redis_url=sentinels.url)
+    try:
+        both_online(sentinels)
+        read_until(sweeping, "sweeping 'default'")
+        wait_for(lambda: conn.hlen("executions") >= total // 3, 30, "a third of the drain")
+        sentinels.kill_primary()
+        killed_at = conn.hlen("executions")
+        wait_for(lambda: conn.hlen("executions") == total, 60, "the drain to finish after the failover")
+        wait_for(lambda: settled(sentinels), 30, "the queue to be empty and nothing held")
+        assert all(process.poll() is None for process in workers)  # they rode it out, no restart
+    finally:
+        outputs = stop(*workers, sweeping)
+    ran = executions(conn)
+    lost = total - len(ran)
+    duplicates = sum(count - 1 for count in ran.values())
+    bound = 2 * 2 * batch
+    print(f"sentinel failover mid-drain: {total} tasks, killed at {killed_at} run; lost {lost}, "
+          f"duplicates {duplicates} (bound {bound})")
+    assert lost == 0
+    assert duplicates <= bound
+    for output in outputs[:2]:
+        rode_it_out(output)
+
+
+def clean_failover(sentinels, timeout: float = 30) -> float:
+    """SENTINEL FAILOVER: the sentinels promote the replica and later turn the old primary, still
+    running, into its replica (about 8 s after they notice it; clients still connected to it get
+    READONLY errors then, or UNBLOCKED in a BLPOP). Returns once the sentinels name the new primary:
+    time.monotonic() then."""
+    new = sentinels.replica
+    redis.Redis(port=sentinels.sentinel_ports[0]).execute_command("SENTINEL", "FAILOVER", sentinels.master_name)
+    wait_for(lambda: sentinels.master_port() == new.port, timeout, "the sentinels to name the replica", 0.05)
+    sentinels.primary, sentinels.replica = new, sentinels.primary  # for the fixture's heal()
+    return time.monotonic()
+
+
+def test_a_clean_failover_mid_drain_loses_nothing_and_leaves_the_old_primary(sentinels, conn, redis_server):
+    """The old primary stays up, a primary still, until the sentinels demote it seconds later; what
+    it takes meanwhile is thrown away when it resyncs (claims and releases here: the tasks run again).
+    The workers must leave it within a second of the sentinels naming the new primary (redis-py
+    asks them only when it connects: the workers stayed until the demotion, ~10 s). No enqueue is
+    lost (all were replicated first); duplicates are counted: what ran on the old primary after
+    the promotion."""
+    total = 3000
+    queue = Queue("default", connect(sentinels.url), wait_replicas=1, wait_timeout_ms=5000)
+    # ~300 tasks a second: the drain spans the failover, however long the sentinels take (1 to 5 s)
+    queue.enqueue_many([PyTask("tests.tasks:count_slowly", [str(i), 0.005]) for i in range(total)])
+    workers = [worker(sentinels, redis_server, "--batch", "8") for _ in range(2)]
+    sweeping = spawn("delayed.sweeper", "--interval", "0.5", redis_url=sentinels.url)
+    old = redis.Redis(port=sentinels.primary.port)
+    try:
+        both_online(sentinels)
+        read_until(sweeping, "sweeping 'default'")
+        wait_for(lambda: conn.hlen("executions") >= 100, 30, "the drain to start")
+        named = clean_failover(sentinels)
+        switched_at = conn.hlen("executions")
+        time.sleep(max(0.0, named + 2 * FOLLOW_INTERVAL + 0.2 - time.monotonic()))
+        done_then = old.hget("default_counts", "done")
+        time.sleep(1)
+        assert old.hget("default_counts", "done") == done_then, "workers still release tasks on the old primary"
+        assert old.execute_command("ROLE")[0] == b"master"  # not demoted yet: the workers left it by themselves
+        wait_for(lambda: conn.hlen("executions") == total, 60, "the drain to finish after the failover")
+        wait_for(lambda: settled(sentinels), 30, "the queue to be empty and nothing held")
+        assert all(process.poll() is None for process in workers)
+    finally:
+        outputs = stop(*workers, sweeping)
+    ran = executions(conn)
+    lost = total - len(ran)
+    duplicates = sum(count - 1 for count in ran.values())
+    print(f"sentinel clean failover mid-drain: {total} tasks, {switched_at} run when the sentinels named the new "
+          f"primary; lost {lost}, duplicates {duplicates}")
+    assert lost == 0
+    for output in outputs[:2]:
+        assert "Traceback" not in output, output
