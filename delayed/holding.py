@@ -33,11 +33,16 @@ Lock = Tuple[str, str]
 
 @dataclass(frozen=True)
 class Claim:
-    """A task held under one of the worker's ids: the id, the exact blob claimed, and its queue."""
+    """A task held under one of the worker's ids: the id, the exact blob claimed, and the Holding
+    (so the queue) it was claimed through, which settles it."""
 
     worker_id: str
     blob: bytes
-    queue: Queue
+    holding: "Holding"
+
+    @property
+    def queue(self) -> Queue:
+        return self.holding.queue
 
 
 class Settlement:
@@ -209,7 +214,7 @@ class Holding:
     def _took(self, pairs: List[Tuple[str, bytes]]) -> List[Claim]:
         self._unsure = []
         self._backoff.succeeded()
-        claims = [Claim(worker_id, blob, self.queue) for worker_id, blob in pairs]
+        claims = [Claim(worker_id, blob, self) for worker_id, blob in pairs]
         for claim in claims:
             self._held[claim.worker_id] = claim.blob
         return claims
@@ -288,7 +293,8 @@ class Holdings:
     a queue is claimed from only while the ones before it have no task to give); when every queue
     is empty it waits on all their notification lists at once (BLPOP takes from the first non-empty
     one). Finished tasks are released with the next claim on their own queue, and every queue with
-    releases waiting gets that round trip, whether or not it is claimed from.
+    releases waiting gets that round trip, whether or not it is claimed from. A claim is settled by
+    the Holding it came through (Claim.holding).
     """
 
     def __init__(self, queues: Sequence[Queue], capacity: int, lifecycle: Lifecycle) -> None:
@@ -348,13 +354,10 @@ class Holdings:
         self._backoff.succeeded()
         return next((holding.claim_notified() for holding in unpaused if holding.queue is notified), [])
 
-    def settle(self, claim: Claim, settlement: Settlement) -> None:
-        self._of(claim).settle(claim, settlement)
-
     def give_back(self, claims: Sequence[Claim]) -> None:
         """Holding.give_back, each queue's claims to its own queue."""
         for holding in self.holdings:
-            holding.give_back([claim for claim in claims if claim.queue is holding.queue])
+            holding.give_back([claim for claim in claims if claim.holding is holding])
 
     def flush(self) -> None:
         for holding in self.holdings:
@@ -363,9 +366,3 @@ class Holdings:
     def unlock(self) -> None:
         for holding in self.holdings:
             holding.unlock()
-
-    def _of(self, claim: Claim) -> Holding:
-        for holding in self.holdings:
-            if claim.queue is holding.queue:
-                return holding
-        raise ValueError(f"{claim.worker_id} is not one of this worker's claims")

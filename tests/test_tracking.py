@@ -13,7 +13,8 @@ import redis.asyncio
 
 from delayed import AsyncQueue, DuplicateTaskError, GoTask, PyTask, Queue, Worker, delayed
 from delayed.errors import TaskFailedError, TaskNotFoundError
-from delayed.holding import Claim
+from delayed.holding import Claim, Holding
+from delayed.lifecycle import Lifecycle
 from delayed.task import decode_task
 from delayed.tracking import AsyncTaskHandle, TaskHandle, pack_result
 
@@ -109,7 +110,8 @@ def test_pack_result_bounds_the_size_and_survives_a_failing_repr():
 
 def test_a_retried_task_says_retrying_with_its_error_then_failed_with_its_letter(conn, queue, run_worker):
     handle = queue.enqueue(PyTask("tests.tasks:always_fail", ["f"], retry=1), result_ttl=60)
-    claim = Claim("delayed-py-" + "0" * 32, queue.claim("delayed-py-" + "0" * 32, timeout=1), queue)
+    claim = Claim("delayed-py-" + "0" * 32, queue.claim("delayed-py-" + "0" * 32, timeout=1),
+                  Holding(queue, 1, Lifecycle("worker")))
     assert handle.status() == "running"  # claimed by dequeue.lua, as an idle worker claims
     assert Worker(queue, ["tests.tasks"]).execute(claim.blob).apply(queue, claim)
     info = handle.info()

@@ -253,7 +253,7 @@ class Worker:
             if self.lifecycle.stopping:
                 self.holding.give_back([claim, *self._claimed.rest()])
                 break
-            self.holding.settle(claim, self.execute(claim.blob, claim.queue))
+            claim.holding.settle(claim, self.execute(claim.blob, claim.queue))
             ran += 1
         self.holding.unlock()
         self._adapt_batch(len(claims), time.monotonic() - started)
@@ -330,7 +330,7 @@ class Worker:
         for claim in claims:
             prepared = self._prepare(claim.blob, claim.queue)
             if isinstance(prepared, Settlement):
-                self.holding.settle(claim, self._unrunnable(prepared, claim.queue))
+                claim.holding.settle(claim, self._unrunnable(prepared, claim.queue))
                 continue
             task, func = prepared
             held[claim.worker_id] = (claim, task)
@@ -342,7 +342,7 @@ class Worker:
         now = time.monotonic()
         for job in slots.collect():
             claim, task = held.pop(job.key)
-            self.holding.settle(claim, self._settlement(task, job.outcome, job.started_at or now, claim.queue,
+            claim.holding.settle(claim, self._settlement(task, job.outcome, job.started_at or now, claim.queue,
                                                         job.result))
             lookahead.finished(now - (job.started_at or now))
         self.holding.unlock()
@@ -427,9 +427,12 @@ class Worker:
         if self.log_tasks:
             task_logger.info("task %s %s %s in %.1f ms", task.options.get(tracking.ID_OPTION, "-"), task.func_path,
                              OUTCOMES[type(settlement)], ran * 1000)
-        if "unique_key" in task.options and isinstance(settlement, (Release, Bury)):
-            settlement = replace(settlement, lock=(task.options["unique_key"], task.options.get("unique_token", "")))
-        task_id = task.options.get(tracking.ID_OPTION)
+        options = task.options
+        if not options:  # most tasks: nothing more to carry
+            return settlement
+        if "unique_key" in options and isinstance(settlement, (Release, Bury)):
+            settlement = replace(settlement, lock=(options["unique_key"], options.get("unique_token", "")))
+        task_id = options.get(tracking.ID_OPTION)
         if task_id is not None:
             settlement = self._track(settlement, task_id, result, outcome, ran, queue)
         return settlement
