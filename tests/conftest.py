@@ -3,7 +3,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import List
+from typing import List, Tuple
 
 import pytest
 import redis
@@ -126,3 +126,29 @@ def spawn(module: str, *args: str, redis_url: str, task_redis_url: str = "", **p
         [sys.executable, "-m", module, "--redis-url", redis_url, *args],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen,
     )
+
+
+def finish(process: subprocess.Popen, timeout: float = 15) -> Tuple[int, str]:
+    """Wait for a process to exit; return (exit status, its output)."""
+    output, _ = process.communicate(timeout=timeout)
+    return process.returncode, output
+
+
+def read_until(process: subprocess.Popen, text: str) -> str:
+    """Read the process's output up to a line containing text (the line is returned)."""
+    for line in process.stdout:
+        if text in line:
+            return line
+    pytest.fail(f"the process ended without printing {text!r}")
+
+
+def stop(*processes: subprocess.Popen) -> List[str]:
+    """SIGTERM each process still running; assert each exits 0; their outputs."""
+    outputs = []
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+        status, output = finish(process)
+        assert status == 0, output
+        outputs.append(output)
+    return outputs

@@ -6,8 +6,8 @@ import pytest
 from delayed import PyTask, Queue, Worker
 
 from . import tasks
-from .conftest import results
-from .test_processes import finish, worker
+from .conftest import finish, results
+from .test_processes import worker
 
 
 @pytest.mark.parametrize("threads", [1, 3])

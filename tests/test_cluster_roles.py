@@ -5,7 +5,6 @@ Tasks record their runs in a separate plain redis-server (conftest's `redis_serv
 `conn`), so what a failover does to the cluster cannot touch the tally."""
 import json
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -21,7 +20,7 @@ from delayed.connection import connect
 from delayed.keys import hash_tag
 from delayed.testing import free_port
 
-from .conftest import ROOT, results, spawn, wait_for
+from .conftest import ROOT, finish, read_until, results, spawn, stop, wait_for
 
 KEEP_ALIVE = "1"  # seconds: a killed worker's task is recoverable after this
 
@@ -41,30 +40,10 @@ def sweeper(cluster, *queues: str, interval: str = "0.2") -> subprocess.Popen:
                  redis_url=cluster.url)
 
 
-def read_until(process: subprocess.Popen, text: str) -> str:
-    """Read the process's output up to a line containing text (returned): e.g. that it is online."""
-    for line in process.stdout:
-        if text in line:
-            return line
-    raise AssertionError(f"the process ended without printing {text!r}")
 
 
-def finish(process: subprocess.Popen, timeout: float = 15):
-    """Wait for a process to exit; return (exit status, its output)."""
-    output, _ = process.communicate(timeout=timeout)
-    return process.returncode, output
 
 
-def stop(*processes: subprocess.Popen) -> List[str]:
-    """SIGTERM each (still running) process; assert each exits 0; their outputs."""
-    outputs = []
-    for process in processes:
-        if process.poll() is None:
-            process.terminate()
-        status, output = finish(process)
-        assert status == 0, output
-        outputs.append(output)
-    return outputs
 
 
 def on_three_primaries(cluster) -> List[str]:

@@ -16,8 +16,7 @@ from delayed.scheduler import Periodic, Scheduler
 from delayed.sweeper import Sweeper
 from delayed.testing import free_port
 
-from .conftest import spawn, wait_for
-from .test_processes import finish, read_until
+from .conftest import finish, read_until, spawn, wait_for
 
 
 def test_the_handlers_only_set_a_flag_the_main_loop_does_the_work(caplog):

@@ -5,9 +5,9 @@ import redis
 from delayed import PyTask, Queue, Worker
 
 from . import tasks
-from .conftest import results, spawn, tags, wait_for
+from .conftest import finish, results, spawn, tags, wait_for
 from .test_operating import run
-from .test_processes import finish, worker
+from .test_processes import worker
 
 
 def drained(conn, *names):

@@ -9,7 +9,7 @@ import redis
 
 from delayed import PyTask, Queue
 
-from .conftest import ROOT, results, spawn, wait_for
+from .conftest import ROOT, finish, read_until, results, spawn, wait_for
 from delayed.testing import RedisServer, free_port
 
 KEEP_ALIVE = "1"  # seconds: a killed worker's task is recoverable after this
@@ -19,18 +19,8 @@ def worker(redis_url, *args):
     return spawn("delayed.worker", "--keep-alive-timeout", KEEP_ALIVE, *args, "tests.tasks", redis_url=redis_url)
 
 
-def finish(process, timeout=15):
-    """Wait for a process to exit; return (exit status, its output)."""
-    output, _ = process.communicate(timeout=timeout)
-    return process.returncode, output
 
 
-def read_until(process, text):
-    """Read the process's output up to a line containing text (the line is returned)."""
-    for line in process.stdout:
-        if text in line:
-            return line
-    pytest.fail(f"the process ended without printing {text!r}")
 
 
 def worker_keys(conn):

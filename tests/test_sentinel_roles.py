@@ -7,14 +7,14 @@ Tasks record their runs in a separate plain redis-server (conftest's `redis_serv
 import re
 import subprocess
 import time
-from typing import Dict, List
+from typing import Dict
 
 import redis
 
 from delayed import PyTask, Queue
 from delayed.connection import FOLLOW_INTERVAL, connect
 
-from .conftest import results, spawn, wait_for
+from .conftest import read_until, results, spawn, stop, wait_for
 
 # Longer than a failover (the sentinels call the primary down after 2 s): a live worker's keep-alive
 # keys must outlast it, or a sweeper requeues what that worker holds (a duplicate, not a loss).
@@ -26,29 +26,10 @@ def worker(sentinels, redis_server, *args: str) -> subprocess.Popen:
                  redis_url=sentinels.url, task_redis_url=redis_server.url)
 
 
-def read_until(process: subprocess.Popen, text: str) -> str:
-    """Read the process's output up to a line containing text (returned): e.g. that it is online."""
-    for line in process.stdout:
-        if text in line:
-            return line
-    raise AssertionError(f"the process ended without printing {text!r}")
 
 
-def finish(process: subprocess.Popen, timeout: float = 15):
-    output, _ = process.communicate(timeout=timeout)
-    return process.returncode, output
 
 
-def stop(*processes: subprocess.Popen) -> List[str]:
-    """SIGTERM each process; assert each exits 0; their outputs."""
-    outputs = []
-    for process in processes:
-        if process.poll() is None:
-            process.terminate()
-        status, output = finish(process)
-        assert status == 0, output
-        outputs.append(output)
-    return outputs
 
 
 def until_it_answers(call):
