@@ -152,3 +152,10 @@ def stop(*processes: subprocess.Popen) -> List[str]:
         assert status == 0, output
         outputs.append(output)
     return outputs
+
+
+def lost_and_duplicates(client: redis.Redis, total: int) -> Tuple[int, int]:
+    """Of total tasks that each count their runs in the hash "executions" (tests.tasks): how many
+    never ran, and how many runs were repeats."""
+    runs = [int(count) for count in client.hvals("executions")]
+    return total - len(runs), sum(count - 1 for count in runs)

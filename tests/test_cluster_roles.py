@@ -20,7 +20,7 @@ from delayed.connection import connect
 from delayed.keys import hash_tag
 from delayed.testing import free_port
 
-from .conftest import ROOT, finish, read_until, results, spawn, stop, wait_for
+from .conftest import ROOT, finish, lost_and_duplicates, read_until, results, spawn, stop, wait_for
 
 KEEP_ALIVE = "1"  # seconds: a killed worker's task is recoverable after this
 
@@ -220,10 +220,6 @@ def both_online(cluster) -> None:
     wait_for(lambda: check.zcount("{orders}_workers", time.time(), "+inf") == 2, 15, "both workers online")
 
 
-def executions(conn) -> Dict[str, int]:
-    return {key.decode(): int(value) for key, value in conn.hgetall("executions").items()}
-
-
 def test_a_primary_killed_mid_drain_loses_no_replicated_task(cluster, conn, redis_server, tmp_path):
     """3,000 tasks enqueued and replicated (WAIT) before the drain; the queue's primary is SIGKILLed
     while two worker processes drain it, a sweeper running. Lost must be 0; duplicates at most the
@@ -257,9 +253,7 @@ def test_a_primary_killed_mid_drain_loses_no_replicated_task(cluster, conn, redi
         assert all(process.poll() is None for process in workers)  # they rode it out, no restart
     finally:
         outputs = stop(*workers, sweeping, scheduler)
-    ran = executions(conn)
-    lost = total - len(ran)
-    duplicates = sum(count - 1 for count in ran.values())
+    lost, duplicates = lost_and_duplicates(conn, total)
     bound = 2 * 2 * batch
     print(f"cluster failover mid-drain: {total} tasks, killed at {killed_at} run; lost {lost}, "
           f"duplicates {duplicates} (bound {bound})")
@@ -290,10 +284,9 @@ def test_a_clean_failover_mid_drain_loses_nothing(cluster, conn, redis_server):
                  "the queue to be empty and nothing held")
     finally:
         outputs = stop(*workers)
-    ran = executions(conn)
-    duplicates = sum(count - 1 for count in ran.values())
-    print(f"cluster clean failover mid-drain: {total} tasks, switched at {switched_at} run; lost {total - len(ran)}, "
+    lost, duplicates = lost_and_duplicates(conn, total)
+    print(f"cluster clean failover mid-drain: {total} tasks, switched at {switched_at} run; lost {lost}, "
           f"duplicates {duplicates}")
-    assert len(ran) == total and duplicates == 0
+    assert lost == 0 and duplicates == 0
     for output in outputs:
         assert "Traceback" not in output, output

@@ -7,14 +7,13 @@ Tasks record their runs in a separate plain redis-server (conftest's `redis_serv
 import re
 import subprocess
 import time
-from typing import Dict
 
 import redis
 
 from delayed import PyTask, Queue
 from delayed.connection import FOLLOW_INTERVAL, connect
 
-from .conftest import read_until, results, spawn, stop, wait_for
+from .conftest import lost_and_duplicates, read_until, results, spawn, stop, wait_for
 
 # Longer than a failover (the sentinels call the primary down after 2 s): a live worker's keep-alive
 # keys must outlast it, or a sweeper requeues what that worker holds (a duplicate, not a loss).
@@ -105,10 +104,6 @@ def both_online(sentinels) -> None:
     wait_for(lambda: primary(sentinels).zcount("default_workers", time.time(), "+inf") == 2, 15, "both workers online")
 
 
-def executions(conn) -> Dict[str, int]:
-    return {key.decode(): int(value) for key, value in conn.hgetall("executions").items()}
-
-
 def test_a_primary_killed_mid_drain_loses_no_replicated_task(sentinels, conn, redis_server):
     """3,000 tasks enqueued and replicated (WAIT) before the drain; the primary is SIGKILLed while two
     worker processes drain it, a sweeper running. Lost must be 0; duplicates at most the tasks the
@@ -131,9 +126,7 @@ def test_a_primary_killed_mid_drain_loses_no_replicated_task(sentinels, conn, re
         assert all(process.poll() is None for process in workers)  # they rode it out, no restart
     finally:
         outputs = stop(*workers, sweeping)
-    ran = executions(conn)
-    lost = total - len(ran)
-    duplicates = sum(count - 1 for count in ran.values())
+    lost, duplicates = lost_and_duplicates(conn, total)
     bound = 2 * 2 * batch
     print(f"sentinel failover mid-drain: {total} tasks, killed at {killed_at} run; lost {lost}, "
           f"duplicates {duplicates} (bound {bound})")
@@ -185,9 +178,7 @@ def test_a_clean_failover_mid_drain_loses_nothing_and_leaves_the_old_primary(sen
         assert all(process.poll() is None for process in workers)
     finally:
         outputs = stop(*workers, sweeping)
-    ran = executions(conn)
-    lost = total - len(ran)
-    duplicates = sum(count - 1 for count in ran.values())
+    lost, duplicates = lost_and_duplicates(conn, total)
     print(f"sentinel clean failover mid-drain: {total} tasks, {switched_at} run when the sentinels named the new "
           f"primary; lost {lost}, duplicates {duplicates}")
     assert lost == 0
