@@ -108,6 +108,9 @@ class RedisCluster:
             raise RuntimeError("redis-cli is not on PATH (Debian's redis-tools, installed with redis-server)")
         self.directory = Path(directory)
         self.primaries, self.replicas = primaries, replicas
+        # a replica's failover election times out after 2 x max(2 x node timeout, 2 s)
+        self.election_retry_s = 2 * max(2 * node_timeout_ms, 2000) / 1000
+        self.last_election = -self.election_retry_s
         self.nodes: List[RedisServer] = []
         for _ in range(primaries * (1 + replicas)):
             node = RedisServer(self.directory)
@@ -151,34 +154,29 @@ class RedisCluster:
         return [node for node in self.nodes if node.process is not None]
 
     def roles(self) -> dict:
-        """Port -> "master" or "slave", as a running node's CLUSTER NODES tells it (failed nodes left out)."""
+        """Port -> "master" or "slave", as each running node's CLUSTER NODES tells it of itself."""
         roles = {}
         for node in self.running():
-            for line in (_answers(node.port, "CLUSTER", "NODES") or b"").decode().splitlines():
-                address, flags = line.split()[1:3]
-                if "fail" not in flags and "myself" in flags:
-                    roles[node.port] = "master" if "master" in flags else "slave"
+            me = self._myself(node)
+            if me is not None and "fail" not in me[2]:
+                roles[node.port] = _role(me)
         return roles
 
     def primary_for(self, key: str) -> RedisServer:
         """The running node that serves key's slot."""
         slot = _answers(self.running()[0].port, "CLUSTER", "KEYSLOT", key)
         for node in self.running():
-            for line in (_answers(node.port, "CLUSTER", "NODES") or b"").decode().splitlines():
-                fields = line.split()
-                if "myself" in fields[2] and "master" in fields[2] and _covers(fields[8:], slot):
-                    return node
+            me = self._myself(node)
+            if me is not None and _role(me) == "master" and _covers(me[8:], slot):
+                return node
         raise AssertionError(f"no running primary serves slot {slot}")
 
     def replica_of(self, primary: RedisServer) -> RedisServer:
-        [node_id] = [line.split()[0] for line in _answers(primary.port, "CLUSTER", "NODES").decode().splitlines()
-                     if "myself" in line.split()[2]]
+        primary_id = (self._myself(primary) or [""])[0]
         for node in self.running():
-            info = _answers(node.port, "CLUSTER", "NODES") or b""
-            for line in info.decode().splitlines():
-                fields = line.split()
-                if "myself" in fields[2] and "slave" in fields[2] and fields[3] == node_id:
-                    return node
+            me = self._myself(node)
+            if me is not None and _role(me) == "slave" and me[3] == primary_id:
+                return node
         raise AssertionError(f"primary {primary.port} has no running replica")
 
     def kill_primary(self, key: str, timeout: float = 30) -> RedisServer:
@@ -187,19 +185,23 @@ class RedisCluster:
         primary = self.primary_for(key)
         replica = self.replica_of(primary)
         assert primary.process is not None
+        self._after_the_last_election()
         primary.process.kill()
         primary.process.wait(10)
         primary.process = None
         wait_for(lambda: self.roles().get(replica.port) == "master", timeout, "the replica to be promoted", 0.1)
-        wait_for(self._all_ok, timeout, "the cluster to be ok again", 0.1)
+        self.last_election = time.monotonic()
+        self._wait_settled(timeout)
         return replica
 
     def failover(self, key: str, timeout: float = 30) -> RedisServer:
         """Make the replica of key's primary the primary, cleanly (CLUSTER FAILOVER); returns it."""
         replica = self.replica_of(self.primary_for(key))
+        self._after_the_last_election()
         _answers(replica.port, "CLUSTER", "FAILOVER")
         wait_for(lambda: self.roles().get(replica.port) == "master", timeout, "the manual failover", 0.1)
-        wait_for(self._all_ok, timeout, "the cluster to be ok again", 0.1)
+        self.last_election = time.monotonic()
+        self._wait_settled(timeout)
         return replica
 
     def heal(self, timeout: float = 30) -> None:
@@ -212,11 +214,48 @@ class RedisCluster:
         self.wait_healthy(timeout)
 
     def wait_healthy(self, timeout: float = 30) -> None:
-        """Every node says cluster_state:ok, `primaries` of them are primaries, and every replica's link is up."""
-        wait_for(self._all_ok, timeout, "cluster_state:ok on every node", 0.1)
+        """Every node says cluster_state:ok and agrees with the others, `primaries` of them are
+        primaries, and every replica's link is up."""
+        self._wait_settled(timeout)
         wait_for(lambda: list(self.roles().values()).count("master") == self.primaries,
                  timeout, "one primary per shard", 0.1)
         wait_for(self._replicas_linked, timeout, "every replica to be in sync", 0.1)
+
+    def _after_the_last_election(self) -> None:
+        """Sleep until the last promotion is election_retry_s old. Redis 7.0 lets a node that won an
+        election and was demoted sooner than that count the old election's votes again when its
+        new primary fails: it claims the slots with a stale epoch, no node accepts it, and the
+        cluster stays failed for good."""
+        time.sleep(max(0.0, self.last_election + self.election_retry_s - time.monotonic()))
+
+    def _wait_settled(self, timeout: float) -> None:
+        wait_for(self._all_ok, timeout, "cluster_state:ok on every node", 0.1)
+        wait_for(self._agreed, timeout, "every node to see the others as they see themselves", 0.1)
+
+    def _nodes(self, node: RedisServer) -> List[List[str]]:
+        """node's CLUSTER NODES, a list of fields per line (none if node cannot be reached)."""
+        return [line.split() for line in (_answers(node.port, "CLUSTER", "NODES") or b"").decode().splitlines()]
+
+    def _myself(self, node: RedisServer) -> Optional[List[str]]:
+        return next((fields for fields in self._nodes(node) if "myself" in fields[2]), None)
+
+    def _agreed(self) -> bool:
+        """Every running node sees every other running node with the role and primary it claims,
+        no failure flag and a connected bus link. Until then a node may not hear what another sends
+        it: a replica restarted a moment ago drops a CLUSTER FAILOVER request to its primary."""
+        views = {node.port: self._nodes(node) for node in self.running()}
+        claimed = {fields[0]: (_role(fields), fields[3])
+                   for lines in views.values() for fields in lines if "myself" in fields[2]}
+        if len(claimed) != len(views):
+            return False
+        for lines in views.values():
+            for fields in lines:
+                if "myself" in fields[2] or fields[0] not in claimed:
+                    continue  # itself, or a node that is down
+                if (_role(fields), fields[3]) != claimed[fields[0]] or fields[7] != "connected" \
+                        or any(flag in fields[2] for flag in ("fail", "handshake", "noaddr")):
+                    return False
+        return True
 
     def _all_ok(self) -> bool:
         return all(b"cluster_state:ok" in (_answers(node.port, "CLUSTER", "INFO") or b"")
@@ -228,6 +267,11 @@ class RedisCluster:
             if info.get("role") != "master" and info.get("master_link_status") != "up":
                 return False
         return True
+
+
+def _role(fields: List[str]) -> str:
+    """"master" or "slave", from a CLUSTER NODES line's fields."""
+    return "master" if "master" in fields[2] else "slave"
 
 
 def _covers(ranges: List[str], slot: int) -> bool:

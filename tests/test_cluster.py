@@ -138,6 +138,18 @@ def test_a_killed_primary_errors_then_the_queue_goes_on(cluster):
     assert queue.len() >= 2  # what the replica had, and the new task
 
 
+def test_a_clean_failover_right_after_a_restart_is_heard(cluster):
+    """A primary killed and restarted rejoins as a replica; a CLUSTER FAILOVER sent to it the moment
+    heal() returns must make it the primary again (it was once dropped, its bus link to the
+    primary not yet up, and CI timed out waiting)."""
+    for _ in range(2):
+        old = cluster.primary_for("{q}")
+        cluster.kill_primary("{q}")
+        cluster.heal()
+        assert cluster.failover("{q}") is old
+        assert cluster.primary_for("{q}") is old
+
+
 def test_a_worker_takes_queues_on_a_cluster(cluster):
     """A cluster client has no single connection pool: the worker's one-Redis check must still
     know its queues are on one cluster (python -m delayed.worker on a redis+cluster:// URL failed
