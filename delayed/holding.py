@@ -15,7 +15,7 @@ claims across them in priority order. Every Redis command goes through the Queue
 import logging
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import redis
 
@@ -31,10 +31,9 @@ Lock = Tuple[str, str]
 """A unique task's lock: (unique key, token)."""
 
 
-@dataclass(frozen=True)
-class Claim:
+class Claim(NamedTuple):
     """A task held under one of the worker's ids: the id, the exact blob claimed, and the Holding
-    (so the queue) it was claimed through, which settles it."""
+    (so the queue) it was claimed through, which settles it. (A tuple: a batch makes dozens per round trip.)"""
 
     worker_id: str
     blob: bytes

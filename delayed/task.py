@@ -15,6 +15,7 @@ writes: one argument as itself, several as an array, none as msgpack nil.
 go-delayed's NewGoTask(func_path, nil) writes [func_path, nil]: that decodes as a GoTask too.
 """
 import re
+from functools import partial
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Union
 
 import msgpack
@@ -247,34 +248,35 @@ def decode_task(data: bytes) -> Union[PyTask, GoTask]:
     Once the func path has decoded, every error names it, so a dead letter says whose task it was.
     """
     fields = _unpack(data)
-    if not isinstance(fields, list) or not 1 <= len(fields) <= 5 or not isinstance(fields[0], str):
+    if type(fields) is not list or not 1 <= len(fields) <= 5 or type(fields[0]) is not str:
         raise MalformedTaskError(f"not a task: expected [func_path, ...], got {_brief(fields)}")
     func_path = fields[0]
-
-    def malformed(message: str) -> MalformedTaskError:
-        return MalformedTaskError(message, func_path=func_path)
-
-    if len(fields) == 2 and (isinstance(fields[1], bytes) or fields[1] is None):
+    if len(fields) == 2 and (fields[1] is None or type(fields[1]) is bytes):
         try:
             task = GoTask(func_path, None if fields[1] is None else _unpack(fields[1]))
         except MalformedTaskError as exc:
-            raise malformed(f"GoTask payload: {exc}") from None
+            raise MalformedTaskError(f"GoTask payload: {exc}", func_path=func_path) from None
         task._data = data
         return task
     _, args, kwargs, retry, options = fields + [None, None, 0, None][len(fields) - 1 :]
-    if args is not None and not isinstance(args, list):
-        raise malformed(f"task args must be an array or nil, got {_brief(args)}")
-    if isinstance(kwargs, list):
-        raise malformed("task kwargs is an array, not a map: go-delayed's NewPyTask writes a Go struct's "
-                        "fields without their names; pass kwargs as a map[string]interface{}")
-    if kwargs is not None and not (isinstance(kwargs, dict) and all(isinstance(k, str) for k in kwargs)):
-        raise malformed(f"task kwargs must be a map with string keys or nil, got {_brief(kwargs)}")
-    if not isinstance(retry, int) or isinstance(retry, bool):
-        raise malformed(f"task retry must be an integer, got {_brief(retry)}")
-    if options is not None and not (isinstance(options, dict) and all(isinstance(k, str) for k in options)):
-        raise malformed(f"task options must be a map with string keys, got {_brief(options)}")
-    _check_options(options or {}, malformed)
-    return PyTask._decoded(func_path, args, kwargs, retry, options or {}, data)
+    # msgpack decodes arrays to lists, maps to dicts, integers to int: exact type checks, the hot path
+    if args is not None and type(args) is not list:
+        problem = f"task args must be an array or nil, got {_brief(args)}"
+    elif type(kwargs) is list:
+        problem = ("task kwargs is an array, not a map: go-delayed's NewPyTask writes a Go struct's "
+                   "fields without their names; pass kwargs as a map[string]interface{}")
+    elif kwargs is not None and not (type(kwargs) is dict and all(type(k) is str for k in kwargs)):
+        problem = f"task kwargs must be a map with string keys or nil, got {_brief(kwargs)}"
+    elif type(retry) is not int:
+        problem = f"task retry must be an integer, got {_brief(retry)}"
+    elif options is not None and not (type(options) is dict and all(type(k) is str for k in options)):
+        problem = f"task options must be a map with string keys, got {_brief(options)}"
+    elif not options:  # most tasks
+        return PyTask._decoded(func_path, args, kwargs, retry, {}, data)
+    else:
+        _check_options(options, partial(MalformedTaskError, func_path=func_path))
+        return PyTask._decoded(func_path, args, kwargs, retry, options, data)
+    raise MalformedTaskError(problem, func_path=func_path)
 
 
 def _check_options(options: Dict[str, Any], error: Callable[[str], Exception]) -> None:
