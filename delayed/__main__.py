@@ -202,8 +202,7 @@ def _pause(conn: redis.Redis, args: argparse.Namespace) -> None:
     pausing = args.command == "pause"
     rows = []
     for name in args.names:
-        queue = Queue(name, conn)
-        changed = queue.pause() if pausing else queue.resume()
+        changed = admin.set_paused(conn, name, pausing)
         rows.append({"queue": name, "paused": pausing, "changed": changed})
         if not args.json:
             print(f"{'paused' if pausing else 'resumed'} {name}" + ("" if changed else

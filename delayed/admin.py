@@ -281,6 +281,13 @@ def purge_dead(conn: redis.Redis, name: str) -> int:
     return Queue(name, conn).purge_dead()
 
 
+def set_paused(conn: redis.Redis, name: str, paused: bool) -> bool:
+    """Pause the queue (our workers take no new task from it; go-delayed's do not know about pausing)
+    or resume it; False if it already was so."""
+    queue = Queue(name, conn)
+    return queue.pause() if paused else queue.resume()
+
+
 def scheduled(conn: redis.Redis, name: str, count: int = 20) -> List[Row]:
     """The next tasks to become due: when, and what."""
     members = cast(List[Tuple[bytes, float]],

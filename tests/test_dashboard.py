@@ -167,8 +167,8 @@ def test_in_a_browser_requeue_delete_and_purge_dead_letters(conn, dashboard, bro
 
 
 def test_screenshot_of_queues_workers_and_a_dead_letter(conn, redis_server, dashboard, browser, busy_worker):
-    """The page with three queues, a worker of ours holding a task, a go-delayed worker holding one, a dead
-    letter and some throughput; written to $DELAYED_DASHBOARD_SCREENSHOT when set (docs/dashboard.png)."""
+    """The page with three queues (one paused), a worker of ours holding a task, a go-delayed worker holding
+    one, a dead letter and some throughput; written to $DELAYED_DASHBOARD_SCREENSHOT when set (docs/dashboard.png)."""
     from selenium.webdriver.common.by import By
 
     web = dashboard("--window", "8", "--sample-every", "0.4")
@@ -192,12 +192,14 @@ def test_screenshot_of_queues_workers_and_a_dead_letter(conn, redis_server, dash
         drain.communicate(timeout=10)
     reports.enqueue_many([PyTask("tests.tasks:record", [f"report {i}"]) for i in range(5)])
     reports.enqueue(PyTask("tests.tasks:record", ["monthly"]), delay=3600)
+    reports.pause()
     conn.hset("reports_periodic", "reports:tests.tasks:record:cron=0 3 * * *", repr(time.time() - 3000))
     time.sleep(1.5)
     browser.get(web.base + "/")
     assert browser.find_element(By.CSS_SELECTOR, "table.holders").text.count("go-delayed") == 1
     assert "main.Resize" in browser.find_element(By.CSS_SELECTOR, "table.holders").text
     assert int(browser.find_element(By.CSS_SELECTOR, 'tr.queue[data-queue="default"] td.workers').text) == 1
+    assert browser.find_element(By.CSS_SELECTOR, 'tr.queue[data-queue="reports"] td.paused').text.split() == ["paused", "resume"]
     reports_chart = browser.find_elements(By.CSS_SELECTOR, 'tr.queue[data-queue="reports"] svg.spark polyline')
     assert reports_chart  # the throughput was sampled and drawn
     target = os.environ.get("DELAYED_DASHBOARD_SCREENSHOT")
@@ -440,3 +442,23 @@ def test_dead_letters_page_by_id(conn, dashboard):
     assert "next page" not in rest
     status, detail = web.get(f"/dead/show?queue=default&id={ids[3]}")
     assert status == 200 and "failure 3" in detail and "ValueError: failure 3" in detail
+
+
+def test_a_queue_is_paused_and_resumed_from_the_overview(conn, dashboard):
+    """The pause column shows the queue's state; its button POSTs (with the CSRF token) what
+    `delayed pause` / `resume` do, and our workers' claim scripts then see the N_paused key."""
+    queue = Queue("default", conn)
+    queue.enqueue(PyTask("tests.tasks:record", ["waiting"]))
+    web = dashboard()
+    status, page = web.get()
+    assert status == 200 and 'class="pause"' in page and "tag paused" not in page
+    status, _, _ = web.request("POST", "/queue/pause", {"queue": "default", "paused": "yes"})
+    assert status == 403 and queue.paused_since() is None  # no CSRF token: nothing changed
+    status, headers, _ = web.request("POST", "/queue/pause", {"queue": "default", "paused": "yes",
+                                                               "csrf": web.csrf()})
+    assert status == 303 and headers["Location"].endswith("#queues")
+    assert queue.paused_since() is not None and queue.claim_batch([], ["w-1"]).tasks == []
+    status, page = web.get()
+    assert '<span class="tag paused">paused</span>' in page and 'class="resume"' in page
+    web.request("POST", "/queue/pause", {"queue": "default", "paused": "no", "csrf": web.csrf()})
+    assert queue.paused_since() is None and cells(web.get()[1], "default")["pending"] == 1

@@ -318,11 +318,12 @@ def test_help_says_what_each_outcome_means():
 
 
 def queue_samples(registry: CollectorRegistry, name: str) -> Dict[str, float]:
-    """One scrape: the queue's counts by state, workers, oldest pending age; and delayed_up."""
+    """One scrape: the queue's counts by state, workers, paused, oldest pending age; and delayed_up."""
     samples = {(s.name, s.labels.get("state")): s.value for family in registry.collect() for s in family.samples
                if s.labels.get("queue") in (name, None)}
     return {**{state: samples[("delayed_queue_tasks", state)] for state in STATES},
             "workers": samples[("delayed_workers", None)],
+            "paused": samples[("delayed_queue_paused", None)],
             "oldest": samples[("delayed_queue_oldest_pending_seconds", None)],
             "up": samples[("delayed_up", None)]}
 
@@ -334,7 +335,10 @@ def test_the_queue_collector_finds_queues_and_bounds_the_oldest_pending_age(conn
     registry = CollectorRegistry()
     registry.register(QueueCollector(conn))  # no names: found with SCAN
     assert queue_samples(registry, "found") == {"pending": 2, "processing": 0, "scheduled": 0, "dead": 0,
-                                                "workers": 0, "oldest": 0, "up": 1}
+                                                "workers": 0, "paused": 0, "oldest": 0, "up": 1}
+    queue.pause()
+    assert queue_samples(registry, "found")["paused"] == 1
+    queue.resume()
     time.sleep(1.1)
     assert queue_samples(registry, "found")["oldest"] >= 1.1  # the same head, seen 1.1 s ago at least
     conn.lpop("found")  # the head was taken: the next one was first seen just now

@@ -135,6 +135,19 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
         queue = _queue()
         return flask.render_template("purge.html", queue=queue, count=admin.stats(conn, [queue])[0]["dead"])
 
+    @app.post("/queue/pause")
+    def pause() -> Response:
+        queue, pausing = _queue(), flask.request.form.get("paused") == "yes"
+        changed = admin.set_paused(conn, queue, pausing)
+        if not changed:
+            flask.flash(f"{queue} was {'paused' if pausing else 'not paused'} already", "done")
+        elif pausing:
+            flask.flash(f"paused {queue}: our workers take no new task from it (go-delayed's workers do not "
+                        "know about pausing)", "done")
+        else:
+            flask.flash(f"resumed {queue}: our workers take its tasks again", "done")
+        return _back("queues")
+
     @app.post("/dead/requeue")
     def requeue() -> Response:
         queue, letter_id = _queue(), flask.request.form.get("id", "")
@@ -182,9 +195,9 @@ def _queue() -> str:
     return queue
 
 
-def _back() -> Response:
-    """After a change: back to the overview (a reload then does not repeat it)."""
-    return flask.redirect(flask.url_for("index") + "#dead", 303)
+def _back(section: str = "dead") -> Response:
+    """After a change: back to the overview's section (a reload then does not repeat it)."""
+    return flask.redirect(flask.url_for("index") + "#" + section, 303)
 
 
 def _message(title: str, text: str, status: int) -> Response:

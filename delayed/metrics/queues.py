@@ -2,6 +2,7 @@
 
     delayed_queue_tasks{queue,state}             pending, processing, scheduled, dead
     delayed_workers{queue}                       our live workers (go-delayed's do not register)
+    delayed_queue_paused{queue}                  1 while the queue is paused (`delayed pause`), else 0
     delayed_queue_oldest_pending_seconds{queue}  a lower bound on the oldest pending task's age
     delayed_queue_events_total{queue,event}      tasks enqueued, done, retried, dead, as the queue's
                                                  counts hash has them (ours only: see QueueKeys.counts)
@@ -31,8 +32,9 @@ DISCOVERY_INTERVAL = 60.0
 """Seconds between looks (SCAN) for the queues that exist, when no queue is named."""
 STATES = ("pending", "processing", "scheduled", "dead")
 
-Scraped = Tuple[str, List[int], int, float, List[int]]
-"""A queue's name, its counts by state, its live workers, its oldest pending age, its counters by event."""
+Scraped = Tuple[str, List[int], int, bool, float, List[int]]
+"""A queue's name, its counts by state, its live workers, whether it is paused, its oldest pending age,
+its counters by event."""
 
 
 class QueueCollector:
@@ -57,20 +59,21 @@ class QueueCollector:
         return list(self._families())
 
     def collect(self) -> Iterator[Any]:
-        up, tasks, workers, oldest, events = self._families()
+        up, tasks, workers, paused, oldest, events = self._families()
         rows = self._scrape()
         up.add_metric([], 0 if rows is None else 1)
         if rows is None:
             yield up
             return
-        for name, counts, live, age, counters in rows:
+        for name, counts, live, is_paused, age, counters in rows:
             for state, count in zip(STATES, counts):
                 tasks.add_metric([name, state], count)
             workers.add_metric([name], live)
+            paused.add_metric([name], int(is_paused))
             oldest.add_metric([name], age)
             for event, total in zip(COUNTED_EVENTS, counters):
                 events.add_metric([name, event], total)
-        yield from (up, tasks, workers, oldest, events)
+        yield from (up, tasks, workers, paused, oldest, events)
 
     def _scrape(self) -> Optional[List[Scraped]]:
         """The rows of _read(), or None after a Redis error (said once, and once when it answers again)."""
@@ -88,7 +91,7 @@ class QueueCollector:
             return rows
 
     @staticmethod
-    def _families() -> Tuple[Any, Any, Any, Any, Any]:
+    def _families() -> Tuple[Any, Any, Any, Any, Any, Any]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         return (
@@ -98,6 +101,9 @@ class QueueCollector:
                               labels=["queue", "state"]),
             GaugeMetricFamily("delayed_workers", "Live delayed workers per queue (go-delayed's workers do not "
                               "register)", labels=["queue"]),
+            GaugeMetricFamily("delayed_queue_paused", "1 while the queue is paused (delayed pause): our workers "
+                              "take no new task from it; go-delayed's workers do not know about pausing",
+                              labels=["queue"]),
             GaugeMetricFamily("delayed_queue_oldest_pending_seconds", "A lower bound on the age of the oldest "
                               "pending task: how long the exporter has seen the task now at the head of the queue "
                               "there (blobs carry no enqueue time); 0 when none is pending", labels=["queue"]),
@@ -109,10 +115,11 @@ class QueueCollector:
         )
 
     def _read(self) -> List[Scraped]:
-        """Per queue: its counts by state, its live workers, its oldest pending age and its counters."""
+        """Per queue: its counts by state, its live workers, whether it is paused, its oldest pending age and
+        its counters."""
         rows = admin.stats(self._conn, self._queue_names(), heads=True)
         now = time.monotonic()
-        return [(row["queue"], [row[state] for state in STATES], row["workers"],
+        return [(row["queue"], [row[state] for state in STATES], row["workers"], row["paused"],
                  self._oldest(row["queue"], row["head"], row["pending"], now),
                  [row[field] for field in admin.COUNTER_FIELDS]) for row in rows]
 
