@@ -199,7 +199,8 @@ def test_screenshot_of_queues_workers_and_a_dead_letter(conn, redis_server, dash
     assert browser.find_element(By.CSS_SELECTOR, "table.holders").text.count("go-delayed") == 1
     assert "main.Resize" in browser.find_element(By.CSS_SELECTOR, "table.holders").text
     assert int(browser.find_element(By.CSS_SELECTOR, 'tr.queue[data-queue="default"] td.workers').text) == 1
-    assert browser.find_element(By.CSS_SELECTOR, 'tr.queue[data-queue="reports"] td.paused').text.split() == ["paused", "resume"]
+    paused = browser.find_element(By.CSS_SELECTOR, 'tr.queue[data-queue="reports"] td.paused').text
+    assert paused.split() == ["paused", "resume"]
     reports_chart = browser.find_elements(By.CSS_SELECTOR, 'tr.queue[data-queue="reports"] svg.spark polyline')
     assert reports_chart  # the throughput was sampled and drawn
     target = os.environ.get("DELAYED_DASHBOARD_SCREENSHOT")
