@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import redis
 
-from . import __version__, admin
+from . import __version__, admin, preview
 from .cli import (CommandError, add_connection_options, connect_checked, positive, run_command, scheduler_main,
                   sweeper_main, worker_main)
 from .connection import Backoff
@@ -87,10 +87,13 @@ def _dead(conn: redis.Redis, args: argparse.Namespace) -> None:
             rows = [admin.describe_dead(entry)
                     for entry in admin.dead_letters(conn, args.queue, args.after, args.limit)]
             _show(args, rows, ("id", "reason", "func", "failed_at", "error"))
+        elif args.action == "show" and args.raw:
+            _raw_task(admin.dead_letter(conn, args.queue, args.id, whole=True))
         elif args.action == "show":
             entry = admin.describe_dead(admin.dead_letter(conn, args.queue, args.id))
-            print(json.dumps(entry, default=str, indent=2) if args.json else
-                  "\n".join(f"{key}: {value}" for key, value in entry.items()))
+            print(json.dumps(entry, indent=2) if args.json else
+                  "\n".join(f"{key}: {json.dumps(value) if isinstance(value, (dict, list)) else value}"
+                            for key, value in entry.items()))
         elif args.action == "requeue":
             if args.all == bool(args.ids):
                 raise CommandError("dead requeue needs ID... or --all", status=2)
@@ -109,6 +112,16 @@ def _dead(conn: redis.Redis, args: argparse.Namespace) -> None:
             print(json.dumps({"purged": purged}) if args.json else f"purged {purged} dead letters of {args.queue}")
     except DeadLetterError as exc:  # an id that names no letter: said in one line, exit status 1
         raise CommandError(str(exc)) from None
+
+
+def _raw_task(entry: Dict[str, Any]) -> None:
+    """Write a letter's task, its raw bytes, to stdout: the whole blob, however large (`dead show --raw`)."""
+    if entry["task"] is None:
+        raise CommandError(f"dead letter {entry['id']} holds no task")
+    if sys.stdout.isatty():
+        raise CommandError("--raw writes the task's bytes: redirect them to a file (> task.msgpack)", status=2)
+    sys.stdout.buffer.write(entry["task"])
+    sys.stdout.buffer.flush()
 
 
 def _progress(what: str) -> Callable[[int, int], None]:
@@ -167,21 +180,30 @@ def _task(conn: redis.Redis, args: argparse.Namespace) -> None:
         info = Queue(args.queue, conn).task_info(args.id).as_dict()
     except TaskNotFoundError as exc:
         raise CommandError(str(exc)) from None
+    info["result"] = preview.value(info["result"])  # whatever the task returned, shown bounded
     if args.json:
-        print(json.dumps(info, default=repr, indent=2))
+        print(json.dumps(info, indent=2))
         return
     for key, value in info.items():
         if value is None or key == "queue":
             continue
         if key in ("enqueued_at", "due", "started_at", "finished_at"):
-            value = datetime.datetime.fromtimestamp(value).astimezone().isoformat(timespec="milliseconds")
+            value = _local_time(value)
         elif key == "seconds":
             value = f"{value:.6f}"
         elif key == "result":
-            value = json.dumps(value, default=repr)
+            value = json.dumps(value)
         elif key == "expires_in":
             value = f"{value} s"
         print(f"{key}: {value}")
+
+
+def _local_time(timestamp: float) -> str:
+    """A unix time as local ISO 8601; one no calendar holds as it is."""
+    try:
+        return datetime.datetime.fromtimestamp(timestamp).astimezone().isoformat(timespec="milliseconds")
+    except (OverflowError, ValueError, OSError):
+        return str(timestamp)
 
 
 def _cancel(conn: redis.Redis, args: argparse.Namespace) -> None:
@@ -279,6 +301,8 @@ def parser() -> argparse.ArgumentParser:
             action.add_argument("--limit", type=int, default=20)
         elif name == "show":
             action.add_argument("id", metavar="ID")
+            action.add_argument("--raw", action="store_true", help="write the task's bytes, whole, to stdout (without "
+                                f"it, a preview: the task's first {admin.PREVIEW_BYTES // 1024} KiB, values cut short)")
         elif name in ("requeue", "delete"):
             action.add_argument("ids", metavar="ID", nargs="*" if name == "requeue" else "+")
             if name == "requeue":

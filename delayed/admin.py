@@ -1,13 +1,14 @@
 """What `python -m delayed` shows and does: queue counts, dead letters, scheduled tasks, workers."""
-import base64
 import datetime
 import json
 import re
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
+import msgpack
 import redis
 
+from . import preview, scripts
 from .connection import is_cluster
 from .errors import MalformedTaskError
 from .keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, LEGACY_PERIODIC_KEY, NOTI_SUFFIX,
@@ -34,7 +35,9 @@ def queue_names(conn: redis.Redis) -> List[str]:
     sorted set whose first member is one of our worker ids; `N_scheduled` a sorted set whose
     first member is 8 bytes and a task blob; `N_dead_letters` a stream (or `N_dead`, as older
     versions kept them, a list) whose first entry is a dead-letter record; `N_counts` a hash
-    whose first fields are counted events (a queue drained empty keeps its counters). Cost: one SCAN, one pipeline of TYPEs and one of samples, never a whole key read.
+    whose first fields are counted events (a queue drained empty keeps its counters). Cost: one SCAN,
+    one pipeline of TYPEs and one of samples, and a script per dead-letter stream of a name nothing
+    else showed to be a queue (reading the head of its first letter); never a whole key read.
     """
     candidates: Dict[str, List[str]] = {}
     for raw in conn.scan_iter(count=1000):
@@ -54,6 +57,8 @@ def queue_names(conn: redis.Redis) -> List[str]:
     expected = {NOTI_SUFFIX: "list", PROCESSING_SUFFIX: "hash", DEAD_SUFFIX: "list", DEAD_LETTERS_SUFFIX: "stream",
                 SCHEDULED_SUFFIX: "zset", WORKERS_SUFFIX: "zset", COUNTS_SUFFIX: "hash"}
     typed = [(name, suffix) for (name, suffix), kind in zip(probed, types) if kind == expected[suffix]]
+    streams = [name for name, suffix in typed if suffix == DEAD_LETTERS_SUFFIX]
+    typed = [(name, suffix) for name, suffix in typed if suffix != DEAD_LETTERS_SUFFIX]
     with conn.pipeline(transaction=False) as pipe:
         for name, suffix in typed:
             key = name + suffix
@@ -61,13 +66,18 @@ def queue_names(conn: redis.Redis) -> List[str]:
                 pipe.hscan(key, 0, count=10)
             elif suffix in (SCHEDULED_SUFFIX, WORKERS_SUFFIX):
                 pipe.zrange(key, 0, 0)
-            elif suffix == DEAD_LETTERS_SUFFIX:
-                pipe.xrange(key, count=1)
             else:
                 pipe.lindex(key, 0)
         samples = pipe.execute()
     found = {name for (name, suffix), sample in zip(typed, samples)
              if _looks_ours(suffix, sample, name in list_names)}
+    peek = conn.register_script(scripts.SOURCES["peek_dead"])  # a letter's head: its task may be huge
+    for name in streams:
+        if name not in found:
+            letters = peek(keys=(name + DEAD_LETTERS_SUFFIX,), args=("-", "+", 1, PREVIEW_BYTES))
+            record = dict(zip(letters[0][1][::2], letters[0][1][1::2])).get(b"record") if letters else None
+            if _looks_ours(DEAD_LETTERS_SUFFIX, record, False):
+                found.add(name)
     return sorted(found)
 
 
@@ -83,11 +93,9 @@ def _looks_ours(suffix: str, sample: Any, name_is_list: bool) -> bool:
         return bool(sample) and _WORKER_ID.fullmatch(sample[0].decode(errors="replace")) is not None
     if suffix == SCHEDULED_SUFFIX:
         return bool(sample) and "undecodable" not in describe_task(sample[0][8:])
-    if suffix == DEAD_LETTERS_SUFFIX:  # the task is a field of its own beside the record
-        sample = sample[0][1].get(b"record") if sample else None
     try:
         entry = json.loads(sample)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return False
     return isinstance(entry, dict) and "reason" in entry and (suffix == DEAD_LETTERS_SUFFIX or "task" in entry)
 
@@ -166,10 +174,10 @@ def workers(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
     now = time.time()
     rows = []
     for keys in map(QueueKeys.of, names):
-        held = [field.decode() for field in cast(List[bytes], conn.hkeys(keys.processing))]
+        held = [field.decode(errors="replace") for field in cast(List[bytes], conn.hkeys(keys.processing))]
         live = cast(List[Tuple[bytes, float]], conn.zrangebyscore(keys.workers, now, "+inf", withscores=True))
         for member, expires in live:
-            worker_id = member.decode()
+            worker_id = member.decode(errors="replace")
             rows.append({"queue": keys.name, "worker": worker_id, "expires_in": round(expires - now, 1),
                          "holding": sum(field.startswith(worker_id) for field in held)})
     return rows
@@ -222,44 +230,72 @@ def periodic(conn: redis.Redis, names: Sequence[str], limit: int = 1000) -> List
     return sorted(found.values(), key=lambda row: row["name"])
 
 
-def describe_task(blob: bytes) -> Row:
-    """A task blob as plain JSON-able data, for --json and tables alike.
+PREVIEW_BYTES = 64 * 1024
+"""Bytes of a blob the operating views read and decode: a longer one is shown from its head."""
+_PY_FIELDS = ("args", "kwargs", "retry", "options")
+
+
+def describe_task(blob: bytes, length: Optional[int] = None) -> Row:
+    """A task blob, or the head of one length bytes long, as a bounded preview: JSON-able data
+    (delayed.preview.value) for --json and tables alike, whatever the bytes.
 
     A PyTask: {"func", "args", "kwargs", "retry", "options"}; a GoTask: {"go": true, "func",
-    "payload"} (its decoded argument); anything else: {"undecodable": <its length in bytes>}.
-    Bytes inside arguments become {"base64": ...}, so the result always goes through json.dumps.
+    "payload"} (its decoded argument); anything else: {"undecodable": <its length in bytes>}. A blob
+    over PREVIEW_BYTES is read as far as its first PREVIEW_BYTES go, unchecked: its fields that did
+    not fit are left out, and "truncated": true and "bytes": its length say so.
     """
+    length = len(blob) if length is None else length
+    if length > len(blob) or length > PREVIEW_BYTES:
+        return _describe_head(blob[:PREVIEW_BYTES], length)
     try:
         task = decode_task(blob)
     except MalformedTaskError:
-        return {"undecodable": len(blob)}
+        return {"undecodable": length}
     if isinstance(task, GoTask):
-        return {"go": True, "func": task.func_path, "payload": _plain(task.args)}
-    return {"func": task.func_path, "args": _plain(task.args), "kwargs": _plain(task.kwargs), "retry": task.retry,
-            "options": _plain(task.options)}
+        return {"go": True, "func": preview.value(task.func_path), "payload": preview.value(task.args)}
+    return {"func": preview.value(task.func_path), "args": preview.value(task.args),
+            "kwargs": preview.value(task.kwargs), "retry": task.retry, "options": preview.value(task.options)}
 
 
-def _plain(value: Any) -> Any:
-    """value with tuples as lists, bytes as {"base64": ...} and map keys as strings: JSON all the way down."""
-    if isinstance(value, bytes):
-        return {"base64": base64.b64encode(value).decode("ascii")}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    if isinstance(value, dict):
-        return {key if isinstance(key, str) else json.dumps(_plain(key)): _plain(item) for key, item in value.items()}
-    return value
+def _describe_head(head: bytes, length: int) -> Row:
+    """describe_task of a blob too long to decode whole: its fields as far as head holds them."""
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
+    unpacker.feed(head)
+    fields: List[Any] = []
+    size = 0
+    try:
+        size = unpacker.read_array_header()
+        while len(fields) < min(size, 5):
+            fields.append(unpacker.unpack())
+    except Exception:  # the head ends (OutOfData), or is not msgpack: keep the fields read so far
+        pass
+    if not fields or not isinstance(fields[0], str):
+        return {"undecodable": length}
+    shown: Row = {"func": preview.value(fields[0])}
+    if size == 2 and (len(fields) == 1 or isinstance(fields[1], bytes)):  # a GoTask: [func, payload]
+        shown["go"] = True
+        if len(fields) == 2:
+            try:
+                shown["payload"] = preview.value(msgpack.unpackb(fields[1], raw=False, strict_map_key=False))
+            except Exception:  # not msgpack: show the bytes
+                shown["payload"] = preview.value(fields[1])
+    else:
+        shown.update(zip(_PY_FIELDS, map(preview.value, fields[1:])))
+    return {**shown, "truncated": True, "bytes": length}
 
 
 def dead_letters(conn: redis.Redis, name: str, after: Optional[str] = None, count: int = 20,
                  migrate: bool = True) -> List[Row]:
-    """Up to count dead letters after the letter id `after` (default: from the oldest), parsed, with their ids.
-    migrate=False never writes: letters still in an old N_dead list are then not moved, nor listed."""
-    return Queue(name, conn).dead_letters(after, count, migrate)
+    """Up to count dead letters after the letter id `after` (default: from the oldest), parsed, with
+    their ids, each task read up to PREVIEW_BYTES (see Queue.dead_letters' head). migrate=False never
+    writes: letters still in an old N_dead list are then not moved, nor listed."""
+    return Queue(name, conn).dead_letters(after, count, migrate, head=PREVIEW_BYTES)
 
 
-def dead_letter(conn: redis.Redis, name: str, letter_id: str, migrate: bool = True) -> Row:
-    """One dead letter, parsed; DeadLetterError if there is none with this id (migrate: as dead_letters)."""
-    return Queue(name, conn).dead_letter(letter_id, migrate)
+def dead_letter(conn: redis.Redis, name: str, letter_id: str, migrate: bool = True, whole: bool = False) -> Row:
+    """One dead letter, parsed, its task read up to PREVIEW_BYTES (whole: all of it); DeadLetterError
+    if there is none with this id (migrate: as dead_letters)."""
+    return Queue(name, conn).dead_letter(letter_id, migrate, head=None if whole else PREVIEW_BYTES)
 
 
 def requeue_dead(conn: redis.Redis, name: str, letter_ids: Optional[Sequence[str]] = None,
@@ -304,5 +340,6 @@ def _when(timestamp: float) -> str:
 
 
 def describe_dead(entry: Row) -> Row:
-    """A dead letter for display: its task decoded when it can be (None if it has none)."""
-    return {**entry, "task": None if entry["task"] is None else describe_task(entry["task"])}
+    """A dead letter for display: its task previewed (describe_task; None if it has none)."""
+    task = entry["task"]
+    return {**entry, "task": None if task is None else describe_task(task, entry.get("task_bytes"))}

@@ -20,7 +20,8 @@ import json
 import re
 from typing import Any, Dict, Iterable, Optional
 
-from .errors import DelayedError, MalformedTaskError
+from . import preview
+from .errors import DelayedError, MalformedTaskError, one_line
 from .task import decode_task
 
 REASONS = {
@@ -41,6 +42,8 @@ TASK = "task"
 """The stream fields of a letter."""
 
 MAX_TRACEBACK = 8192
+MAX_ERROR = 1000
+"""Characters of a letter's error (one line) and of its traceback (the end of it) kept in its record."""
 
 Letter = Dict[str, bytes]
 """A letter as written: stream field -> value."""
@@ -65,8 +68,8 @@ def record(
     """The fields of one dead letter: its JSON record and the raw blob."""
     entry: Dict[str, Any] = {
         "reason": reason,
-        "error": error,
-        "func": func,
+        "error": one_line(error, MAX_ERROR),
+        "func": None if func is None else one_line(func, MAX_ERROR),
         "queue": queue,
         "worker": worker,
         "failed_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds"),
@@ -101,19 +104,30 @@ def from_legacy(entry: bytes) -> Letter:
     return {RECORD: json.dumps(fields).encode(), TASK: blob}
 
 
-def parse(letter_id: bytes, fields: Dict[bytes, bytes]) -> Dict[str, Any]:
-    """A letter as a dict: "id", the record's fields, and "task", the raw blob (None if it has none).
+def parse(letter_id: bytes, fields: Dict[bytes, bytes], lengths: Optional[Dict[bytes, int]] = None) -> Dict[str, Any]:
+    """A letter as a dict: "id", the record's fields, "task", the raw blob (None if it has none), and
+    "task_bytes", its length. lengths: the full length of each field, when the fields are their heads
+    (see Queue.dead_letters' head): then "task" may be the head of a longer blob.
 
-    Never raises: a record that is not a JSON object reads as reason "undecodable", its bytes in "error"."""
+    Never raises, whatever the stream holds: a record that is not a JSON object (or too long to read
+    whole) reads as reason "undecodable", with what it is in "error"; values that are not strings are
+    previews (delayed.preview.value)."""
     raw = fields.get(RECORD.encode(), b"")
-    try:
-        entry = json.loads(raw)
-    except ValueError:
-        entry = None
+    length = len(raw) if lengths is None else lengths.get(RECORD.encode(), len(raw))
+    entry: Any = None
+    if length == len(raw):
+        try:
+            entry = json.loads(raw)
+        except (ValueError, RecursionError):  # not JSON, or nested past what json reads
+            pass
     if not isinstance(entry, dict):
-        entry = {"reason": UNDECODABLE, "error": f"not a JSON record: {raw[:200]!r}"}
-    entry.pop("id", None)
-    return {"id": letter_id.decode(), **entry, "task": fields.get(TASK.encode())}
+        shown = preview.brief(raw) + ("" if length == len(raw) else f" ({length} bytes)")
+        entry = {"reason": UNDECODABLE, "error": f"not a JSON record: {shown}"}
+    entry = {str(key): value if value is None or isinstance(value, str) else preview.value(value)
+             for key, value in entry.items() if key not in ("id", TASK)}
+    task = fields.get(TASK.encode())
+    task_bytes = None if task is None else len(task) if lengths is None else lengths.get(TASK.encode(), len(task))
+    return {"id": letter_id.decode(), **entry, "task": task, "task_bytes": task_bytes}
 
 
 def check_ids(ids: Iterable[str]) -> None:

@@ -1,5 +1,21 @@
-"""Exceptions raised by delayed."""
+"""Exceptions raised by delayed, and how a task's exception is said in one line."""
 from typing import Any, Optional
+
+
+def one_line(text: str, limit: int) -> str:
+    """text with its runs of whitespace (newlines included) made one space, cut to limit characters."""
+    text = " ".join(text[:4 * limit].split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def message_of(exc: BaseException, limit: int = 1000) -> str:
+    """"Type: message" of what a task raised, in one line of at most limit characters; never raises,
+    even for an exception whose str() does."""
+    try:
+        message = str(exc)
+    except Exception as failure:
+        message = f"<str() of it raised {type(failure).__name__}>"
+    return one_line(f"{type(exc).__name__}: {message}", limit)
 
 
 class DelayedError(Exception):

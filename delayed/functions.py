@@ -6,6 +6,7 @@ from types import ModuleType
 from typing import Any, Callable, Dict, Iterable, List, Union
 
 from .errors import FunctionNotAllowedError
+from .preview import brief
 from .task import FUNC_PATH_SEP, func_path_of
 
 Allowed = Union[str, ModuleType, Callable[..., Any]]
@@ -52,7 +53,7 @@ class FunctionRegistry:
         try:
             return self._functions[func_path]
         except KeyError:
-            raise FunctionNotAllowedError(f"{func_path!r} is not an allowed task function") from None
+            raise FunctionNotAllowedError(f"{brief(func_path)} is not an allowed task function") from None
 
     def __contains__(self, func_path: object) -> bool:
         return func_path in self._functions

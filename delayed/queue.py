@@ -585,28 +585,37 @@ class Queue:
     # Dead letters (the operators' side: each call first moves an old <name>_dead list into the stream)
 
     def dead_letters(self, after: Optional[str] = None, count: Optional[int] = None,
-                     migrate: bool = True) -> List[Dict[str, Any]]:
+                     migrate: bool = True, head: Optional[int] = None) -> List[Dict[str, Any]]:
         """Dead letters, oldest first, parsed (delayed.dead_letter.parse): up to count of them
         (default: all), starting after the letter id `after`. migrate=False reads without moving an
-        old list into the stream first (for readers that must not write): its letters are not shown."""
+        old list into the stream first (for readers that must not write): its letters are not shown.
+        head: read at most this many bytes of each letter's task and record (for previews: a
+        too_large letter holds its whole blob); "task_bytes" says how long the task is."""
         if migrate:
             self.migrate_dead()
         if after is not None:
             dead_letter.check_ids([after])
-        entries = cast(List[Tuple[bytes, Dict[bytes, bytes]]],
-                       self.conn.xrange(self.keys.dead_letters, "-" if after is None else "(" + after, "+", count))
-        return [dead_letter.parse(letter_id, fields) for letter_id, fields in entries]
+        return self._read_dead("-" if after is None else "(" + after, "+", count, head)
 
-    def dead_letter(self, letter_id: str, migrate: bool = True) -> Dict[str, Any]:
-        """One dead letter, parsed; DeadLetterError if there is none with this id (migrate: as dead_letters)."""
+    def dead_letter(self, letter_id: str, migrate: bool = True, head: Optional[int] = None) -> Dict[str, Any]:
+        """One dead letter, parsed; DeadLetterError if there is none with this id (migrate and head:
+        as dead_letters)."""
         dead_letter.check_ids([letter_id])
         if migrate:
             self.migrate_dead()
-        entries = cast(List[Tuple[bytes, Dict[bytes, bytes]]],
-                       self.conn.xrange(self.keys.dead_letters, letter_id, letter_id))
+        entries = self._read_dead(letter_id, letter_id, 1, head)
         if not entries:
             raise dead_letter.DeadLetterError(f"no dead letter {letter_id} in {self.keys.dead_letters}")
-        return dead_letter.parse(*entries[0])
+        return entries[0]
+
+    def _read_dead(self, start: str, end: str, count: Optional[int], head: Optional[int]) -> List[Dict[str, Any]]:
+        """The letters from start to end (XRANGE's bounds), whole, or each field cut to head bytes."""
+        if head is None:
+            entries = cast(List[Tuple[bytes, Dict[bytes, bytes]]],
+                           self.conn.xrange(self.keys.dead_letters, start, end, count))
+            return [dead_letter.parse(letter_id, fields) for letter_id, fields in entries]
+        reply = self._scripts["peek_dead"](keys=(self.keys.dead_letters,), args=(start, end, count or 0, head))
+        return [dead_letter.parse(letter_id, _pairs(heads), _pairs(lengths)) for letter_id, heads, lengths in reply]
 
     def dead_count(self) -> int:
         """How many dead letters there are (those still in an old list included)."""
@@ -682,6 +691,11 @@ class Queue:
         if problems:
             named = "; ".join(f"{problems[i].decode()}: {problems[i + 1].decode()}" for i in range(0, len(problems), 2))
             raise dead_letter.DeadLetterError(f"{self.keys.dead_letters}: {named} (nothing was changed)")
+
+
+def _pairs(flat: Sequence[Any]) -> Dict[Any, Any]:
+    """A script's flat [field, value, field, value, ...] reply as a dict."""
+    return dict(zip(flat[::2], flat[1::2]))
 
 
 def server_of(queue: Queue) -> Tuple[Any, ...]:

@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Union
 import msgpack
 
 from .errors import MalformedTaskError
+from .preview import brief
 
 FUNC_PATH_SEP = ":"
 ID_OPTION = "id"
@@ -200,9 +201,10 @@ class PyTask:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, PyTask) and self.serialize() == other.serialize()
 
-    def __repr__(self) -> str:
-        options = f", options={self.options!r}" if self.options else ""
-        return f"PyTask({self.func_path!r}, args={self.args!r}, kwargs={self.kwargs!r}, retry={self.retry}{options})"
+    def __repr__(self) -> str:  # bounded: a task's arguments may be as deep or as large as msgpack allows
+        options = f", options={brief(self.options)}" if self.options else ""
+        return (f"PyTask({brief(self.func_path)}, args={brief(self.args)}, kwargs={brief(self.kwargs)}, "
+                f"retry={self.retry}{options})")
 
 
 class GoTask:
@@ -239,7 +241,7 @@ class GoTask:
         return isinstance(other, GoTask) and self.serialize() == other.serialize()
 
     def __repr__(self) -> str:
-        return f"GoTask({self.func_path!r}, args={self.args!r})"
+        return f"GoTask({brief(self.func_path)}, args={brief(self.args)})"
 
 
 def decode_task(data: bytes) -> Union[PyTask, GoTask]:
@@ -249,7 +251,7 @@ def decode_task(data: bytes) -> Union[PyTask, GoTask]:
     """
     fields = _unpack(data)
     if type(fields) is not list or not 1 <= len(fields) <= 5 or type(fields[0]) is not str:
-        raise MalformedTaskError(f"not a task: expected [func_path, ...], got {_brief(fields)}")
+        raise MalformedTaskError(f"not a task: expected [func_path, ...], got {brief(fields)}")
     func_path = fields[0]
     if len(fields) == 2 and (fields[1] is None or type(fields[1]) is bytes):
         try:
@@ -261,16 +263,16 @@ def decode_task(data: bytes) -> Union[PyTask, GoTask]:
     _, args, kwargs, retry, options = fields + [None, None, 0, None][len(fields) - 1 :]
     # msgpack decodes arrays to lists, maps to dicts, integers to int: exact type checks, the hot path
     if args is not None and type(args) is not list:
-        problem = f"task args must be an array or nil, got {_brief(args)}"
+        problem = f"task args must be an array or nil, got {brief(args)}"
     elif type(kwargs) is list:
         problem = ("task kwargs is an array, not a map: go-delayed's NewPyTask writes a Go struct's "
                    "fields without their names; pass kwargs as a map[string]interface{}")
     elif kwargs is not None and not (type(kwargs) is dict and all(type(k) is str for k in kwargs)):
-        problem = f"task kwargs must be a map with string keys or nil, got {_brief(kwargs)}"
+        problem = f"task kwargs must be a map with string keys or nil, got {brief(kwargs)}"
     elif type(retry) is not int:
-        problem = f"task retry must be an integer, got {_brief(retry)}"
+        problem = f"task retry must be an integer, got {brief(retry)}"
     elif options is not None and not (type(options) is dict and all(type(k) is str for k in options)):
-        problem = f"task options must be a map with string keys, got {_brief(options)}"
+        problem = f"task options must be a map with string keys, got {brief(options)}"
     elif not options:  # most tasks
         return PyTask._decoded(func_path, args, kwargs, retry, {}, data)
     else:
@@ -283,22 +285,18 @@ def _check_options(options: Dict[str, Any], error: Callable[[str], Exception]) -
     """Options we act on must make sense; unknown ones (from a newer producer) are carried along."""
     limit = options.get("time_limit")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0):
-        raise error(f"time_limit must be a positive number of seconds, got {_brief(limit)}")
+        raise error(f"time_limit must be a positive number of seconds, got {brief(limit)}")
     for name in ("max_retries", "attempt"):
         count = options.get(name)
         if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
-            raise error(f"{name} must be a whole number, 0 or more, got {_brief(count)}")
+            raise error(f"{name} must be a whole number, 0 or more, got {brief(count)}")
     for name in ("unique_key", "unique_token"):
         if name in options and not isinstance(options[name], str):
-            raise error(f"{name} must be a string, got {_brief(options[name])}")
+            raise error(f"{name} must be a string, got {brief(options[name])}")
     if ID_OPTION in options and not (isinstance(options[ID_OPTION], str) and _ID.fullmatch(options[ID_OPTION])):
-        raise error(f"a tracked task's id must be 32 hex digits, got {_brief(options[ID_OPTION])}")
+        raise error(f"a tracked task's id must be 32 hex digits, got {brief(options[ID_OPTION])}")
     backoff = options.get("backoff")
     if backoff is not None and (isinstance(backoff, bool) or not isinstance(backoff, (int, float, str))
                                 or (not isinstance(backoff, str) and backoff < 0)):
-        raise error(f"backoff must be seconds or a 'module:func' path, got {_brief(backoff)}")
+        raise error(f"backoff must be seconds or a 'module:func' path, got {brief(backoff)}")
 
-
-def _brief(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."

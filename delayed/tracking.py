@@ -10,7 +10,7 @@ import asyncio
 import math
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Dict, Iterator, NamedTuple, Optional, Tuple
 
 import msgpack
@@ -109,27 +109,47 @@ class TaskInfo:
     expires_in: Optional[int]
 
     def as_dict(self) -> Dict[str, Any]:
-        return asdict(self)
+        """The fields as a dict, shallow (dataclasses.asdict would copy the result all the way down)."""
+        return {field.name: getattr(self, field.name) for field in fields(self)}
 
 
 def parse(task_id: str, queue: str, fields: Dict[bytes, bytes], ttl: int, now: Optional[float] = None) -> TaskInfo:
-    """A record's fields (HGETALL) and TTL as a TaskInfo."""
-    text = {key.decode(): value.decode(errors="replace") for key, value in fields.items() if key != b"result"}
+    """A record's fields (HGETALL) and TTL as a TaskInfo; never raises, whatever the hash holds (a
+    field that does not read as what our scripts write reads as missing)."""
+    text = {key.decode(errors="replace"): value.decode(errors="replace")
+            for key, value in fields.items() if key != b"result"}
 
     def number(name: str) -> Optional[float]:
-        return float(text[name]) if name in text else None
+        try:
+            value = float(text[name])
+        except (KeyError, ValueError):
+            return None
+        return value if math.isfinite(value) else None
 
     status, due = text.get("status", "?"), number("due")
     if status == "scheduled" and due is not None and due <= (time.time() if now is None else now):
         status = "pending"  # due: the forwarder moves it into the queue, if it has not yet
-    raw = fields.get(b"result")
+    result, note = _result(fields.get(b"result")), text.get("note") or None
+    if result is _UNREADABLE:
+        result, note = None, "the stored result is not msgpack"
     return TaskInfo(
         id=task_id, queue=queue, status=status, func=text.get("func", ""), enqueued_at=number("enqueued"),
-        attempts=int(text.get("attempts", 0)), due=due, worker=text.get("worker"), started_at=number("started"),
-        finished_at=number("finished"), seconds=number("seconds"),
-        result=None if raw is None else msgpack.unpackb(raw, raw=False, strict_map_key=False),
-        note=text.get("note") or None, error=text.get("error"), letter=text.get("letter"),
-        expires_in=ttl if ttl >= 0 else None)
+        attempts=int(number("attempts") or 0), due=due, worker=text.get("worker"), started_at=number("started"),
+        finished_at=number("finished"), seconds=number("seconds"), result=result, note=note,
+        error=text.get("error"), letter=text.get("letter"), expires_in=ttl if ttl >= 0 else None)
+
+
+_UNREADABLE = object()
+
+
+def _result(raw: Optional[bytes]) -> Any:
+    """A record's result, decoded; _UNREADABLE if it is not msgpack."""
+    if raw is None:
+        return None
+    try:
+        return msgpack.unpackb(raw, raw=False, strict_map_key=False)
+    except Exception:  # msgpack raises several unrelated types for bad input
+        return _UNREADABLE
 
 
 def outcome(info: TaskInfo) -> Any:

@@ -48,7 +48,7 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
 
     @app.context_processor
     def common() -> Dict[str, Any]:
-        return {"csrf": csrf}
+        return {"csrf": csrf, "preview_bytes": admin.PREVIEW_BYTES}
 
     @app.before_request
     def guard() -> Optional[Reply]:
@@ -129,6 +129,19 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
         except DeadLetterError as exc:
             return _message("No such dead letter", str(exc), 404)
         return flask.render_template("letter.html", queue=queue, letter=letter)
+
+    @app.get("/dead/raw")
+    def dead_raw() -> Reply:
+        """A letter's task, its raw bytes, as a download: pages show previews, never a whole blob."""
+        queue, letter_id = _queue(), flask.request.args.get("id", "")
+        try:
+            letter = admin.dead_letter(conn, queue, letter_id, migrate=False, whole=True)
+        except DeadLetterError as exc:
+            return _message("No such dead letter", str(exc), 404)
+        if letter["task"] is None:
+            return _message("No task", f"Dead letter {letter_id} holds no task.", 404)
+        return flask.Response(letter["task"], mimetype="application/octet-stream", headers={
+            "Content-Disposition": f'attachment; filename="dead-letter-{letter_id}.msgpack"'})
 
     @app.get("/dead/purge")
     def purge_confirm() -> Reply:

@@ -22,7 +22,7 @@ import redis
 from .. import dead_letter, tracking
 from ..background import Every
 from ..batch import Batch, Lookahead
-from ..errors import FunctionNotAllowedError, MalformedTaskError, SkipRetry
+from ..errors import FunctionNotAllowedError, MalformedTaskError, SkipRetry, message_of
 from ..forwarder import FORWARD_INTERVAL, forward
 from ..functions import Allowed, FunctionRegistry
 from ..holding import Bury, Claim, Holdings, Release, Requeue, Reschedule, Settlement
@@ -446,7 +446,7 @@ class Worker:
             data, note = tracking.pack_result(result, queue.max_task_size)
             return Release(settlement.lock, Tracked(task_id, ran, data, note))
         if isinstance(settlement, (Requeue, Reschedule)):
-            return replace(settlement, tracked=Tracked(task_id, ran, error=f"{type(outcome).__name__}: {outcome}"))
+            return replace(settlement, tracked=Tracked(task_id, ran, error=message_of(outcome) if outcome else ""))
         return settlement
 
     def _alarm(self, limit: Optional[float]) -> Optional[float]:
@@ -460,7 +460,7 @@ class Worker:
         return limit
 
     def _failed(self, task: PyTask, exc: BaseException, queue: Queue) -> Settlement:
-        error = f"{type(exc).__name__}: {exc}"
+        error = message_of(exc)
         if isinstance(exc, TypeError) and _raised_by_the_call(exc):
             # The call itself raised, before the function's first line: its arguments do not fit.
             return self._bury(queue, task.serialize(), "bad_arguments", error, task.func_path)

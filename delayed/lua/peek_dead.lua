@@ -1,0 +1,24 @@
+-- Dead letters for people to look at: each letter's fields cut to their first bytes, with their full
+-- lengths, so that a reader never downloads a large task (a too_large letter holds the whole blob).
+-- KEYS[1] dead-letter stream
+-- ARGV[1] start ('-', '(' .. id, or an id), ARGV[2] end ('+', or an id), ARGV[3] most letters (0: all),
+-- ARGV[4] most bytes of each field returned
+-- Returns per letter: {id, {field, head, field, head, ...}, {field, length, field, length, ...}}
+local limit = tonumber(ARGV[4])
+local entries
+if tonumber(ARGV[3]) > 0 then
+    entries = redis.call('xrange', KEYS[1], ARGV[1], ARGV[2], 'count', ARGV[3])
+else
+    entries = redis.call('xrange', KEYS[1], ARGV[1], ARGV[2])
+end
+local letters = {}
+for i, entry in ipairs(entries) do
+    local heads, lengths = {}, {}
+    for j = 1, #entry[2], 2 do
+        local field, value = entry[2][j], entry[2][j + 1]
+        heads[j], heads[j + 1] = field, string.sub(value, 1, limit)
+        lengths[j], lengths[j + 1] = field, #value
+    end
+    letters[i] = {entry[1], heads, lengths}
+end
+return letters
