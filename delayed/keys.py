@@ -97,12 +97,16 @@ class QueueKeys:
         """The lock of unique tasks with this key: a string key, holding a token, with an expiry."""
         return self.name + UNIQUE_INFIX + key
 
+    @property
+    def worker_id_suffix(self) -> str:
+        """What our worker ids on this queue end with: ":{tag}" for a name with a hash tag, else nothing."""
+        tag = hash_tag(self.name)
+        return "" if tag is None else f":{{{tag}}}"
+
     def worker_ids(self, count: int) -> List[str]:
         """count ids for one worker process on this queue (see new_worker_ids), each ending with the
         queue's hash tag, if it has one, so that their keep-alive keys live in the queue's slot."""
-        tag = hash_tag(self.name)
-        ids = new_worker_ids(count)
-        return ids if tag is None else [f"{worker_id}:{{{tag}}}" for worker_id in ids]
+        return [worker_id + self.worker_id_suffix for worker_id in new_worker_ids(count)]
 
     @classmethod
     def of(cls, name: str) -> "QueueKeys":

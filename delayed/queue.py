@@ -14,9 +14,10 @@ from redis.crc import key_slot
 
 from . import dead_letter, scripts, tracking
 from .connection import is_cluster, sent_once, sent_once_async
-from .errors import DuplicateTaskError, NotReplicatedError, TaskNotFoundError, TaskTooLargeError
+from .errors import (DuplicateTaskError, MalformedTaskError, NotReplicatedError, TaskNotFoundError, TaskTooLargeError,
+                     message_of)
 from .keys import WORKER_ID_PREFIX, QueueKeys, check_cluster_name, hash_tag
-from .task import GoTask, PyTask
+from .task import CRASHES_OPTION, GoTask, PyTask
 from .tracking import AsyncTaskHandle, Cancel, TaskHandle, TaskInfo, Tracked
 
 Task = Union[PyTask, GoTask]
@@ -28,10 +29,13 @@ NOTIFICATION = b"1"
 
 DEFAULT_MAX_CRASHES = 3
 """A task is dead-lettered when its workers die holding it more often than this."""
-CRASH_MEMORY = 7 * 24 * 3600
-"""Seconds a task's crash count is kept after its last crash."""
 NOTIFY_AFTER = 1.0
 """Seconds the head of a queue short of notifications must stand still before a sweep tops them up."""
+SWEEP_CHUNK = 100
+"""Holders one sweep script looks at, and crashed tasks one requeues: each call stays well under a
+millisecond of Redis's time, however many workers died."""
+NOTIFY_CHUNK = 5000
+"""Notifications one sweep script pushes at most (the sweep calls it again while some are missing)."""
 DEFAULT_DEAD_MAX = 10_000
 """Dead letters kept: writing one trims the oldest past this many (0: no bound)."""
 DEFAULT_DEAD_MAX_AGE = 7 * 24 * 3600
@@ -53,21 +57,27 @@ class Claimed:
 
 @dataclass(frozen=True)
 class CrashLoop:
-    """A task a sweep found its workers died holding more than max_crashes times: dead-lettered
-    (buried is False if another sweeper took it first)."""
+    """A task one of our workers died holding that a sweep dead-lettered: one its workers died holding
+    more than max_crashes times (reason "crash_loop"), or one that cannot count its crashes, not being
+    a PyTask (the reason a worker would have given it: "malformed", "go_task"). buried is False if
+    another sweeper took it first."""
 
     worker_id: str
     blob: bytes
     crashes: int
     buried: bool
+    reason: str = "crash_loop"
 
 
 @dataclass(frozen=True)
 class Sweep:
-    """What one sweep of a queue did: notifications pushed (go-delayed's count), crash loops dead-lettered."""
+    """What one sweep of a queue did: notifications pushed (go-delayed's count: the missing ones and one
+    per task requeued), crash loops dead-lettered, and the held tasks it could not handle (worker id,
+    why), left where they are for the next sweep."""
 
     notified: int
     crash_loops: List[CrashLoop]
+    failures: List[Tuple[str, str]]
 
 
 def _keys(name: str, conn: Any) -> QueueKeys:
@@ -550,37 +560,87 @@ class Queue:
     def sweep(self, max_crashes: int = DEFAULT_MAX_CRASHES, notify_after: float = NOTIFY_AFTER) -> Sweep:
         """Requeue the tasks of dead workers and top up notifications (go-delayed's sweep).
 
-        A task whose workers died holding it more than max_crashes times (within
-        CRASH_MEMORY seconds of each other) is dead-lettered instead, fenced as a worker's
-        bury (the sweep leaves it under the dead id until then); 0 turns that off. Only our
-        workers' deaths count: a go-delayed worker never releases its last task, so one that
-        stopped cleanly leaves a task behind too.
-        Two round trips: the ids holding tasks are read first, so the script declares every
-        keep-alive key it reads (a Redis Cluster needs that); an id that appears in between waits
-        for the next sweep.
+        The crashes of a task are counted in the task itself: each time one of our workers dies
+        holding it, its blob comes back with its `crashes` option one higher, so identical tasks
+        count apart. One that reaches more than max_crashes is dead-lettered instead, fenced as a
+        worker's bury; a blob that is not a PyTask (it cannot count) at its first crash, as a worker
+        would have (0 turns counting off: every task is requeued as it is). Only our workers'
+        deaths count: a go-delayed worker never releases its last task, so one that stopped cleanly
+        leaves a task behind too.
+        The ids holding tasks are read first, so each script declares every keep-alive key it reads
+        (a Redis Cluster needs that); an id that appears in between waits for the next sweep. They
+        are handed over SWEEP_CHUNK at a time, and notifications pushed NOTIFY_CHUNK at a time, so
+        no command of a sweep keeps Redis busy for long, however much lapsed.
         Tasks without notifications (a producer or worker died between two commands) get them
         from the first sweep that finds the queue's head where a sweep saw it short of
         notifications at least notify_after seconds before: sooner, a worker caught between
         its BLPOP and its dequeue would later find a stray notification.
+        A held task it cannot handle (a bug: decoding never raises) is left where it is and listed
+        in the Sweep's failures; the sweep goes on with the rest.
         """
-        holders = [worker_id.decode() for worker_id in cast(List[bytes], self.conn.hkeys(self.keys.processing))]
+        holders = cast(List[bytes], self.conn.hkeys(self.keys.processing))
         if is_cluster(self.conn):  # only ids in the queue's slot can be declared (ours carry its tag)
-            holders = [worker_id for worker_id in holders if key_slot(worker_id.encode()) == self._slot]
-        reply = self._scripts["requeue_lost"](
-            keys=(self.keys.name, self.keys.noti, self.keys.processing, self.keys.crashes,
-                  self.keys.workers, self.keys.unnotified, self.keys.tracked, *holders),
-            args=(max_crashes, int(time.time()), CRASH_MEMORY, WORKER_ID_PREFIX, int(notify_after * 1000),
-                  self.keys.task_prefix),
-        )
-        crash_loops = []
-        for i in range(1, len(reply), 3):
-            worker_id, blob, crashes = reply[i].decode(), reply[i + 1], int(reply[i + 2])
-            letter = dead_letter.crash_loop(blob, self.name, worker_id, crashes, max_crashes)
-            task_id = tracking.task_id(blob)
-            tracked = None if task_id is None else Tracked(
-                task_id, status="dead", error=f"its workers died running it {crashes} times")
-            crash_loops.append(CrashLoop(worker_id, blob, crashes, self.bury(blob, letter, worker_id, tracked)))
-        return Sweep(int(reply[0]), crash_loops)
+            holders = [worker_id for worker_id in holders if key_slot(worker_id) == self._slot]
+        requeued, crashed = 0, []
+        for start in range(0, len(holders), SWEEP_CHUNK):
+            reply = self._scripts["requeue_lost"](
+                keys=(self.keys.name, self.keys.noti, self.keys.processing, self.keys.tracked,
+                      *holders[start:start + SWEEP_CHUNK]),
+                args=(int(max_crashes > 0), WORKER_ID_PREFIX, self.keys.task_prefix, self.keys.worker_id_suffix))
+            requeued += int(reply[0])
+            crashed += [(reply[i].decode(), reply[i + 1]) for i in range(1, len(reply), 2)]
+        crash_loops: List[CrashLoop] = []
+        failures: List[Tuple[str, str]] = []
+        again: List[Tuple[str, bytes, bytes]] = []
+        for worker_id, blob in crashed:
+            try:
+                outcome = self._crashed(worker_id, blob, max_crashes)
+            except Exception as exc:  # never let one task stop the sweep
+                failures.append((worker_id, message_of(exc)))
+                continue
+            if isinstance(outcome, CrashLoop):
+                crash_loops.append(outcome)
+            else:
+                again.append((worker_id, blob, outcome))
+        for start in range(0, len(again), SWEEP_CHUNK):
+            chunk = again[start:start + SWEEP_CHUNK]
+            requeued += self._scripts["requeue_crashed"](
+                keys=(self.keys.name, self.keys.noti, self.keys.processing, self.keys.tracked,
+                      *(worker_id for worker_id, _, _ in chunk)),
+                args=(self.keys.task_prefix, *(blob for _, held, rewritten in chunk for blob in (held, rewritten))))
+        return Sweep(requeued + self._notify_missing(notify_after), crash_loops, failures)
+
+    def _crashed(self, worker_id: str, blob: bytes, max_crashes: int) -> Union[CrashLoop, bytes]:
+        """A task one of our workers died holding: the blob to requeue it as (one more crash counted
+        in it), or, dead-lettered, its CrashLoop."""
+        try:
+            task = PyTask.deserialize(blob)
+        except MalformedTaskError as exc:  # a worker of ours would dead-letter it: it cannot count crashes
+            letter = dead_letter.record(reason=exc.reason, error=f"its worker died holding it; {exc}", blob=blob,
+                                        queue=self.name, worker=worker_id, func=exc.func_path)
+            return CrashLoop(worker_id, blob, 1, self._bury_crashed(worker_id, blob, letter, 1), exc.reason)
+        crashes = task.options.get(CRASHES_OPTION, 0) + 1
+        if crashes <= max_crashes:
+            return task.with_options(**{CRASHES_OPTION: crashes}).serialize()
+        letter = dead_letter.crash_loop(blob, self.name, worker_id, crashes, max_crashes)
+        return CrashLoop(worker_id, blob, crashes, self._bury_crashed(worker_id, blob, letter, crashes))
+
+    def _bury_crashed(self, worker_id: str, blob: bytes, letter: dead_letter.Letter, crashes: int) -> bool:
+        task_id = tracking.task_id(blob)
+        tracked = None if task_id is None else Tracked(
+            task_id, status="dead", error=f"its workers died running it {crashes} times")
+        return self.bury(blob, letter, worker_id, tracked)
+
+    def _notify_missing(self, notify_after: float) -> int:
+        """Top up the missing notifications, NOTIFY_CHUNK per call; returns how many were pushed."""
+        pushed = 0
+        while True:
+            chunk, missing = self._scripts["notify_missing"](
+                keys=(self.keys.name, self.keys.noti, self.keys.unnotified, self.keys.workers),
+                args=(int(notify_after * 1000), NOTIFY_CHUNK, int(time.time())))
+            pushed += int(chunk)
+            if not chunk or not missing:
+                return pushed
 
     # Dead letters (the operators' side: each call first moves an old <name>_dead list into the stream)
 

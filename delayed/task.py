@@ -3,9 +3,10 @@
 PyTask: msgpack array [func_path, args, kwargs, retry], trailing defaults dropped
 the way keakon/delayed drops them (retry 0, then empty kwargs, then empty args);
 go-delayed's NewPyTask writes [func_path, args|nil, kwargs|nil], which decodes too.
-Our options (time_limit, max_retries, backoff, attempt, unique_key, unique_token, and a tracked
-task's id) ride in a fifth element, a map, written only when set:
-keakon/delayed 1.x cannot read such a blob, so a task without options stays byte-identical.
+Our options (time_limit, max_retries, backoff, attempt, unique_key, unique_token, crashes, and a
+tracked task's id) ride in a fifth element, a map, written only when set:
+keakon/delayed 1.x cannot read such a blob, so a task without options stays byte-identical (until one
+of our workers dies holding it: the sweeper then counts the crash in it, see CRASHES_OPTION).
 A tracked task's id (32 hex digits) is always the map's last entry, so the blob ends with
 TRACKED_TAIL and the id: scripts find it there without decoding the blob (Redis's cmsgpack
 cannot read msgpack bin, which bytes arguments are).
@@ -26,6 +27,9 @@ from .preview import brief
 FUNC_PATH_SEP = ":"
 ID_OPTION = "id"
 """The option a tracked task's id rides in (see delayed.tracking)."""
+CRASHES_OPTION = "crashes"
+"""How many times our workers died holding the task: the sweeper adds one as it requeues it, and
+dead-letters it past its --max-crashes (see Queue.sweep). In the task, so identical tasks count apart."""
 TRACKED_TAIL = b"\xa2id\xd9\x20"
 """What comes before the id at the end of a tracked blob: the key "id" (fixstr), then a str8 of 32 bytes."""
 _ID = re.compile(r"[0-9a-f]{32}")
@@ -286,7 +290,7 @@ def _check_options(options: Dict[str, Any], error: Callable[[str], Exception]) -
     limit = options.get("time_limit")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0):
         raise error(f"time_limit must be a positive number of seconds, got {brief(limit)}")
-    for name in ("max_retries", "attempt"):
+    for name in ("max_retries", "attempt", CRASHES_OPTION):
         count = options.get(name)
         if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
             raise error(f"{name} must be a whole number, 0 or more, got {brief(count)}")

@@ -1,7 +1,6 @@
 """The per-queue counters of <name>_counts: each moves by exactly what our scripts did, go-delayed's
 commands do not count, and stats, stats --watch and the queue exporter show them."""
 import asyncio
-import hashlib
 import signal
 import subprocess
 import sys
@@ -123,9 +122,8 @@ def test_a_worker_counts_what_it_did_and_the_counters_balance_the_queue(conn, qu
 
 
 def test_crash_loops_count_as_dead_and_requeued_dead_letters_as_enqueued(conn, queue):
-    blob = PyTask("m:f", [1]).serialize()
-    conn.hset("q_processing", "delayed-py-" + "0" * 32, blob)  # a dead worker of ours held it
-    conn.hset("q_crashes", hashlib.sha1(blob).hexdigest(), f"3:{int(time.time())}")
+    blob = PyTask("m:f", [1], options={"crashes": 3}).serialize()
+    conn.hset("q_processing", "delayed-py-" + "0" * 32, blob)  # a dead worker of ours held it, its 4th crash
     sweep = queue.sweep(max_crashes=3)
     assert [loop.buried for loop in sweep.crash_loops] == [True]
     assert counts(conn) == {"dead": 1}

@@ -142,17 +142,24 @@ def test_retention_bounds_the_letters_by_count_and_by_age(conn):
 
 def test_the_sweeper_logs_each_crash_loop_it_dead_letters(conn, queue, caplog):
     caplog.set_level(logging.WARNING, logger="delayed.sweeper")
-    for _ in range(3):
-        for blob in (PyTask("m:poison").serialize(), b"\xc1"):
-            conn.hset("q_processing", new_worker_id(), blob)
+    queue.enqueue_many([PyTask("m:poison"), PyTask("m:other")])
+    conn.rpush("q", b"\xc1")
+    conn.rpush("q_noti", 1)
+    for _ in range(3):  # each time, a worker of ours takes the poison (and the garbage) and dies
+        conn.hset("q_processing", new_worker_id(), conn.lpop("q"))
+        conn.lpop("q_noti")
+        if conn.lindex("q", -1) == b"\xc1":
+            conn.hset("q_processing", new_worker_id(), conn.rpop("q"))
+            conn.lpop("q_noti")
         Sweeper([queue], max_crashes=2).sweep()
+        conn.lmove("q", "q", "RIGHT", "LEFT")  # the poison, requeued at the tail, to the head
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 2, warnings
-    assert all("queue 'q'" in line and "died holding it 3 times" in line for line in warnings)
-    assert "function m:poison" in warnings[0] or "function m:poison" in warnings[1]
-    assert sorted((letter["func"] or "", letter["task"]) for letter in queue.dead_letters()) == [
-        ("", b"\xc1"), ("m:poison", PyTask("m:poison").serialize())]
-    assert conn.hlen("q_processing") == 0 and conn.llen("q") == 4
+    assert "queue 'q'" in warnings[0] and "a task its worker died holding (malformed)" in warnings[0]
+    assert "queue 'q'" in warnings[1] and "function m:poison" in warnings[1] and "died holding it 3 times" in warnings[1]
+    assert [(letter["reason"], letter["func"]) for letter in queue.dead_letters()] == [
+        ("malformed", None), ("crash_loop", "m:poison")]
+    assert conn.hlen("q_processing") == 0 and conn.lrange("q", 0, -1) == [PyTask("m:other").serialize()]
 
 
 def test_show_and_requeue_of_one_letter_do_not_download_the_list(conn, redis_server, queue):

@@ -1,6 +1,5 @@
 """Queue operations against a real Redis: the exact keys go-delayed uses, and the sweep."""
 import asyncio
-import hashlib
 import secrets
 import time
 
@@ -98,7 +97,7 @@ def test_retry_and_bury_are_fenced_once_a_sweeper_took_the_task(conn, queue):
     assert queue.requeue_lost() == 1
     assert not queue.requeue(held, PyTask("m:f").serialize())
     assert not queue.bury(held, record(reason="failed", error="e", blob=held, queue="q", worker=None))
-    assert conn.lrange("q", 0, -1) == [held]
+    assert conn.lrange("q", 0, -1) == [PyTask("m:f", retry=1, options={"crashes": 1}).serialize()]  # one crash counted
     assert conn.llen("q_noti") == 1 and not conn.exists("q_dead_letters")
 
 
@@ -119,7 +118,7 @@ def test_requeue_lost_moves_only_dead_workers_tasks(conn, queue):
     assert alive.try_online()
     alive.claim()
     assert queue.requeue_lost() == 1
-    assert conn.lrange("q", 0, -1) == [PyTask("m:dead").serialize()]
+    assert conn.lrange("q", 0, -1) == [PyTask("m:dead", options={"crashes": 1}).serialize()]
     assert conn.llen("q_noti") == 1
     assert conn.hgetall("q_processing") == {alive.worker_id.encode(): PyTask("m:alive").serialize()}
     assert queue.requeue_lost() == 0
@@ -280,36 +279,61 @@ def test_give_back_returns_unstarted_tasks_to_the_head_in_order(conn, queue):
     assert conn.hgetall("q_processing") == {b"a": blobs[0], b"c": b"someone else's"}
 
 
-def die_holding(conn, blob):
-    """A worker holds blob and dies (it never had a keep-alive key)."""
-    conn.hset("q_processing", new_worker_id(), blob)
+def die_holding(queue):
+    """A worker of ours takes the task at the head of the queue and dies (it never had a keep-alive key)."""
+    return queue.claim_batch((), (new_worker_id(),)).tasks[0][1]
 
 
-@pytest.mark.parametrize("blob", [PyTask("m:f", ["x" * n]).serialize() for n in range(3)] + [b"\x00\xff\xc1"])
-def test_a_task_that_keeps_killing_workers_is_quarantined(conn, queue, blob):
-    for _ in range(3):
-        die_holding(conn, blob)
-        assert queue.requeue_lost(max_crashes=3) == 1  # requeued
-    die_holding(conn, blob)
+def test_a_task_that_keeps_killing_workers_is_quarantined(conn, queue):
+    queue.enqueue_many([PyTask("m:f", ["x"]), PyTask("m:other")])
+    for crash in range(1, 4):
+        held = die_holding(queue)
+        assert queue.requeue_lost(max_crashes=3) == 1  # requeued, its crashes counted in it
+        assert conn.lrange("q", 0, -1) == [PyTask("m:other").serialize(),
+                                           PyTask("m:f", ["x"], options={"crashes": crash}).serialize()]
+        conn.lmove("q", "q", "RIGHT", "LEFT")  # the crashing task back at the head, for the next worker
+    held = die_holding(queue)
     assert queue.requeue_lost(max_crashes=3) == 0      # the 4th crash: dead-lettered, not requeued
-    assert conn.llen("q") == 3 and conn.hlen("q_processing") == 0
+    assert conn.lrange("q", 0, -1) == [PyTask("m:other").serialize()] and conn.hlen("q_processing") == 0
     [entry] = queue.dead_letters()
     assert entry["reason"] == "crash_loop" and entry["worker"].startswith("delayed-py-")
-    assert entry["task"] == blob
-    assert entry["func"] == ("m:f" if blob.startswith(b"\x92") else None)
+    assert entry["task"] == held
+    assert entry["func"] == "m:f"
     assert entry["queue"] == "q" and entry["error"].startswith("its worker died while holding it 4 times")
 
 
-def test_crash_counting_can_be_turned_off_and_forgets_old_crashes(conn, queue):
-    blob = PyTask("m:f").serialize()
+def test_identical_tasks_held_by_workers_that_died_once_each_are_requeued(conn, queue):
+    """Crashes are counted per task, not per identical bytes: five workers each held one of five
+    identical tasks (a periodic task, a task without arguments) and all died once."""
+    queue.enqueue_many([PyTask("m:tick")] * 5)
     for _ in range(5):
-        die_holding(conn, blob)
-        queue.requeue_lost(max_crashes=0)
-    assert not conn.exists("q_dead_letters", "q_crashes")
-    conn.hset("q_crashes", "old", "9:1000")  # last crash in 1970
-    die_holding(conn, blob)
-    queue.requeue_lost()
-    assert conn.hkeys("q_crashes") == [hashlib.sha1(blob).hexdigest().encode()]
+        die_holding(queue)
+    assert queue.requeue_lost(max_crashes=3) == 5
+    assert conn.lrange("q", 0, -1) == [PyTask("m:tick", options={"crashes": 1}).serialize()] * 5
+    assert not conn.exists("q_dead_letters")
+
+
+def test_a_blob_that_is_not_a_pytask_is_dead_lettered_at_its_first_crash(conn, queue):
+    """It cannot carry its crash count, and a worker of ours would dead-letter it anyway."""
+    for blob, reason in ((b"\x00\xff\xc1", "malformed"), (GoTask("main.F", 1).serialize(), "go_task")):
+        conn.rpush("q", blob)
+        conn.rpush("q_noti", 1)
+        die_holding(queue)
+        sweep = queue.sweep(max_crashes=3)
+        assert sweep.notified == 0 and [(loop.reason, loop.buried) for loop in sweep.crash_loops] == [(reason, True)]
+    assert [(entry["reason"], entry["task"]) for entry in queue.dead_letters()] == [
+        ("malformed", b"\x00\xff\xc1"), ("go_task", GoTask("main.F", 1).serialize())]
+    assert all(entry["error"].startswith("its worker died holding it") for entry in queue.dead_letters())
+
+
+def test_crash_counting_can_be_turned_off_and_leaves_blobs_as_they_are(conn, queue):
+    blob = PyTask("m:f").serialize()
+    queue.enqueue(PyTask("m:f"))
+    for _ in range(5):
+        die_holding(queue)
+        assert queue.requeue_lost(max_crashes=0) == 1
+    assert conn.lrange("q", 0, -1) == [blob]
+    assert not conn.exists("q_dead_letters")
 
 
 def test_deaths_of_go_delayed_workers_are_not_counted_as_crashes(conn, queue):
@@ -319,5 +343,32 @@ def test_deaths_of_go_delayed_workers_are_not_counted_as_crashes(conn, queue):
     for _ in range(5):
         conn.hset("q_processing", secrets.token_hex(16), blob)
         assert queue.requeue_lost(max_crashes=3) == 1
-    assert conn.llen("q") == 5
-    assert not conn.exists("q_dead_letters", "q_crashes")
+    assert conn.lrange("q", 0, -1) == [blob] * 5
+    assert not conn.exists("q_dead_letters")
+
+
+def test_no_command_of_a_sweep_keeps_redis_busy_however_much_lapsed(conn, queue):
+    """5,000 lapsed holders (half of them ours, whose crashes are counted), a deficit of 100,000
+    notifications, and 100,000 crash counts an older version left: the sweep is cut into chunks, so
+    that SLOWLOG sees no command of it over 5 ms (before, one script read every crash count: 84 ms)."""
+    blob = PyTask("m:f", ["x" * 100]).serialize()
+    with conn.pipeline(transaction=False) as pipe:
+        for start in range(0, 100_000, 10_000):
+            pipe.hset("q_crashes", mapping={f"{i:040x}": f"1:{int(time.time())}" for i in range(start, start + 10_000)})
+            pipe.rpush("q", *[blob] * 10_000)
+        holders = {new_worker_id() if i % 2 else secrets.token_hex(16): blob for i in range(5000)}
+        pipe.hset("q_processing", mapping=holders)
+        pipe.execute()
+    conn.config_set("slowlog-log-slower-than", 0)
+    conn.config_set("slowlog-max-len", 100_000)
+    conn.slowlog_reset()
+    try:
+        sweep = queue.sweep(max_crashes=3, notify_after=0)
+        entries = conn.slowlog_get(100_000)
+    finally:
+        conn.config_set("slowlog-log-slower-than", 10_000)
+    assert sweep.notified == 105_000 and not sweep.crash_loops and not sweep.failures
+    assert conn.llen("q") == conn.llen("q_noti") == 105_000 and conn.hlen("q_processing") == 0
+    swept = [entry for entry in entries if not entry["command"].startswith((b"SLOWLOG", b"CONFIG"))]
+    slowest = max(swept, key=lambda entry: entry["duration"])
+    assert slowest["duration"] < 5000, slowest  # microseconds

@@ -26,6 +26,8 @@ class Sweeper:
         self.queues = list(queues)
         self.interval = interval
         self.max_crashes = max_crashes
+        self.failures = 0
+        """Held tasks a sweep could not handle so far (each logged, and left for the next sweep)."""
         self.lifecycle = Lifecycle("sweeper")
         self._backoff = Backoff(logger, "sweeper", wait=self.lifecycle.wait)
 
@@ -33,13 +35,30 @@ class Sweeper:
         """One pass over every queue; returns the notifications pushed (requeued tasks included)."""
         total = 0
         for queue in self.queues:
-            swept = queue.sweep(self.max_crashes)
+            try:
+                swept = queue.sweep(self.max_crashes)
+            except redis.RedisError:
+                raise  # Redis is away, or refuses: run() waits it out
+            except Exception:  # a bug, not data (decoding never raises): the other queues are still swept
+                self.failures += 1
+                logger.exception("queue %r: the sweep failed; trying again at the next one (%d failures so far)",
+                                 queue.name, self.failures)
+                continue
             for loop in swept.crash_loops:
-                if loop.buried:
+                if not loop.buried:
+                    continue
+                if loop.reason == "crash_loop":
                     logger.warning("queue %r: dead-lettered a crash loop in %s: function %s, its workers died "
                                    "holding it %d times (--max-crashes %d)", queue.name, queue.keys.dead_letters,
                                    dead_letter.func_of(loop.blob) or "<undecodable>", loop.crashes,
                                    self.max_crashes)
+                else:
+                    logger.warning("queue %r: dead-lettered in %s a task its worker died holding (%s): it is not "
+                                   "a task our workers run", queue.name, queue.keys.dead_letters, loop.reason)
+            for worker_id, problem in swept.failures:
+                self.failures += 1
+                logger.error("queue %r: could not sweep the task %s held (%s); left for the next sweep "
+                             "(%d such failures so far)", queue.name, worker_id, problem, self.failures)
             if swept.notified > 0:
                 logger.info("queue %r: requeued lost tasks, pushed %d notifications", queue.name, swept.notified)
             total += swept.notified
