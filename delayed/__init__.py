@@ -24,6 +24,7 @@ _EXPORTS = {
     "SkipRetry": "errors",
     "DuplicateTaskError": "errors",
     "NotReplicatedError": "errors",
+    "QueueFullError": "errors",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -31,7 +32,7 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:
     from .delay import delayed
     from .errors import (DelayedError, DuplicateTaskError, FunctionNotAllowedError, MalformedTaskError, NotReplicatedError,
-                         SkipRetry, TaskTooLargeError)
+                         QueueFullError, SkipRetry, TaskTooLargeError)
     from .queue import AsyncQueue, Queue
     from .sweeper import Sweeper
     from .task import Float32, GoTask, PyTask

@@ -15,7 +15,7 @@ import redis
 from . import __version__, admin, preview
 from .cli import (CommandError, add_connection_options, connect_checked, positive, run_command, scheduler_main,
                   sweeper_main, worker_main)
-from .connection import Backoff
+from .connection import Backoff, error_text
 from .dashboard.cli import main as dashboard_main
 from .dead_letter import DeadLetterError
 from .errors import TaskNotFoundError, TaskTooLargeError
@@ -356,7 +356,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except KeyboardInterrupt:
             pass
         except redis.RedisError as exc:  # e.g. --queue naming another program's key: WRONGTYPE
-            raise CommandError(f"Redis error: {exc}") from None
+            raise CommandError(f"Redis error: {error_text(exc)}") from None
         return 0
 
     return run_command("delayed", command, parser(), [first.command, *first.rest, *given])

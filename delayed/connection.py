@@ -393,6 +393,19 @@ def scrubbed(text: str, url: str) -> str:
     return text
 
 
+_PIPELINE_COMMAND = re.compile(r"Command # \d+ \(.*?\) of pipeline caused error: ", re.DOTALL)
+
+
+def error_text(exc: BaseException) -> str:
+    """A Redis error for a log line or a page: one line, without the command redis-py quotes when a
+    pipeline's command fails (a task's bytes may be among its arguments), and a refusal for want of
+    memory said as such."""
+    text = " ".join(_PIPELINE_COMMAND.sub("", str(exc))[:1000].split())
+    if isinstance(exc, redis.exceptions.OutOfMemoryError):
+        return f"Redis is full: {text}"
+    return text or type(exc).__name__
+
+
 class Backoff:
     """Sleeps that double after each consecutive Redis failure; logs the outage and the recovery once each.
 
@@ -416,7 +429,7 @@ class Backoff:
 
     def failed(self, exc: Exception) -> None:
         if not self.failing:
-            self._logger.warning("%s: Redis error (%s); retrying until it is back", self._what, exc)
+            self._logger.warning("%s: Redis error (%s); retrying until it is back", self._what, error_text(exc))
             self.failing = True
         self._wait(self._delay)
         self._delay = min(self._delay * 2, self._maximum)

@@ -39,6 +39,10 @@ class FunctionNotAllowedError(DelayedError, LookupError):
     """A task names a function the worker was not told to allow."""
 
 
+class QueueFullError(DelayedError):
+    """Redis refused an enqueue for want of memory (at maxmemory, evicting nothing); nothing was written."""
+
+
 class DuplicateTaskError(DelayedError):
     """enqueue(unique_for=...) found the lock of an identical task (or one with the same key) held."""
 

@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tu
 
 import redis
 
-from .connection import Backoff
+from .connection import Backoff, error_text
 from .dead_letter import Letter
 from .lifecycle import Lifecycle
 from .queue import Queue, wait_for_notification
@@ -164,7 +164,8 @@ class Holding:
         try:
             self.queue.go_offline(self.ids)
         except redis.RedisError as exc:
-            logger.warning("worker %s could not go offline (%s); its keys expire by themselves", self.id, exc)
+            logger.warning("worker %s could not go offline (%s); its keys expire by themselves", self.id,
+                           error_text(exc))
         else:
             logger.info("worker %s offline", self.id)
 

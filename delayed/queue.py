@@ -1,12 +1,14 @@
 """Queue operations on Redis: every command a producer, worker or sweeper sends lives here
 (the scheduler's tick is in delayed.scheduler, the operators' reads in admin.py)."""
+import contextlib
 import datetime
 import hashlib
 import math
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union, cast, overload
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union, cast,
+                    overload)
 
 import redis
 import redis.asyncio
@@ -14,8 +16,8 @@ from redis.crc import key_slot
 
 from . import dead_letter, scripts, tracking
 from .connection import is_cluster, sent_once, sent_once_async
-from .errors import (DuplicateTaskError, MalformedTaskError, NotReplicatedError, TaskNotFoundError, TaskTooLargeError,
-                     message_of)
+from .errors import (DuplicateTaskError, MalformedTaskError, NotReplicatedError, QueueFullError, TaskNotFoundError,
+                     TaskTooLargeError, message_of)
 from .keys import WORKER_ID_PREFIX, QueueKeys, check_cluster_name, hash_tag
 from .task import CRASHES_OPTION, GoTask, PyTask
 from .tracking import AsyncTaskHandle, Cancel, TaskHandle, TaskInfo, Tracked
@@ -178,6 +180,18 @@ def _check_unique(reply: int, call: Dict[str, Any]) -> None:
                                  f"it expires in {-reply / 1000:.1f} s")
 
 
+@contextlib.contextmanager
+def _refused_when_full(queue: str) -> Iterator[None]:
+    """QueueFullError for an enqueue Redis refused for want of memory (at maxmemory, with a policy
+    that evicts nothing): nothing of it was applied (a script's first write, or a MULTI's command,
+    was refused). redis-py's own message would quote the command, the task's bytes included."""
+    try:
+        yield
+    except redis.exceptions.OutOfMemoryError:
+        raise QueueFullError(f"{queue}: Redis is full (its used memory is over maxmemory and it evicts nothing): "
+                             "the task was not enqueued; drain the queues or give Redis more memory") from None
+
+
 def _stage_enqueue(pipe: Any, keys: QueueKeys, blobs: Sequence[bytes], due: Optional[float]) -> None:
     """Queue a batch's commands on a MULTI pipeline: the blobs and one notification each (or, with
     a due time, the blobs into the scheduled set), then their count added to "enqueued".
@@ -281,12 +295,13 @@ class Queue:
             return self.enqueue_many((task,), delay, at, result_ttl=result_ttl)[0]
         blobs = _blobs((task,), self.max_task_size)
         due = _due(delay, at)
-        if due is None:
-            self._scripts["enqueue"](keys=(self.keys.name, self.keys.noti, self.keys.counts), args=blobs)
-        else:
-            with self.conn.pipeline(transaction=True) as pipe:
-                _stage_enqueue(pipe, self.keys, blobs, due)
-                pipe.execute()
+        with _refused_when_full(self.name):
+            if due is None:
+                self._scripts["enqueue"](keys=(self.keys.name, self.keys.noti, self.keys.counts), args=blobs)
+            else:
+                with self.conn.pipeline(transaction=True) as pipe:
+                    _stage_enqueue(pipe, self.keys, blobs, due)
+                    pipe.execute()
         self._replicated()
         return None
 
@@ -295,7 +310,9 @@ class Queue:
                         result_ttl: Optional[float]) -> Optional[TaskHandle]:
         track = None if result_ttl is None else (tracking.new_id(), tracking.ttl_seconds(result_ttl))
         call = _unique_call(self.keys, task, delay, at, unique_for, unique_key, self.max_task_size, track)
-        _check_unique(self._scripts["enqueue_unique"](**call), call)
+        with _refused_when_full(self.name):
+            reply = self._scripts["enqueue_unique"](**call)
+        _check_unique(reply, call)
         self._replicated()
         return None if track is None else TaskHandle(self, track[0])
 
@@ -316,13 +333,14 @@ class Queue:
             ttl = tracking.ttl_seconds(result_ttl)
             ids, call = _tracked_call(self.keys, tasks, _due(delay, at), ttl, self.max_task_size)
             if ids:
-                self._scripts["enqueue_tracked"](**call)
+                with _refused_when_full(self.name):
+                    self._scripts["enqueue_tracked"](**call)
                 self._replicated()
             return [TaskHandle(self, task_id) for task_id in ids]
         blobs = _blobs(tasks, self.max_task_size)
         due = _due(delay, at)
         if blobs:
-            with self.conn.pipeline(transaction=True) as pipe:
+            with _refused_when_full(self.name), self.conn.pipeline(transaction=True) as pipe:
                 _stage_enqueue(pipe, self.keys, blobs, due)
                 pipe.execute()
             self._replicated()
@@ -513,23 +531,19 @@ class Queue:
         return () if tracked is None else (tracked.error,)
 
     def try_online(self, worker_ids: Optional[Sequence[str]] = None) -> bool:
-        """Claim the ids' keep-alive keys with SET NX, and list the worker in <name>_workers;
-        False if a live worker already had one of the ids."""
-        ids = worker_ids or (self._id(None),)
-        with self.conn.pipeline(transaction=False) as pipe:
-            for worker_id in ids:
-                pipe.set(worker_id, 1, px=self._keep_alive_ms, nx=True)
-            pipe.zadd(self.keys.workers, {ids[0]: time.time() + self.keep_alive_timeout})
-            return all(pipe.execute()[:-1])
+        """Claim the ids' keep-alive keys, and list the worker in <name>_workers, in one script that a
+        full Redis still runs; False (nothing set) if a live worker already had one of the ids."""
+        return self._keep_alive("claim", worker_ids)
 
     def keep_alive(self, worker_ids: Optional[Sequence[str]] = None) -> None:
-        """Refresh the ids' keep-alive keys and the worker's entry in <name>_workers."""
+        """Refresh the ids' keep-alive keys and the worker's entry in <name>_workers (a full Redis too)."""
+        self._keep_alive("refresh", worker_ids)
+
+    def _keep_alive(self, action: str, worker_ids: Optional[Sequence[str]]) -> bool:
         ids = worker_ids or (self._id(None),)
-        with self.conn.pipeline(transaction=False) as pipe:
-            for worker_id in ids:
-                pipe.set(worker_id, 1, px=self._keep_alive_ms)
-            pipe.zadd(self.keys.workers, {ids[0]: time.time() + self.keep_alive_timeout})
-            pipe.execute()
+        now = time.time()
+        return bool(self._scripts["go_online"](keys=(self.keys.workers, *ids),
+                                               args=(self._keep_alive_ms, now, now + self.keep_alive_timeout, action)))
 
     def go_offline(self, worker_ids: Optional[Sequence[str]] = None) -> None:
         """Delete the ids' keep-alive keys (they hold nothing and are leaving) and the worker's entry."""
@@ -817,18 +831,21 @@ class AsyncQueue:
         if unique_for is not None:
             track = None if result_ttl is None else (tracking.new_id(), tracking.ttl_seconds(result_ttl))
             call = _unique_call(self.keys, task, delay, at, unique_for, unique_key, self.max_task_size, track)
-            _check_unique(await self._scripts["enqueue_unique"](**call), call)
+            with _refused_when_full(self.name):
+                reply = await self._scripts["enqueue_unique"](**call)
+            _check_unique(reply, call)
             return None if track is None else AsyncTaskHandle(self, track[0])
         if result_ttl is not None:
             return (await self.enqueue_many((task,), delay, at, result_ttl=result_ttl))[0]
         blobs = _blobs((task,), self.max_task_size)
         due = _due(delay, at)
-        if due is None:
-            await self._scripts["enqueue"](keys=(self.keys.name, self.keys.noti, self.keys.counts), args=blobs)
-        else:
-            async with self.conn.pipeline(transaction=True) as pipe:
-                _stage_enqueue(pipe, self.keys, blobs, due)
-                await pipe.execute()
+        with _refused_when_full(self.name):
+            if due is None:
+                await self._scripts["enqueue"](keys=(self.keys.name, self.keys.noti, self.keys.counts), args=blobs)
+            else:
+                async with self.conn.pipeline(transaction=True) as pipe:
+                    _stage_enqueue(pipe, self.keys, blobs, due)
+                    await pipe.execute()
         return None
 
     @overload
@@ -848,14 +865,16 @@ class AsyncQueue:
             ttl = tracking.ttl_seconds(result_ttl)
             ids, call = _tracked_call(self.keys, tasks, _due(delay, at), ttl, self.max_task_size)
             if ids:
-                await self._scripts["enqueue_tracked"](**call)
+                with _refused_when_full(self.name):
+                    await self._scripts["enqueue_tracked"](**call)
             return [AsyncTaskHandle(self, task_id) for task_id in ids]
         blobs = _blobs(tasks, self.max_task_size)
         due = _due(delay, at)
         if blobs:
-            async with self.conn.pipeline(transaction=True) as pipe:
-                _stage_enqueue(pipe, self.keys, blobs, due)
-                await pipe.execute()
+            with _refused_when_full(self.name):
+                async with self.conn.pipeline(transaction=True) as pipe:
+                    _stage_enqueue(pipe, self.keys, blobs, due)
+                    await pipe.execute()
         return len(blobs)
 
     def task(self, task_id: str) -> AsyncTaskHandle:

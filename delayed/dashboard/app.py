@@ -21,6 +21,7 @@ import redis
 from werkzeug.wrappers import Response
 
 from .. import admin
+from ..connection import error_text
 from ..dead_letter import DeadLetterError
 from .sampler import Sampler, sparkline
 
@@ -88,9 +89,9 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
     @app.errorhandler(redis.RedisError)
     def redis_error(exc: redis.RedisError) -> Reply:
         if isinstance(exc, (redis.ConnectionError, redis.TimeoutError)):
-            return _message("Redis is unreachable", f"The dashboard cannot reach Redis: {exc}. "
+            return _message("Redis is unreachable", f"The dashboard cannot reach Redis: {error_text(exc)}. "
                             "Reload the page once it is back.", 503)
-        return _message("Redis error", f"Redis refused a command: {exc}", 500)
+        return _message("Redis error", f"Redis refused a command: {error_text(exc)}", 500)
 
     @app.get("/")
     def index() -> Reply:

@@ -15,6 +15,7 @@ from typing import Deque, Dict, List, Optional, Sequence, Tuple, cast
 import redis
 
 from .. import admin
+from ..connection import error_text
 
 Series = Dict[str, Dict[str, List[Optional[float]]]]
 """queue -> rate field -> its values, oldest first (None: no value for that sample)."""
@@ -80,7 +81,7 @@ class Sampler:
                 self._next_discovery = time.monotonic() + DISCOVER_EVERY
             rows = admin.stats(self.conn, self.queues or self._found)
         except redis.RedisError as exc:
-            log.debug("sample failed: %s", exc)
+            log.debug("sample failed: %s", error_text(exc))
             with self._lock:
                 self._previous = None
                 self._samples.append(None)

@@ -10,6 +10,7 @@
 if redis.call('hget', KEYS[2], ARGV[1]) ~= ARGV[2] then
     return 0
 end
+redis.call('hdel', KEYS[2], ARGV[1])  -- first: a write that frees memory (see claim_batch.lua)
 local max_letters, max_age = tonumber(ARGV[3]), tonumber(ARGV[4])
 local add = {'xadd', KEYS[1]}
 if max_letters > 0 then
@@ -23,7 +24,6 @@ if max_age > 0 then
     local oldest = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000) - max_age
     redis.call('xtrim', KEYS[1], 'minid', '~', string.format('%d', oldest))
 end
-redis.call('hdel', KEYS[2], ARGV[1])
 redis.call('hincrby', KEYS[3], 'dead', 1)
 if KEYS[4] then
     tracking('').ended(KEYS[4], ARGV[5], 'error', ARGV[6], 'letter', letter)

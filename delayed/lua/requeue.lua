@@ -9,9 +9,9 @@
 if redis.call('hget', KEYS[3], ARGV[1]) ~= ARGV[2] then
     return 0
 end
+redis.call('hdel', KEYS[3], ARGV[1])  -- first: a write that frees memory (see claim_batch.lua)
 redis.call('rpush', KEYS[1], ARGV[3])
 redis.call('rpush', KEYS[2], '1')
-redis.call('hdel', KEYS[3], ARGV[1])
 redis.call('hincrby', KEYS[4], 'retried', 1)
 if KEYS[5] then
     local track = tracking('')

@@ -31,9 +31,9 @@ if #problems > 0 then
     return {0, unpack(problems)}
 end
 for _, pair in ipairs(tasks) do
+    redis.call('xdel', KEYS[1], pair[1])  -- first: a write that frees memory (see claim_batch.lua)
     redis.call('rpush', KEYS[2], pair[2])
     redis.call('rpush', KEYS[3], '1')
-    redis.call('xdel', KEYS[1], pair[1])
 end
 if #tasks > 0 then
     redis.call('hincrby', KEYS[4], 'enqueued', #tasks)

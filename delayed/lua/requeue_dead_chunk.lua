@@ -20,9 +20,9 @@ while moved + skipped < max_letters and bytes < max_bytes do
         end
         last = entry[1]
         if task then
+            redis.call('xdel', KEYS[1], last)  -- first: a write that frees memory (see claim_batch.lua)
             redis.call('rpush', KEYS[2], task)
             redis.call('rpush', KEYS[3], '1')
-            redis.call('xdel', KEYS[1], last)
             moved = moved + 1
             bytes = bytes + #task
         else

@@ -8,8 +8,8 @@
 if redis.call('hget', KEYS[1], ARGV[1]) ~= ARGV[2] then
     return 0
 end
+redis.call('hdel', KEYS[1], ARGV[1])  -- first: a write that frees memory (see claim_batch.lua)
 redis.call('zadd', KEYS[2], ARGV[3], ARGV[4])
-redis.call('hdel', KEYS[1], ARGV[1])
 redis.call('hincrby', KEYS[3], 'retried', 1)
 if KEYS[4] then
     tracking('').retrying(KEYS[4], ARGV[5], string.sub(ARGV[4], 9), ARGV[3], ARGV[4])

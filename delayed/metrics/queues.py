@@ -23,6 +23,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 import redis
 
 from .. import admin
+from ..connection import error_text
 from ..keys import COUNTED_EVENTS
 from ..lifecycle import Lifecycle
 
@@ -82,7 +83,8 @@ class QueueCollector:
                 rows = self._read()
             except redis.RedisError as exc:
                 if not self._failing:
-                    logger.error("cannot read the queues from Redis (%s); delayed_up is 0 until it answers", exc)
+                    logger.error("cannot read the queues from Redis (%s); delayed_up is 0 until it answers",
+                                 error_text(exc))
                 self._failing = True
                 return None
             if self._failing:

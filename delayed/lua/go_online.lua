@@ -1,0 +1,23 @@
+-- A worker goes online: claim each of its ids' keep-alive keys, unless one is taken, and list it
+-- in the queue's workers set. With ARGV[4] "refresh", set them whatever they hold (its keep-alive).
+-- The first write frees memory (our lapsed workers leave the set), so that a Redis at its
+-- maxmemory (noeviction) still lets a worker go online and refresh its keys, and so drain the
+-- queue that would free it: Redis refuses a script's first write that would grow memory, not the
+-- later ones (see claim_batch.lua).
+-- KEYS[1] our workers sorted set, KEYS[2 ..] the worker's ids (its main id first)
+-- ARGV[1] ms the keys live, ARGV[2] now (unix seconds), ARGV[3] when they lapse (unix seconds),
+-- ARGV[4] "claim" or "refresh"
+-- Returns 1, or 0 when an id was taken (then nothing is set).
+redis.call('zremrangebyscore', KEYS[1], '-inf', ARGV[2])
+if ARGV[4] == 'claim' then
+    for i = 2, #KEYS do
+        if redis.call('exists', KEYS[i]) == 1 then
+            return 0
+        end
+    end
+end
+for i = 2, #KEYS do
+    redis.call('set', KEYS[i], '1', 'px', ARGV[1])
+end
+redis.call('zadd', KEYS[1], ARGV[3], KEYS[2])
+return 1
