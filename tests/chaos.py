@@ -53,7 +53,7 @@ RDB_DEFAULT = ("--save", "3600 1 300 100 60 10000", "--appendonly", "no")  # as 
 AOF_EVERYSEC = ("--appendonly", "yes", "--appendfsync", "everysec")
 AOF_ALWAYS = ("--appendonly", "yes", "--appendfsync", "always")
 FIRST_SNAPSHOT = 60  # s after the start: RDB_DEFAULT's first snapshot, at 10,000 changes (3 an enqueue)
-EVERYSEC_LAG = 2  # s: how long everysec replies before writing while a slow fsync is in progress
+EVERYSEC_LAG = 2  # s: how long everysec may reply before writing while its background fsync runs
 SLACK = 1.0  # s: Redis's save and fsync clocks tick in whole seconds
 
 
