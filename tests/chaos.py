@@ -1,19 +1,27 @@
 """Chaos: producers, workers killed with SIGKILL and restarted, a sweeper, and Redis itself
-killed and restarted (or every client connection dropped); then count.
+killed and restarted (or every client connection dropped); then count. And durability:
+producers alone, Redis SIGKILLed under each persistence setting; then count what survived.
 
     python -m tests.chaos [--tasks N] [--workers N] [--scenario SCENARIO]
 
 Scenarios: `restart` (Redis SIGKILLed and restarted too), `client-kill` (every client
 connection dropped too), `go-workers` (go-delayed's own workers, interop/bin/goworker, are the
-ones killed, running GoTasks "main.Count" that our producer enqueues, with our sweeper) and
-`go-sweeper` (our workers killed, go-delayed's sweeper instead of ours); `both` is the first
-two, `all` (the default) all four. The Go scenarios need Go and go-delayed's module
-(interop/gocommands.py builds the commands); under `all`, without them, one line says so.
+ones killed, running GoTasks "main.Count" that our producer enqueues, with our sweeper),
+`go-sweeper` (our workers killed, go-delayed's sweeper instead of ours) and `durability` (see
+below); `both` is the first two, `all` (the default) all five. The Go scenarios need Go and
+go-delayed's module (interop/gocommands.py builds the commands); under `all`, without them,
+one line says so.
 
 Prints enqueued, executed, lost (must be 0) and duplicated (must not exceed the tasks held
 by killed workers plus enqueues whose reply was lost), and exits non-zero if either fails.
 A go-delayed worker never releases its last task, so one it held when killed runs again:
 at most one duplicate per kill.
+
+Durability ignores --tasks and --workers: for each CASES entry, producer threads enqueue at a
+steady rate into a fresh redis-server with that persistence setting (no workers), Redis is
+SIGKILLed kill_at seconds after the writes began and restarted on its directory, and the tasks
+still queued are matched against the acknowledged enqueues (calls that returned). Prints a
+table, and fails on a loss the README's Guarantees rule out for that setting (about 2.5 minutes).
 """
 import argparse
 import random
@@ -25,8 +33,9 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from itertools import count
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Set
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 import redis
 
@@ -37,8 +46,15 @@ from interop import gocommands
 
 ROOT = Path(__file__).resolve().parent.parent
 KEEP_ALIVE = "3"  # seconds; Redis restarts are shorter, so live workers are never taken for dead
-SCENARIOS = ["restart", "client-kill", "go-workers", "go-sweeper"]
+SCENARIOS = ["restart", "client-kill", "go-workers", "go-sweeper", "durability"]
 GO_SCENARIOS = ["go-workers", "go-sweeper"]
+
+RDB_DEFAULT = ("--save", "3600 1 300 100 60 10000", "--appendonly", "no")  # as redis-server ships
+AOF_EVERYSEC = ("--appendonly", "yes", "--appendfsync", "everysec")
+AOF_ALWAYS = ("--appendonly", "yes", "--appendfsync", "always")
+FIRST_SNAPSHOT = 60  # s after the start: RDB_DEFAULT's first snapshot, at 10,000 changes (3 an enqueue)
+EVERYSEC_LAG = 2  # s: how long everysec may reply before writing while its background fsync runs
+SLACK = 1.0  # s: Redis's save and fsync clocks tick in whole seconds
 
 
 @dataclass
@@ -231,6 +247,129 @@ def report(conn: redis.Redis, tasks: int, tally: Tally) -> None:
         tally.errors.append(f"{duplicated} duplicates, more than the bound of {bound}")
 
 
+class Case(NamedTuple):
+    """A persistence setting, when Redis is SIGKILLed (seconds after the writes began), and the
+    README's claim: the kill loses only enqueues sent in its last may_lose seconds (None: every one)."""
+    setting: str
+    redis_args: Tuple[str, ...]
+    kill_at: float
+    may_lose: Optional[float]
+
+
+CASES = (
+    Case("RDB, default save points", RDB_DEFAULT, 30, None),  # before the first snapshot
+    Case("RDB, default save points", RDB_DEFAULT, 75, 75 - FIRST_SNAPSHOT + SLACK),
+    Case("AOF, appendfsync everysec", AOF_EVERYSEC, 20, EVERYSEC_LAG + SLACK),
+    Case("AOF, appendfsync always", AOF_ALWAYS, 20, 0),
+)
+DURABILITY_RATE = 2000  # enqueues per second, all producers together
+DURABILITY_PRODUCERS = 2
+
+
+@dataclass
+class Survival:
+    """What a SIGKILL of Redis left of the acknowledged enqueues."""
+    acknowledged: int
+    lost: int
+    extra: int  # tasks queued whose enqueue never returned: in flight at the kill
+    lost_window: float  # how long before the kill the oldest lost enqueue was sent (0: none lost)
+    unpaired: int  # tasks minus notifications after the restart: not 0 if the kill split an enqueue
+
+    @property
+    def lost_percent(self) -> float:
+        return 100 * self.lost / self.acknowledged if self.acknowledged else 0.0
+
+
+def produce_until_killed(url: str, first: int, step: int, rate: float, acked: List[Tuple[int, float]],
+                         stop: threading.Event) -> None:
+    """Enqueue tasks first, first + step, ... at rate per second, one call each, until Redis goes
+    away; record (task, when its call was sent) for each call that returned."""
+    queue = Queue("durability", connect(url))
+    began = time.monotonic()
+    for n, i in enumerate(count(first, step)):
+        time.sleep(max(0.0, began + n / rate - time.monotonic()))
+        if stop.is_set():
+            return
+        sent = time.monotonic()
+        try:
+            queue.enqueue(py_count(i))
+        except (redis.ConnectionError, redis.TimeoutError):
+            return
+        acked.append((i, sent))
+
+
+def queued_counts(conn: redis.Redis) -> Set[int]:
+    """The ids (py_count's argument) of the tasks in the durability queue."""
+    return {PyTask.deserialize(blob).args[0] for blob in conn.lrange("durability", 0, -1)}
+
+
+def run_case(case: Case, rate: float = DURABILITY_RATE, producers: int = DURABILITY_PRODUCERS) -> Survival:
+    """Produce into a fresh redis-server with case's setting, SIGKILL it at case.kill_at,
+    restart it on the same directory and port, and compare the queue with what was acknowledged."""
+    acked: List[Tuple[int, float]] = []  # list.append is atomic: the producers share it
+    stop = threading.Event()
+    with tempfile.TemporaryDirectory() as directory:
+        server = RedisServer(Path(directory), list(case.redis_args)).start()
+        threads = [threading.Thread(target=produce_until_killed,
+                                    args=(server.url, first, producers, rate / producers, acked, stop))
+                   for first in range(producers)]
+        began = time.monotonic()
+        for thread in threads:
+            thread.start()
+        try:
+            time.sleep(case.kill_at)
+            killed = time.monotonic()
+            server.process.kill()
+            server.process.wait()
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join()
+        server.start()
+        try:
+            conn = redis.Redis.from_url(server.url, socket_timeout=10)
+            queued = queued_counts(conn)
+            unpaired = conn.llen("durability") - conn.llen("durability_noti")
+        finally:
+            server.stop()
+    sent = dict(acked)
+    lost = [when for i, when in sent.items() if i not in queued]
+    return Survival(acknowledged=len(sent), lost=len(lost), extra=len(queued - sent.keys()),
+                    lost_window=killed - min(lost) if lost else 0.0, unpaired=unpaired)
+
+
+def contradiction(case: Case, survival: Survival) -> Optional[str]:
+    """What in survival the README's claim for case rules out, or None."""
+    where = f"{case.setting}, killed at {case.kill_at:g} s"
+    if not survival.acknowledged:
+        return f"{where}: no enqueue was acknowledged"
+    if survival.unpaired:
+        return f"{where}: {survival.unpaired} more tasks than notifications: an enqueue was split"
+    if case.may_lose is None and survival.lost < survival.acknowledged:
+        return f"{where}: {survival.acknowledged - survival.lost} acknowledged enqueues survived, none should"
+    if case.may_lose is not None and survival.lost_window > case.may_lose:
+        return (f"{where}: lost an enqueue sent {survival.lost_window:.1f} s before the kill, "
+                f"more than the {case.may_lose:g} s it may lose")
+    return None
+
+
+def durability(cases: Sequence[Case] = CASES) -> List[str]:
+    """Run every case, print one row each, and return the contradictions."""
+    print(f"{'setting':<26} {'kill at':>8} {'acknowledged':>12} {'lost':>8} {'lost %':>7} "
+          f"{'lost window':>11} {'extra':>5}", flush=True)
+    errors = []
+    for case in cases:
+        survival = run_case(case)
+        print(f"{case.setting:<26} {case.kill_at:>6g} s {survival.acknowledged:>12,} {survival.lost:>8,} "
+              f"{survival.lost_percent:>6.1f}% {survival.lost_window:>9.1f} s {survival.extra:>5}", flush=True)
+        error = contradiction(case, survival)
+        if error:
+            errors.append(error)
+    print("lost window: how long before the kill the oldest lost enqueue was sent; "
+          "extra: tasks queued whose enqueue raised (in flight at the kill)", flush=True)
+    return errors
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", type=int, default=100_000)
@@ -247,12 +386,16 @@ def main() -> int:
         scenarios = [s for s in scenarios if s not in GO_SCENARIOS]
     failed = False
     for scenario in scenarios:
-        print(f"chaos: scenario {scenario}, {args.tasks} tasks, {args.workers} workers", flush=True)
         started = time.monotonic()
-        tally = run(args.tasks, args.workers, scenario, timeout=3600)
-        print(f"chaos: {scenario} took {time.monotonic() - started:.0f} s; "
-              f"{'; '.join(tally.errors) or 'OK'}", flush=True)
-        failed = failed or bool(tally.errors)
+        if scenario == "durability":
+            print("chaos: scenario durability: producers only, Redis SIGKILLed under each persistence setting",
+                  flush=True)
+            errors = durability()
+        else:
+            print(f"chaos: scenario {scenario}, {args.tasks} tasks, {args.workers} workers", flush=True)
+            errors = run(args.tasks, args.workers, scenario, timeout=3600).errors
+        print(f"chaos: {scenario} took {time.monotonic() - started:.0f} s; {'; '.join(errors) or 'OK'}", flush=True)
+        failed = failed or bool(errors)
     return 1 if failed else 0
 
 
