@@ -593,6 +593,8 @@ class Queue:
             self.migrate_dead()
         if after is not None:
             dead_letter.check_ids([after])
+            if after == dead_letter.LAST_ID:
+                return []
         entries = cast(List[Tuple[bytes, Dict[bytes, bytes]]],
                        self.conn.xrange(self.keys.dead_letters, "-" if after is None else "(" + after, "+", count))
         return [dead_letter.parse(letter_id, fields) for letter_id, fields in entries]
