@@ -12,6 +12,7 @@ import redis
 from redis.exceptions import RedisClusterException
 from redis.sentinel import MasterNotFoundError
 
+from . import cmdline
 from .connection import (DEFAULT_REDIS_URL, RedisURLError, connect, is_cluster, misplaced_password, redacted,
                          scrubbed, secrets_of, sentinels_say)
 from .functions import FunctionRegistry, submodule_names
@@ -136,7 +137,9 @@ def check_cluster_names(conn: redis.Redis, names: Sequence[str]) -> None:
 
 def run_command(prog: str, main: Callable[[argparse.Namespace], int], parser: argparse.ArgumentParser,
          argv: Optional[Sequence[str]]) -> int:
+    """Parse argv, hide its Redis password from `ps`, run main; a CommandError is one line on stderr."""
     args = parser.parse_args(argv)
+    cmdline.hide(secrets_of(args.redis_url))  # before anything forks: children inherit the command line
     logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
     try:
         return main(args)
