@@ -9,9 +9,12 @@ import sys
 from typing import Callable, Dict, List, Optional, Sequence
 
 import redis
+from redis.exceptions import RedisClusterException
+from redis.sentinel import MasterNotFoundError
 
+from . import cmdline
 from .connection import (DEFAULT_REDIS_URL, RedisURLError, connect, is_cluster, misplaced_password, redacted,
-                         scrubbed, secrets_of)
+                         scrubbed, secrets_of, sentinels_say)
 from .functions import FunctionRegistry, submodule_names
 from .keys import check_cluster_name
 from .lifecycle import Lifecycle
@@ -96,8 +99,11 @@ def connect_checked(args: argparse.Namespace) -> redis.Redis:
     except (ValueError, TypeError) as exc:  # a URL that does not parse
         detail = "not a valid Redis URL" if secrets_of(url) else f"not a valid Redis URL ({exc})"
         raise CommandError(f"cannot reach Redis at {redacted(url)}: {detail}") from None
-    except (redis.RedisError, OSError) as exc:  # unreachable, refused, or refused our password
-        raise CommandError(f"cannot reach Redis at {redacted(url)}: {scrubbed(str(exc), url)}") from None
+    except (redis.RedisError, RedisClusterException, OSError) as exc:  # unreachable, refused, or refused our password
+        # (a RedisCluster that reaches no node raises RedisClusterException, which is no RedisError;
+        # redis-py's MasterNotFoundError shows the sentinels' client objects, not what they said)
+        reason = sentinels_say(conn) if isinstance(exc, MasterNotFoundError) else str(exc)
+        raise CommandError(f"cannot reach Redis at {redacted(url)}: {scrubbed(reason, url)}") from None
     return conn
 
 
@@ -131,7 +137,9 @@ def check_cluster_names(conn: redis.Redis, names: Sequence[str]) -> None:
 
 def run_command(prog: str, main: Callable[[argparse.Namespace], int], parser: argparse.ArgumentParser,
          argv: Optional[Sequence[str]]) -> int:
+    """Parse argv, hide its Redis password from `ps`, run main; a CommandError is one line on stderr."""
     args = parser.parse_args(argv)
+    cmdline.hide(secrets_of(args.redis_url))  # before anything forks: children inherit the command line
     logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
     try:
         return main(args)

@@ -88,6 +88,28 @@ def _sentinel(url: str, settings: dict) -> redis.Redis:
     return sentinel.master_for(master, connection_pool_class=_FollowingPool, **{**settings, **kwargs})
 
 
+def sentinels_say(client: Any) -> str:
+    """What each sentinel of client (a connect() of a redis+sentinel:// URL) says of its master, in
+    one line: why they name no primary. redis-py's MasterNotFoundError shows their client objects,
+    not their errors, and nothing for a master they do not know."""
+    pool = client.connection_pool
+    answers = []
+    for sentinel in pool.sentinel_manager.sentinels:
+        where = "{host}:{port}".format(**sentinel.connection_pool.connection_kwargs)
+        answers.append(f"{where}: {_master_state(sentinel, pool.service_name)}")
+    return f"no sentinel names a primary for {pool.service_name!r} ({'; '.join(answers)})"
+
+
+def _master_state(sentinel: redis.Redis, name: str) -> str:
+    """What one sentinel says of the master name: its address and flags, or the error it gives."""
+    try:
+        state: Any = sentinel.sentinel_master(name)
+    except (redis.RedisError, OSError) as exc:
+        return str(exc)
+    flags = state["flags"]  # "master,s_down" (RESP2), or a set of them (RESP3)
+    return f"sees it at {state['ip']}:{state['port']} as {flags if isinstance(flags, str) else ','.join(sorted(flags))}"
+
+
 FOLLOW_INTERVAL = 0.5
 """Seconds between two questions to the sentinels, "which server is the primary?", while a client is in use."""
 

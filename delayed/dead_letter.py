@@ -48,7 +48,10 @@ MAX_ERROR = 1000
 Letter = Dict[str, bytes]
 """A letter as written: stream field -> value."""
 
-_ID = re.compile(r"^\d{1,20}-\d{1,20}$")
+_ID = re.compile(r"([0-9]{1,20})-([0-9]{1,20})")
+UINT64_MAX = 2 ** 64 - 1
+LAST_ID = f"{UINT64_MAX}-{UINT64_MAX}"
+"""The last stream id there can be: Redis refuses a range that starts after it."""
 
 
 class DeadLetterError(DelayedError, LookupError):
@@ -130,8 +133,16 @@ def parse(letter_id: bytes, fields: Dict[bytes, bytes], lengths: Optional[Dict[b
     return {"id": letter_id.decode(), **entry, "task": task, "task_bytes": task_bytes}
 
 
+def _is_id(text: str) -> bool:
+    """Whether text is a stream id Redis takes: MS-SEQ, each part ASCII digits within 64 bits unsigned
+    (checked here, so that no other text reaches Redis and comes back as its error)."""
+    match = _ID.fullmatch(text)
+    return match is not None and all(int(part) <= UINT64_MAX for part in match.groups())
+
+
 def check_ids(ids: Iterable[str]) -> None:
-    """Raise DeadLetterError naming the ids that cannot be letter ids (a stream id is MS-SEQ)."""
-    bad = [letter_id for letter_id in ids if not _ID.match(letter_id)]
+    """Raise DeadLetterError naming the ids that cannot be letter ids, in one line (one with a line
+    break or other unprintable character is shown quoted)."""
+    bad = [letter_id if letter_id.isprintable() else repr(letter_id) for letter_id in ids if not _is_id(letter_id)]
     if bad:
         raise DeadLetterError(f"not a dead letter id: {', '.join(bad)} (ids look like 1700000000000-0)")

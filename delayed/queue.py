@@ -669,6 +669,8 @@ class Queue:
             self.migrate_dead()
         if after is not None:
             dead_letter.check_ids([after])
+            if after == dead_letter.LAST_ID:
+                return []
         return self._read_dead("-" if after is None else "(" + after, "+", count, head)
 
     def dead_letter(self, letter_id: str, migrate: bool = True, head: Optional[int] = None) -> Dict[str, Any]:

@@ -346,6 +346,22 @@ def test_a_missing_letter_is_a_clear_message(conn, dashboard):
     assert snapshot(conn) == before and letter_id in page
 
 
+def test_an_id_that_is_not_a_stream_id_is_a_404_or_a_flashed_error_not_a_500(conn, dashboard):
+    letter_id = letter(conn, "default")
+    web = dashboard()
+    before = snapshot(conn)
+    for bad in ("1-0\n", "\u0661-\u0660", "18446744073709551616-0", "0-99999999999999999999"):
+        for path, name in (("/dead/show", "id"), ("/dead", "after")):
+            status, page = web.get(f"{path}?{urlencode({'queue': 'default', name: bad})}")
+            assert status == 404 and "not a dead letter id" in page, (path, bad, page)
+        for path in ("/dead/requeue", "/dead/delete"):
+            status, headers, _ = web.request("POST", path, {"queue": "default", "id": bad, "csrf": web.csrf()})
+            assert status == 303
+            page = web.get("/", Cookie=headers["Set-Cookie"].split(";")[0])[1]
+            assert 'class="flash error"' in page and "not a dead letter id" in page, (path, bad)
+    assert snapshot(conn) == before and letter_id in web.get()[1]
+
+
 def test_an_unreachable_redis_is_a_page_saying_so_and_it_recovers(conn, tmp_path, dashboard):
     server = RedisServer(tmp_path).start()
     try:

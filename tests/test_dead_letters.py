@@ -81,6 +81,29 @@ def test_a_missing_id_is_an_error_naming_it_and_nothing_changes(conn, redis_serv
     assert status == 1 and "99" in err and conn.llen("q") == 0
 
 
+BAD_IDS = ["1-0\n", "\u0661-\u0660", "1-\u0660", "18446744073709551616-0", "0-99999999999999999999"]
+"""Not stream ids: a trailing newline, Arabic-Indic digits, a part past 2**64 - 1."""
+LAST_ID = "18446744073709551615-18446744073709551615"
+
+
+@pytest.mark.parametrize("bad", BAD_IDS)
+def test_an_id_that_is_not_a_stream_id_is_refused_before_redis_in_one_line(conn, redis_server, queue, bad):
+    bury(queue, PyTask("m:f"))
+    before = conn.xrange("q_dead_letters")
+    for words in (["show", bad], ["requeue", bad], ["delete", bad], ["list", "--after", bad]):
+        status, out, err = delayed(redis_server.url, "dead", *words, "--queue", "q")
+        assert status == 1 and out == "" and err.count("\n") == 1, (words, err)
+        assert err.startswith("delayed: not a dead letter id: ") and "Redis" not in err, (words, err)
+    assert conn.xrange("q_dead_letters") == before and conn.llen("q") == 0
+
+
+def test_the_last_possible_id_is_an_id(conn, redis_server, queue):
+    bury(queue, PyTask("m:f"))
+    assert listed(redis_server.url, "--after", LAST_ID) == []  # Redis refuses a range starting after it
+    status, out, err = delayed(redis_server.url, "dead", "show", LAST_ID, "--queue", "q")
+    assert status == 1 and err == f"delayed: no dead letter {LAST_ID} in q_dead_letters\n"
+
+
 def test_dead_list_shows_entries_that_are_not_json_or_hold_no_task(conn, redis_server, queue):
     conn.rpush("q_dead", b"\xff not json", legacy(b"\xc1junk", "malformed"), b'{"reason": "failed"}', b"[1, 2]")
     bury(queue, PyTask("m:f"))

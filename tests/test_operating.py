@@ -2,6 +2,7 @@
 down, --watch through a Redis restart, password masking, task module errors, the `delayed` script."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import redis
 import delayed
 from delayed import GoTask, PyTask, Queue, admin
 from delayed.__main__ import main
+from delayed.connection import redacted
 from delayed.dead_letter import record
 from delayed.testing import RedisServer, free_port
 
@@ -131,6 +133,55 @@ def test_no_message_shows_the_redis_password(url, secrets):
         status, out, err = run(argument, url=url, module=module)
         assert status in (1, 2) and out == "" and err.count("\n") == 1, err
         assert err.startswith("delayed") and "***" in err and not any(secret in err for secret in secrets), err
+
+
+CONNECTING_COMMANDS = [  # every command line that connects to Redis, with the arguments it needs first
+    "delayed.worker tests.tasks", "delayed.sweeper", "delayed.scheduler tests.schedule_fast",
+    "delayed.metrics --port {port}", "delayed.dashboard --port {port}",
+    "delayed stats", "delayed workers", "delayed dead list", "delayed dead show 1-0", "delayed dead requeue 1-0",
+    "delayed dead delete 1-0", "delayed dead purge --yes", "delayed scheduled list",
+    "delayed enqueue tests.tasks:record x", "delayed task abc", "delayed cancel abc", "delayed pause q",
+    "delayed resume q",
+]
+
+
+@pytest.fixture(params=["cluster answering nothing", "sentinels answering nothing", "master the sentinels lack"])
+def unreachable(request):
+    """A redis+cluster:// or redis+sentinel:// URL (with a password) that reaches no Redis, and
+    what the one-line reason must say."""
+    if request.param == "cluster answering nothing":
+        return f"redis+cluster://:hunter2@127.0.0.1:{free_port()}", "Redis Cluster cannot be connected"
+    if request.param == "sentinels answering nothing":
+        return f"redis+sentinel://:hunter2@127.0.0.1:{free_port()}/mymaster", "Connection refused"
+    url = request.getfixturevalue("sentinel_servers").url.replace("://", "://:hunter2@")
+    return url.replace("/mymaster", "/nosuchmaster"), "No such master with that name"
+
+
+@pytest.mark.parametrize("command", CONNECTING_COMMANDS)
+def test_an_unreachable_cluster_or_sentinel_is_one_line_and_exit_1(command, unreachable):
+    url, reason = unreachable
+    module, *words = command.format(port=free_port()).split()
+    status, out, err = run(*words, url=url, module=module)
+    assert status == 1 and out == "" and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"{module}: cannot reach Redis at {redacted(url)}: ") and reason in err, err
+    assert "hunter2" not in err and "<redis" not in err, err  # no password, no client's repr
+
+
+def test_a_master_a_sentinel_sees_down_is_said_so(sentinel_servers):
+    watching, *others = sentinel_servers.sentinel_ports
+    sentinel = redis.Redis(port=watching, decode_responses=True)
+    sentinel.execute_command("SENTINEL", "MONITOR", "ghost", "127.0.0.1", str(free_port()), "2")
+    try:
+        sentinel.execute_command("SENTINEL", "SET", "ghost", "down-after-milliseconds", "100")
+        wait_for(lambda: "s_down" in sentinel.sentinel_master("ghost")["flags"], what="the ghost to be down")
+        status, out, err = run("stats", url=sentinel_servers.url.replace("/mymaster", "/ghost"))
+    finally:
+        sentinel.execute_command("SENTINEL", "REMOVE", "ghost")
+        sentinel.close()
+    assert status == 1 and err.count("\n") == 1, err
+    assert re.search(rf"no sentinel names a primary for 'ghost' \(127\.0\.0\.1:{watching}: sees it at 127\.0\.0\.1:"
+                     r"\d+ as [\w,]*s_down", err), err
+    assert f"127.0.0.1:{others[0]}: No such master with that name" in err, err
 
 
 def test_a_wrong_password_is_masked_too(tmp_path):
