@@ -12,6 +12,7 @@ import redis
 
 from .connection import (DEFAULT_REDIS_URL, RedisURLError, connect, is_cluster, misplaced_password, redacted,
                          scrubbed, secrets_of)
+from .eviction import eviction_policy
 from .functions import FunctionRegistry, submodule_names
 from .keys import check_cluster_name
 from .lifecycle import Lifecycle
@@ -97,12 +98,39 @@ def connect_checked(args: argparse.Namespace) -> redis.Redis:
         detail = "not a valid Redis URL" if secrets_of(url) else f"not a valid Redis URL ({exc})"
         raise CommandError(f"cannot reach Redis at {redacted(url)}: {detail}") from None
     except (redis.RedisError, OSError) as exc:  # unreachable, refused, or refused our password
-        raise CommandError(f"cannot reach Redis at {redacted(url)}: {scrubbed(str(exc), url)}") from None
+        raise _unreachable(url, exc) from None
     return conn
 
 
-def _connect_unless_stopped(args: argparse.Namespace, lifecycle: Lifecycle) -> Optional[redis.Redis]:
-    """connect_checked, unless a stop was asked for before or while connecting: then None."""
+def _unreachable(url: str, exc: Exception) -> CommandError:
+    """The one-line error for a Redis at url that failed with exc, the URL's passwords masked."""
+    return CommandError(f"cannot reach Redis at {redacted(url)}: {scrubbed(str(exc), url)}")
+
+
+def _check_eviction(conn: redis.Redis, args: argparse.Namespace, logger: logging.Logger) -> None:
+    """Refuse (exit 2) a Redis whose maxmemory-policy evicts any key, unless args.allow_eviction;
+    log one WARNING for any other risk (keys with a TTL evicted, a policy that could not be read)."""
+    try:
+        policy = eviction_policy(conn)
+    except (redis.RedisError, OSError) as exc:  # the connection lost since its PING
+        raise _unreachable(args.redis_url, exc) from None
+    if policy.evicts_any_key and not args.allow_eviction:
+        raise CommandError(f"{policy.risk} (or pass --allow-eviction to start anyway)", status=2)
+    if policy.risk:
+        logger.warning("%s%s", policy.risk, " (starting anyway: --allow-eviction)" if policy.evicts_any_key else "")
+
+
+def _add_eviction_option(parser: argparse.ArgumentParser) -> None:
+    """--allow-eviction, on the worker, the sweeper and the scheduler (see _check_eviction)."""
+    parser.add_argument("--allow-eviction", action="store_true",
+                        help="start, with a warning, on a Redis whose maxmemory-policy is allkeys-* (refused "
+                             "otherwise: it evicts queued tasks and keep-alive keys, so tasks are lost or run twice)")
+
+
+def _connect_unless_stopped(args: argparse.Namespace, lifecycle: Lifecycle,
+                            logger: logging.Logger) -> Optional[redis.Redis]:
+    """connect_checked then _check_eviction (logging to logger), unless a stop was asked for before
+    or while connecting: then None."""
     if lifecycle.stopping:
         return None
     try:
@@ -115,6 +143,7 @@ def _connect_unless_stopped(args: argparse.Namespace, lifecycle: Lifecycle) -> O
     if lifecycle.stopping:
         conn.close()
         return None
+    _check_eviction(conn, args, logger)
     return conn
 
 
@@ -182,6 +211,7 @@ def worker_parser() -> argparse.ArgumentParser:
     parser.add_argument("--metrics-port", type=positive(int), metavar="PORT",
                         help="serve Prometheus metrics of the tasks run on http://0.0.0.0:PORT/metrics, all "
                              "processes together (needs prometheus-client; default: none)")
+    _add_eviction_option(parser)
     parser.add_argument("modules", metavar="MODULE", nargs="+",
                         help="module whose public functions tasks may call")
     return parser
@@ -233,7 +263,7 @@ def _worker(args: argparse.Namespace) -> int:
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())  # as `python -m` does, so ./tasks.py imports
         functions = _allowed_functions(args.modules)
-        conn = _connect_unless_stopped(args, lifecycle)
+        conn = _connect_unless_stopped(args, lifecycle, logging.getLogger("delayed.worker"))
         if conn is None:
             return lifecycle.exit_status
         check_cluster_names(conn, queue_names)
@@ -277,13 +307,14 @@ def sweeper_parser() -> argparse.ArgumentParser:
                         help="dead-letter a task once workers died holding it more often than this; "
                              "0 never does (default: %(default)s)")
     _add_dead_options(parser)
+    _add_eviction_option(parser)
     return parser
 
 
 def _sweeper(args: argparse.Namespace) -> int:
     lifecycle = Lifecycle("sweeper")  # stop signals while connecting end the start gracefully
     with lifecycle.signals():
-        conn = _connect_unless_stopped(args, lifecycle)
+        conn = _connect_unless_stopped(args, lifecycle, logging.getLogger("delayed.sweeper"))
         if conn is None:
             return lifecycle.exit_status
         names: List[str] = args.queues or ["default"]
@@ -306,6 +337,7 @@ def scheduler_parser() -> argparse.ArgumentParser:
     add_connection_options(parser)
     parser.add_argument("schedule", metavar="MODULE_OR_FILE",
                         help="a module name or .py file defining SCHEDULE, a list of delayed.scheduler.Periodic")
+    _add_eviction_option(parser)
     return parser
 
 
@@ -329,7 +361,7 @@ def _scheduler(args: argparse.Namespace) -> int:
     lifecycle = Lifecycle("scheduler")  # stop signals while loading and connecting end the start gracefully
     with lifecycle.signals():
         entries = _load_schedule(args.schedule)
-        conn = _connect_unless_stopped(args, lifecycle)
+        conn = _connect_unless_stopped(args, lifecycle, logging.getLogger("delayed.scheduler"))
         if conn is None:
             return lifecycle.exit_status
         check_cluster_names(conn, [entry.queue for entry in entries])
