@@ -1,7 +1,9 @@
 """Redis's maxmemory-policy, read with CONFIG GET, else INFO memory: the worker, sweeper and scheduler
 refuse a Redis that evicts any key (exit 2, one line) unless --allow-eviction, and warn once for one
-that evicts keys with a TTL or whose policy they cannot read."""
+that evicts keys with a TTL or whose policy they cannot read; `delayed stats` warns and still shows."""
+import json
 import subprocess
+import sys
 from typing import Dict, List
 
 import pytest
@@ -12,7 +14,7 @@ from delayed.connection import connect
 from delayed.eviction import EvictionPolicy, eviction_policy
 from delayed.testing import RedisServer
 
-from .conftest import finish, results, spawn, stop, wait_for
+from .conftest import ROOT, finish, results, spawn, stop, wait_for
 
 DUTIES: Dict[str, List[str]] = {"delayed.worker": ["tests.tasks"], "delayed.sweeper": ["--interval", "0.2"],
                                 "delayed.scheduler": ["tests.schedule_fast"]}
@@ -153,3 +155,24 @@ def test_on_sentinel_the_primarys_policy_is_read(sentinels):
     finally:
         for client in (primary, replica):
             client.config_set("maxmemory-policy", "noeviction")
+
+
+def test_stats_warns_of_an_evicting_redis_on_stderr_and_still_shows_the_stats(tmp_path):
+    def stats(*args):
+        done = subprocess.run([sys.executable, "-m", "delayed", "stats", "--queue", "q", "--redis-url", server.url,
+                               *args], cwd=ROOT, capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        return done.stdout, done.stderr
+
+    with RedisServer(tmp_path) as server:
+        client = redis.Redis(port=server.port)
+        Queue("q", client).enqueue(PyTask("tests.tasks:record", ["a"]))
+        out, err = stats()
+        assert err == "" and out.splitlines()[1].split()[:2] == ["q", "1"]
+        for policy in ("allkeys-lru", "volatile-lfu"):
+            client.config_set("maxmemory-policy", policy)
+            for args in ((), ("--json",)):
+                out, err = stats(*args)
+                assert err.count("\n") == 1, err
+                assert err.startswith(f"delayed: warning: Redis has maxmemory-policy {policy}: "), err
+                assert (json.loads(out)[0]["pending"] if args else int(out.splitlines()[1].split()[1])) == 1
