@@ -19,6 +19,7 @@ from .connection import Backoff, error_text
 from .dashboard.cli import main as dashboard_main
 from .dead_letter import DeadLetterError
 from .errors import TaskNotFoundError, TaskTooLargeError
+from .eviction import eviction_policy
 from .metrics.cli import main as metrics_main
 from .queue import Queue
 from .task import GoTask, PyTask
@@ -54,6 +55,9 @@ STATS_COLUMNS = ("queue", "pending", "processing", "scheduled", "dead", "workers
 
 
 def _stats(conn: redis.Redis, args: argparse.Namespace) -> None:
+    policy = eviction_policy(conn)
+    if policy.evicts:  # said, not refused: stats only reads
+        print(f"delayed: warning: {policy.risk}", file=sys.stderr, flush=True)
     if not args.watch:
         _show(args, admin.stats(conn, _names(conn, args)), STATS_COLUMNS)
         return

@@ -15,6 +15,7 @@ from redis.sentinel import MasterNotFoundError
 from . import cmdline
 from .connection import (DEFAULT_REDIS_URL, RedisURLError, connect, is_cluster, misplaced_password, redacted,
                          scrubbed, secrets_of, sentinels_say)
+from .eviction import eviction_policy
 from .functions import FunctionRegistry, submodule_names
 from .keys import check_cluster_name
 from .lifecycle import Lifecycle
@@ -99,16 +100,48 @@ def connect_checked(args: argparse.Namespace) -> redis.Redis:
     except (ValueError, TypeError) as exc:  # a URL that does not parse
         detail = "not a valid Redis URL" if secrets_of(url) else f"not a valid Redis URL ({exc})"
         raise CommandError(f"cannot reach Redis at {redacted(url)}: {detail}") from None
-    except (redis.RedisError, RedisClusterException, OSError) as exc:  # unreachable, refused, or refused our password
-        # (a RedisCluster that reaches no node raises RedisClusterException, which is no RedisError;
-        # redis-py's MasterNotFoundError shows the sentinels' client objects, not what they said)
-        reason = sentinels_say(conn) if isinstance(exc, MasterNotFoundError) else str(exc)
-        raise CommandError(f"cannot reach Redis at {redacted(url)}: {scrubbed(reason, url)}") from None
+    except UNREACHABLE as exc:  # unreachable, refused, or refused our password
+        raise _unreachable(url, exc, conn if isinstance(exc, MasterNotFoundError) else None) from None
     return conn
 
 
-def _connect_unless_stopped(args: argparse.Namespace, lifecycle: Lifecycle) -> Optional[redis.Redis]:
-    """connect_checked, unless a stop was asked for before or while connecting: then None."""
+UNREACHABLE = (redis.RedisError, RedisClusterException, OSError)
+"""What a Redis that cannot be reached raises (a RedisCluster that reaches no node raises
+RedisClusterException, which is no RedisError)."""
+
+
+def _unreachable(url: str, exc: Exception, sentinels: Optional[redis.Redis] = None) -> CommandError:
+    """The one-line error for a Redis at url that failed with exc, the URL's passwords masked; for a
+    Sentinel client whose sentinels named no primary, what they said (redis-py's MasterNotFoundError
+    shows their client objects instead)."""
+    reason = sentinels_say(sentinels) if isinstance(exc, MasterNotFoundError) and sentinels else str(exc)
+    return CommandError(f"cannot reach Redis at {redacted(url)}: {scrubbed(reason, url)}")
+
+
+def _check_eviction(conn: redis.Redis, args: argparse.Namespace, logger: logging.Logger) -> None:
+    """Refuse (exit 2) a Redis whose maxmemory-policy evicts any key, unless args.allow_eviction;
+    log one WARNING for any other risk (keys with a TTL evicted, a policy that could not be read)."""
+    try:
+        policy = eviction_policy(conn)
+    except UNREACHABLE as exc:  # the connection lost since its PING
+        raise _unreachable(args.redis_url, exc, conn) from None
+    if policy.evicts_any_key and not args.allow_eviction:
+        raise CommandError(f"{policy.risk} (or pass --allow-eviction to start anyway)", status=2)
+    if policy.risk:
+        logger.warning("%s%s", policy.risk, " (starting anyway: --allow-eviction)" if policy.evicts_any_key else "")
+
+
+def _add_eviction_option(parser: argparse.ArgumentParser) -> None:
+    """--allow-eviction, on the worker, the sweeper and the scheduler (see _check_eviction)."""
+    parser.add_argument("--allow-eviction", action="store_true",
+                        help="start, with a warning, on a Redis whose maxmemory-policy is allkeys-* (refused "
+                             "otherwise: it evicts queued tasks and keep-alive keys, so tasks are lost or run twice)")
+
+
+def _connect_unless_stopped(args: argparse.Namespace, lifecycle: Lifecycle,
+                            logger: logging.Logger) -> Optional[redis.Redis]:
+    """connect_checked then _check_eviction (logging to logger), unless a stop was asked for before
+    or while connecting: then None."""
     if lifecycle.stopping:
         return None
     try:
@@ -121,6 +154,7 @@ def _connect_unless_stopped(args: argparse.Namespace, lifecycle: Lifecycle) -> O
     if lifecycle.stopping:
         conn.close()
         return None
+    _check_eviction(conn, args, logger)
     return conn
 
 
@@ -190,6 +224,7 @@ def worker_parser() -> argparse.ArgumentParser:
     parser.add_argument("--metrics-port", type=positive(int), metavar="PORT",
                         help="serve Prometheus metrics of the tasks run on http://0.0.0.0:PORT/metrics, all "
                              "processes together (needs prometheus-client; default: none)")
+    _add_eviction_option(parser)
     parser.add_argument("modules", metavar="MODULE", nargs="+",
                         help="module whose public functions tasks may call")
     return parser
@@ -241,7 +276,7 @@ def _worker(args: argparse.Namespace) -> int:
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())  # as `python -m` does, so ./tasks.py imports
         functions = _allowed_functions(args.modules)
-        conn = _connect_unless_stopped(args, lifecycle)
+        conn = _connect_unless_stopped(args, lifecycle, logging.getLogger("delayed.worker"))
         if conn is None:
             return lifecycle.exit_status
         check_cluster_names(conn, queue_names)
@@ -285,13 +320,14 @@ def sweeper_parser() -> argparse.ArgumentParser:
                         help="dead-letter a task once workers died holding it more often than this; "
                              "0 never does (default: %(default)s)")
     _add_dead_options(parser)
+    _add_eviction_option(parser)
     return parser
 
 
 def _sweeper(args: argparse.Namespace) -> int:
     lifecycle = Lifecycle("sweeper")  # stop signals while connecting end the start gracefully
     with lifecycle.signals():
-        conn = _connect_unless_stopped(args, lifecycle)
+        conn = _connect_unless_stopped(args, lifecycle, logging.getLogger("delayed.sweeper"))
         if conn is None:
             return lifecycle.exit_status
         names: List[str] = args.queues or ["default"]
@@ -314,6 +350,7 @@ def scheduler_parser() -> argparse.ArgumentParser:
     add_connection_options(parser)
     parser.add_argument("schedule", metavar="MODULE_OR_FILE",
                         help="a module name or .py file defining SCHEDULE, a list of delayed.scheduler.Periodic")
+    _add_eviction_option(parser)
     return parser
 
 
@@ -337,7 +374,7 @@ def _scheduler(args: argparse.Namespace) -> int:
     lifecycle = Lifecycle("scheduler")  # stop signals while loading and connecting end the start gracefully
     with lifecycle.signals():
         entries = _load_schedule(args.schedule)
-        conn = _connect_unless_stopped(args, lifecycle)
+        conn = _connect_unless_stopped(args, lifecycle, logging.getLogger("delayed.scheduler"))
         if conn is None:
             return lifecycle.exit_status
         check_cluster_names(conn, [entry.queue for entry in entries])
