@@ -3,11 +3,12 @@
 -- sweeper, Python or Go, requeues it if that id's keep-alive key expires), and
 -- consume one notification per task taken.
 -- An id that still holds a task (the reply to the last claim was lost) gets that
--- task again (it is never overwritten, and the task read for it stays at the head
--- of the queue for the next id), so a retried claim never loses a task.
--- Writes that free memory come first (the releases, then trimming what is taken off the lists),
--- writes that grow it after: Redis at its maxmemory (noeviction) refuses a script's first write
--- when it would grow memory, not the later ones, so a full Redis still lets a worker drain it.
+-- task again (HSETNX refuses to overwrite it, and the task read for it stays at
+-- the head of the queue for the next id), so a retried claim never loses a task.
+-- A write that frees memory comes first (the releases, else trimming the notifications it may
+-- take, those it did not take given back after): Redis at its maxmemory (noeviction) refuses a
+-- script's first write when it would grow memory, not the later ones, so a full Redis still lets a
+-- worker drain it.
 -- It takes no more tasks than there are notifications left: a go-delayed worker
 -- that BLPOPed a notification pops the queue in a second round trip, and if we
 -- took its task its dequeue script errors on the empty list and it backs off
@@ -54,26 +55,34 @@ local marked = false  -- the queue has seen tracked tasks: note who takes what
 if wanted > 0 then
     head = redis.call('lrange', KEYS[1], 0, wanted - 1)
     marked = redis.call('exists', KEYS[6]) == 1
+    redis.call('ltrim', KEYS[2], wanted, -1)
 end
 local claimed, takers = {paused}, {}
+local taken = 0
 for i = first, #ARGV do
-    local task = redis.call('hget', KEYS[3], ARGV[i])
-    if not task and head[#takers + 1] then
-        takers[#takers + 1] = ARGV[i]
-        task = head[#takers]
+    local task = head[taken + 1]
+    if task and redis.call('hsetnx', KEYS[3], ARGV[i], task) == 1 then
+        taken = taken + 1
+        if marked then
+            takers[taken] = ARGV[i]
+        end
+    else
+        task = redis.call('hget', KEYS[3], ARGV[i])
     end
     if task then
         claimed[#claimed + 1] = ARGV[i]
         claimed[#claimed + 1] = task
     end
 end
-local taken = #takers
+if wanted > taken then  -- an id still held a task, or the queue had fewer tasks than notifications
+    local back = {}
+    for i = 1, wanted - taken do
+        back[i] = '1'
+    end
+    redis.call('lpush', KEYS[2], unpack(back))
+end
 if taken > 0 then
     redis.call('ltrim', KEYS[1], taken, -1)
-    redis.call('ltrim', KEYS[2], taken, -1)
-    for i = 1, taken do
-        redis.call('hset', KEYS[3], takers[i], head[i])
-    end
     if marked then
         track = track or tracking(ARGV[1])
         for i = 1, taken do
