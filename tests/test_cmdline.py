@@ -18,6 +18,7 @@ from .conftest import read_until, results, stop, spawn, wait_for
 PASSWORD = "pw@4f1c/9b in:no-cmdline"
 TYPED = quote(PASSWORD, safe="")
 """The password as it is typed in a URL: percent-encoded."""
+TOKEN = "dashboard-token-not-in-cmdline"
 
 
 def parents() -> Dict[int, int]:
@@ -71,7 +72,7 @@ def test_no_process_shows_the_password_on_its_command_line(locked):
         "sweeper": spawn("delayed", "sweeper", "--interval", "0.2", redis_url=url),  # the URL before the command
         "scheduler": spawn("delayed.scheduler", "tests.schedule_fast", redis_url=url),
         "metrics": spawn("delayed.metrics", "--port", str(metrics_port), redis_url=url),
-        "dashboard": spawn("delayed.dashboard", "--port", str(free_port()), redis_url=url),
+        "dashboard": spawn("delayed.dashboard", "--port", str(free_port()), "--token", TOKEN, redis_url=url),
     }
     try:
         read_until(processes["dashboard"], "delayed dashboard on")
@@ -85,6 +86,7 @@ def test_no_process_shows_the_password_on_its_command_line(locked):
             for pid in family:
                 shown = cmdline(pid)
                 assert PASSWORD.encode() not in shown and TYPED.encode() not in shown, (name, pid, shown)
+                assert TOKEN.encode() not in shown, (name, pid, shown)
                 assert f":{'*' * len(TYPED)}@".encode() in shown, (name, pid, shown)  # the URL, password overwritten
         conn.rpush("default", PyTask("tests.tasks:record", ["after"]).serialize())  # no notification: the sweeper's
         wait_for(lambda: results(conn), what="the sweeper to notify and a worker to run the task")

@@ -6,6 +6,7 @@ import os
 import signal
 from typing import Optional, Sequence
 
+from .. import cmdline
 from ..cli import CommandError, add_connection_options, connect_checked, positive, run_command
 
 
@@ -20,7 +21,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=8080, help="(default: %(default)s)")
     parser.add_argument("--token", default=os.environ.get("DELAYED_DASHBOARD_TOKEN") or None,
                         help="every request must carry it: open the dashboard once with ?token=TOKEN (default: "
-                             "$DELAYED_DASHBOARD_TOKEN, else none)")
+                             "$DELAYED_DASHBOARD_TOKEN, else none; the environment keeps it out of `ps`)")
     parser.add_argument("--queue", action="append", dest="queues", metavar="NAME",
                         help="queue to show; repeat for several (default: every queue that has keys)")
     parser.add_argument("--sample-every", type=positive(float), default=5.0, metavar="SECONDS",
@@ -48,6 +49,8 @@ def _serve(args: argparse.Namespace) -> int:
                            "and purge dead letters", status=2)
     if args.token is not None and not args.token.strip():
         raise CommandError("--token must not be empty", status=2)
+    if args.token:
+        cmdline.hide([args.token])  # as the Redis password: `ps` shows every user the command line
     conn = connect_checked(args)
     import waitress
 
