@@ -18,7 +18,7 @@ from .cli import (CommandError, add_connection_options, connect_checked, positiv
 from .connection import Backoff, error_text
 from .dashboard.cli import main as dashboard_main
 from .dead_letter import DeadLetterError
-from .errors import TaskNotFoundError, TaskTooLargeError
+from .errors import QueueFullError, TaskNotFoundError, TaskTooLargeError
 from .eviction import eviction_policy
 from .metrics.cli import main as metrics_main
 from .queue import Queue
@@ -174,6 +174,8 @@ def _enqueue(conn: redis.Redis, args: argparse.Namespace) -> None:
         Queue(args.queue, conn).enqueue(task, delay=args.delay)
     except TaskTooLargeError as exc:
         raise CommandError(str(exc), status=2) from None
+    except QueueFullError as exc:
+        raise CommandError(str(exc)) from None
     described = admin.describe_task(task.serialize())
     print(json.dumps({"enqueued": described, "queue": args.queue}) if args.json else
           f"enqueued {json.dumps(described)} into {args.queue}")

@@ -1,6 +1,8 @@
 """A full Redis (maxmemory reached, maxmemory-policy noeviction): enqueues are refused with one clear
 error, and workers and sweepers still go online, claim, settle and requeue, so the queue drains."""
 import asyncio
+import subprocess
+import sys
 
 import pytest
 import redis
@@ -11,7 +13,7 @@ from delayed.connection import error_text
 from delayed.keys import new_worker_id
 from delayed.testing import RedisServer
 
-from .conftest import finish, lost_and_duplicates, read_until, spawn, wait_for
+from .conftest import ROOT, finish, lost_and_duplicates, read_until, spawn, wait_for
 
 SECRET = "s3cr3t"
 """A task's argument that no error or log line may show."""
@@ -62,6 +64,10 @@ def test_an_enqueue_refused_for_want_of_memory_is_one_clear_error_that_writes_no
 
     asyncio.run(refused_too())
     assert (client.llen("q"), client.llen("q_noti"), client.zcard("q_scheduled")) == before == (filled, filled, 0)
+    done = subprocess.run([sys.executable, "-m", "delayed", "--redis-url", server.url, "enqueue", "tests.tasks:record",
+                           SECRET, "--queue", "q"], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert (done.returncode, done.stdout) == (1, "") and done.stderr.startswith("delayed: q: Redis is full")
+    assert len(done.stderr.splitlines()) == 1 and SECRET not in done.stderr
 
 
 def test_redis_errors_in_logs_quote_no_command(full):
