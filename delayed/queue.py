@@ -542,7 +542,7 @@ class Queue:
     def _keep_alive(self, action: str, worker_ids: Optional[Sequence[str]]) -> bool:
         ids = worker_ids or (self._id(None),)
         now = time.time()
-        return bool(self._scripts["go_online"](keys=(self.keys.workers, *ids),
+        return bool(self._scripts["keep_alive"](keys=(self.keys.workers, *ids),
                                                args=(self._keep_alive_ms, now, now + self.keep_alive_timeout, action)))
 
     def go_offline(self, worker_ids: Optional[Sequence[str]] = None) -> None:
@@ -609,6 +609,8 @@ class Queue:
         for worker_id, blob in crashed:
             try:
                 outcome = self._crashed(worker_id, blob, max_crashes)
+            except redis.RedisError:
+                raise  # Redis is away: the whole sweep is retried
             except Exception as exc:  # never let one task stop the sweep
                 failures.append((worker_id, message_of(exc)))
                 continue

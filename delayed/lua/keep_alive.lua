@@ -1,5 +1,6 @@
--- A worker goes online: claim each of its ids' keep-alive keys, unless one is taken, and list it
--- in the queue's workers set. With ARGV[4] "refresh", set them whatever they hold (its keep-alive).
+-- A worker's keep-alive keys: with ARGV[4] "claim" (going online), set each of its ids' keys unless
+-- one is taken; with "refresh", set them whatever they hold; and list the worker in the queue's
+-- workers set.
 -- The first write frees memory (our lapsed workers leave the set), so that a Redis at its
 -- maxmemory (noeviction) still lets a worker go online and refresh its keys, and so drain the
 -- queue that would free it: Redis refuses a script's first write that would grow memory, not the
