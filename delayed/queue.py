@@ -597,12 +597,9 @@ class Queue:
             holders = [worker_id for worker_id in holders if key_slot(worker_id) == self._slot]
         requeued, crashed = 0, []
         for start in range(0, len(holders), SWEEP_CHUNK):
-            reply = self._scripts["requeue_lost"](
-                keys=(self.keys.name, self.keys.noti, self.keys.processing, self.keys.tracked,
-                      *holders[start:start + SWEEP_CHUNK]),
-                args=(int(max_crashes > 0), WORKER_ID_PREFIX, self.keys.task_prefix, self.keys.worker_id_suffix))
-            requeued += int(reply[0])
-            crashed += [(reply[i].decode(), reply[i + 1]) for i in range(1, len(reply), 2)]
+            moved, left = self._requeue_lost(holders[start:start + SWEEP_CHUNK], max_crashes > 0)
+            requeued += moved
+            crashed += left
         crash_loops: List[CrashLoop] = []
         failures: List[Tuple[str, str]] = []
         again: List[Tuple[str, bytes, bytes]] = []
@@ -620,11 +617,19 @@ class Queue:
                 again.append((worker_id, blob, outcome))
         for start in range(0, len(again), SWEEP_CHUNK):
             chunk = again[start:start + SWEEP_CHUNK]
-            requeued += self._scripts["requeue_crashed"](
-                keys=(self.keys.name, self.keys.noti, self.keys.processing, self.keys.tracked,
-                      *(worker_id for worker_id, _, _ in chunk)),
-                args=(self.keys.task_prefix, *(blob for _, held, rewritten in chunk for blob in (held, rewritten))))
+            requeued += self._requeue_lost([worker_id for worker_id, _, _ in chunk], True,
+                                           [blob for _, held, rewritten in chunk for blob in (held, rewritten)])[0]
         return Sweep(requeued + self._notify_missing(notify_after), crash_loops, failures)
+
+    def _requeue_lost(self, holders: Sequence[Union[str, bytes]], counting: bool,
+                      rewrites: Sequence[bytes] = ()) -> Tuple[int, List[Tuple[str, bytes]]]:
+        """One requeue_lost call on holders: how many tasks it requeued, and the (id, blob) of our dead
+        workers it left in place (counting). rewrites: per holder, the blob it held and the blob to
+        requeue it as (its crash counted)."""
+        reply = self._scripts["requeue_lost"](
+            keys=(self.keys.name, self.keys.noti, self.keys.processing, self.keys.tracked, *holders),
+            args=(int(counting), WORKER_ID_PREFIX, self.keys.task_prefix, self.keys.worker_id_suffix, *rewrites))
+        return int(reply[0]), [(reply[i].decode(), reply[i + 1]) for i in range(1, len(reply), 2)]
 
     def _crashed(self, worker_id: str, blob: bytes, max_crashes: int) -> Union[CrashLoop, bytes]:
         """A task one of our workers died holding: the blob to requeue it as (one more crash counted

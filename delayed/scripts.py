@@ -4,10 +4,9 @@ from typing import Any, Dict
 
 NAMES = ("enqueue", "enqueue_unique", "enqueue_tracked", "unlock", "move_due", "dequeue", "claim_batch", "give_back",
          "requeue_lost", "requeue", "reschedule", "bury", "cancel", "tick", "requeue_dead", "requeue_dead_chunk",
-         "delete_dead", "migrate_dead", "peek_dead", "requeue_crashed", "notify_missing", "keep_alive")
+         "delete_dead", "migrate_dead", "peek_dead", "notify_missing", "keep_alive")
 
-TRACKING = ("enqueue_unique", "enqueue_tracked", "dequeue", "claim_batch", "give_back", "requeue_lost", "requeue_crashed",
-            "requeue",
+TRACKING = ("enqueue_unique", "enqueue_tracked", "dequeue", "claim_batch", "give_back", "requeue_lost", "requeue",
             "reschedule", "bury", "cancel")
 """The scripts that write tracked tasks' records: lua/tracking.lua, the functions that do, goes before each."""
 

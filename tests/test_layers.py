@@ -1,5 +1,6 @@
-"""DESIGN.md's layering: the duties (worker, sweeper, scheduler, ...) never import their command
-lines; `python -m delayed.worker` and friends, and the console scripts, still start them."""
+"""The layering: the duties (worker, sweeper, scheduler, ...) never import their command lines
+(imports go down only: command lines sit on top); `python -m delayed.worker` and friends, and the
+console scripts, still start them."""
 import ast
 import importlib.metadata
 import subprocess
