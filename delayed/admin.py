@@ -8,8 +8,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 import msgpack
 import redis
 
-from . import preview, scripts
+from . import preview
 from .connection import is_cluster
+from .dead_letter import UNDECODABLE
 from .errors import MalformedTaskError
 from .keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, LEGACY_PERIODIC_KEY, NOTI_SUFFIX,
                    PROCESSING_SUFFIX, SCHEDULED_SUFFIX, WORKER_ID_PREFIX, WORKERS_SUFFIX, QueueKeys)
@@ -71,14 +72,18 @@ def queue_names(conn: redis.Redis) -> List[str]:
         samples = pipe.execute()
     found = {name for (name, suffix), sample in zip(typed, samples)
              if _looks_ours(suffix, sample, name in list_names)}
-    peek = conn.register_script(scripts.SOURCES["peek_dead"])  # a letter's head: its task may be huge
-    for name in streams:
-        if name not in found:
-            letters = peek(keys=(name + DEAD_LETTERS_SUFFIX,), args=("-", "+", 1, PREVIEW_BYTES))
-            record = dict(zip(letters[0][1][::2], letters[0][1][1::2])).get(b"record") if letters else None
-            if _looks_ours(DEAD_LETTERS_SUFFIX, record, False):
-                found.add(name)
+    found.update(name for name in streams if name not in found and _first_letter_is_ours(conn, name))
     return sorted(found)
+
+
+def _first_letter_is_ours(conn: redis.Redis, name: str) -> bool:
+    """Whether N_dead_letters starts with a dead letter of ours: its record read as a preview (its task
+    may be of any size)."""
+    try:
+        letters = Queue(name, conn).dead_letters(count=1, migrate=False, head=PREVIEW_BYTES)
+    except ValueError:  # a name without a hash tag, on a Redis Cluster: no queue of ours
+        return False
+    return bool(letters) and letters[0]["reason"] != UNDECODABLE
 
 
 def _looks_ours(suffix: str, sample: Any, name_is_list: bool) -> bool:
@@ -93,11 +98,11 @@ def _looks_ours(suffix: str, sample: Any, name_is_list: bool) -> bool:
         return bool(sample) and _WORKER_ID.fullmatch(sample[0].decode(errors="replace")) is not None
     if suffix == SCHEDULED_SUFFIX:
         return bool(sample) and "undecodable" not in describe_task(sample[0][8:])
-    try:
+    try:  # N_dead, the letters of older versions
         entry = json.loads(sample)
     except (TypeError, ValueError, RecursionError):
         return False
-    return isinstance(entry, dict) and "reason" in entry and (suffix == DEAD_LETTERS_SUFFIX or "task" in entry)
+    return isinstance(entry, dict) and "reason" in entry and "task" in entry
 
 
 COUNTER_FIELDS = tuple(event + "_total" for event in COUNTED_EVENTS)

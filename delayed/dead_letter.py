@@ -42,8 +42,9 @@ TASK = "task"
 """The stream fields of a letter."""
 
 MAX_TRACEBACK = 8192
+"""Characters of a task's traceback (its end) a letter keeps."""
 MAX_ERROR = 1000
-"""Characters of a letter's error (one line) and of its traceback (the end of it) kept in its record."""
+"""Characters of a letter's error (one line) and of its func path."""
 
 Letter = Dict[str, bytes]
 """A letter as written: stream field -> value."""
