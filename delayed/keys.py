@@ -16,7 +16,6 @@ NOTI_SUFFIX = "_noti"
 PROCESSING_SUFFIX = "_processing"
 DEAD_SUFFIX = "_dead"
 DEAD_LETTERS_SUFFIX = "_dead_letters"
-CRASHES_SUFFIX = "_crashes"
 SCHEDULED_SUFFIX = "_scheduled"
 UNIQUE_INFIX = "_unique:"
 WORKERS_SUFFIX = "_workers"
@@ -48,7 +47,6 @@ class QueueKeys:
     into dead_letters when an operator's command first touches it (ours only).
     dead_letters: stream of dead letters, fields "record" (JSON) and "task" (the raw blob); the
     stream ids are the letters' ids; ours only, Go peers ignore it.
-    crashes: hash, blob sha1 -> "count:unix time" of the crashes it caused; ours only.
     scheduled: sorted set of delayed tasks and retries waiting to be due (score: unix time);
     each member is 8 random bytes then the blob; ours only, moved into `name` when due.
     workers: sorted set, our workers' main ids -> when their keep-alive expires (unix time);
@@ -73,7 +71,6 @@ class QueueKeys:
     noti: str
     processing: str
     dead: str
-    crashes: str
     scheduled: str
     workers: str
     unnotified: str
@@ -110,8 +107,8 @@ class QueueKeys:
 
     @classmethod
     def of(cls, name: str) -> "QueueKeys":
-        return cls(name, name + NOTI_SUFFIX, name + PROCESSING_SUFFIX, name + DEAD_SUFFIX, name + CRASHES_SUFFIX,
-                   name + SCHEDULED_SUFFIX, name + WORKERS_SUFFIX, name + UNNOTIFIED_SUFFIX,
+        return cls(name, name + NOTI_SUFFIX, name + PROCESSING_SUFFIX, name + DEAD_SUFFIX, name + SCHEDULED_SUFFIX,
+                   name + WORKERS_SUFFIX, name + UNNOTIFIED_SUFFIX,
                    name + DEAD_LETTERS_SUFFIX, name + COUNTS_SUFFIX, name + TRACKED_SUFFIX, name + PAUSED_SUFFIX,
                    name + PERIODIC_SUFFIX)
 

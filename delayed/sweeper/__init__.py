@@ -27,7 +27,8 @@ class Sweeper:
         self.interval = interval
         self.max_crashes = max_crashes
         self.failures = 0
-        """Held tasks a sweep could not handle so far (each logged, and left for the next sweep)."""
+        """Held tasks a sweep could not handle (left for the next sweep), and sweeps of a queue that
+        failed other than by Redis, so far; each logged."""
         self.lifecycle = Lifecycle("sweeper")
         self._backoff = Backoff(logger, "sweeper", wait=self.lifecycle.wait)
 
