@@ -350,7 +350,19 @@ def test_deaths_of_go_delayed_workers_are_not_counted_as_crashes(conn, queue):
 def test_no_command_of_a_sweep_keeps_redis_busy_however_much_lapsed(conn, queue):
     """5,000 lapsed holders (half of them ours, whose crashes are counted), a deficit of 100,000
     notifications, and 100,000 crash counts an older version left: the sweep is cut into chunks, so
-    that SLOWLOG sees no command of it over 5 ms (before, one script read every crash count: 84 ms)."""
+    that SLOWLOG sees no command of it over 5 ms (before, one script read every crash count: 84 ms).
+    A chunk takes under a millisecond here; a one-off pause of Redis (its allocator, Lua's collector)
+    can take a few, so a sweep that saw one over 5 ms is measured once more, on fresh data: a command
+    whose work grows with what lapsed is over 5 ms both times."""
+    slowest = _slowest_sweep_command(conn, queue)
+    if slowest["duration"] >= 5000:
+        slowest = _slowest_sweep_command(conn, queue)
+    assert slowest["duration"] < 5000, slowest  # microseconds
+
+
+def _slowest_sweep_command(conn, queue):
+    """The SLOWLOG entry of the slowest command one sweep sent, on the state the test above describes."""
+    conn.flushall()
     blob = PyTask("m:f", ["x" * 100]).serialize()
     with conn.pipeline(transaction=False) as pipe:
         for start in range(0, 100_000, 10_000):
@@ -369,6 +381,7 @@ def test_no_command_of_a_sweep_keeps_redis_busy_however_much_lapsed(conn, queue)
         conn.config_set("slowlog-log-slower-than", 10_000)
     assert sweep.notified == 105_000 and not sweep.crash_loops and not sweep.failures
     assert conn.llen("q") == conn.llen("q_noti") == 105_000 and conn.hlen("q_processing") == 0
-    swept = [entry for entry in entries if not entry["command"].startswith((b"SLOWLOG", b"CONFIG"))]
-    slowest = max(swept, key=lambda entry: entry["duration"])
-    assert slowest["duration"] < 5000, slowest  # microseconds
+    sent = [entry for entry in entries if entry["command"][:1].isupper()]  # (lowercase: a script's own calls)
+    assert not any(entry["command"].startswith((b"HGETALL", b"HSCAN")) for entry in sent)
+    return max((entry for entry in sent if not entry["command"].startswith((b"SLOWLOG", b"CONFIG"))),
+               key=lambda entry: entry["duration"])
