@@ -16,6 +16,8 @@ import redis.sentinel
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from .errors import one_line
+
 DEFAULT_REDIS_URL = "redis://localhost:6379/0"
 SOCKET_TIMEOUT = 10.0
 """Seconds a reply may take; above any BLPOP timeout we use, so a dead peer is noticed."""
@@ -422,7 +424,7 @@ def error_text(exc: BaseException) -> str:
     """A Redis error for a log line or a page: one line, without the command redis-py quotes when a
     pipeline's command fails (a task's bytes may be among its arguments), and a refusal for want of
     memory said as such."""
-    text = " ".join(_PIPELINE_COMMAND.sub("", str(exc))[:1000].split())
+    text = one_line(_PIPELINE_COMMAND.sub("", str(exc)), 1000)
     if isinstance(exc, redis.exceptions.OutOfMemoryError):
         return f"Redis is full: {text}"
     return text or type(exc).__name__
