@@ -1,7 +1,8 @@
 """delayed: a Redis task queue for Python that speaks go-delayed's wire format.
 
-Names are imported on first use, so `python -m delayed.worker` runs its module
-once and `import delayed` stays cheap.
+Everything in __all__ is importable from here (the README's API section lists the same names).
+Names are imported on first use, so `python -m delayed.worker` runs its module once and
+`import delayed` stays cheap.
 """
 import importlib
 from typing import TYPE_CHECKING, Any
@@ -9,14 +10,21 @@ from typing import TYPE_CHECKING, Any
 __version__ = "2.0.0.dev0"
 
 _EXPORTS = {
-    "Queue": "queue",
-    "AsyncQueue": "queue",
-    "PyTask": "task",
-    "GoTask": "task",
-    "Float32": "task",
+    "Queue": "protocol.queue",
+    "AsyncQueue": "protocol.queue",
+    "TaskHandle": "protocol.handles",
+    "AsyncTaskHandle": "protocol.handles",
+    "TaskInfo": "wire.record",
+    "Cancel": "wire.record",
+    "PyTask": "wire.task",
+    "GoTask": "wire.task",
+    "Float32": "wire.task",
     "delayed": "delay",
-    "Worker": "worker",
+    "Worker": "worker.loop",
     "Sweeper": "sweeper",
+    "Scheduler": "scheduler",
+    "Periodic": "scheduler",
+    "setup_logger": "logger",
     "DelayedError": "errors",
     "MalformedTaskError": "errors",
     "TaskTooLargeError": "errors",
@@ -25,18 +33,26 @@ _EXPORTS = {
     "DuplicateTaskError": "errors",
     "NotReplicatedError": "errors",
     "QueueFullError": "errors",
+    "TaskNotFoundError": "errors",
+    "TaskFailedError": "errors",
+    "DeadLetterError": "errors",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from .delay import delayed
-    from .errors import (DelayedError, DuplicateTaskError, FunctionNotAllowedError, MalformedTaskError, NotReplicatedError,
-                         QueueFullError, SkipRetry, TaskTooLargeError)
-    from .queue import AsyncQueue, Queue
+    from .errors import (DeadLetterError, DelayedError, DuplicateTaskError, FunctionNotAllowedError,
+                         MalformedTaskError, NotReplicatedError, QueueFullError, SkipRetry, TaskFailedError,
+                         TaskNotFoundError, TaskTooLargeError)
+    from .logger import setup_logger
+    from .protocol.handles import AsyncTaskHandle, TaskHandle
+    from .protocol.queue import AsyncQueue, Queue
+    from .scheduler import Periodic, Scheduler
     from .sweeper import Sweeper
-    from .task import Float32, GoTask, PyTask
-    from .worker import Worker
+    from .wire.record import Cancel, TaskInfo
+    from .wire.task import Float32, GoTask, PyTask
+    from .worker.loop import Worker
 
 
 def __getattr__(name: str) -> Any:

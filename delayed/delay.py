@@ -9,9 +9,9 @@ import functools
 import inspect
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Optional, TypeVar, Union, cast, overload
 
-from .queue import AsyncQueue, Queue
-from .task import PyTask
-from .tracking import AsyncTaskHandle, TaskHandle
+from .protocol.queue import AsyncQueue, Queue
+from .wire.task import PyTask
+from .protocol.handles import AsyncTaskHandle, TaskHandle
 
 if TYPE_CHECKING:
     from typing_extensions import ParamSpec, Protocol

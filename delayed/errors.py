@@ -65,6 +65,10 @@ class TaskFailedError(DelayedError):
         self.info = info
 
 
+class DeadLetterError(DelayedError, LookupError):
+    """Dead letters asked for by id that do not exist (or hold no task to requeue); nothing was changed."""
+
+
 class NotReplicatedError(DelayedError):
     """An enqueue that Redis applied on the primary, but that fewer replicas than the queue's
     wait_replicas acknowledged within wait_timeout_ms: a failover now could lose it."""

@@ -40,7 +40,7 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tu
 import redis
 
 from delayed import GoTask, PyTask, Queue
-from delayed.connection import connect
+from delayed.protocol.connection import connect
 from delayed.testing import RedisServer
 from interop import gocommands
 

@@ -18,8 +18,8 @@ from typing import List
 
 from delayed import Queue, Worker
 from delayed.cli import LOG_FORMAT
-from delayed.connection import connect
-from delayed.supervisor import Supervisor
+from delayed.protocol.connection import connect
+from delayed.worker.supervisor import Supervisor
 
 
 def main() -> int:

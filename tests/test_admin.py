@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from delayed import GoTask, PyTask, Queue, Worker
-from delayed.dead_letter import record
+from delayed.wire.dead_letter import record
 
 from .conftest import ROOT, results, wait_for
 

@@ -16,8 +16,8 @@ import redis
 import redis.cluster
 
 from delayed import PyTask, Queue
-from delayed.connection import connect
-from delayed.keys import hash_tag
+from delayed.protocol.connection import connect
+from delayed.wire.keys import hash_tag
 from delayed.testing import free_port
 
 from .conftest import ROOT, finish, lost_and_duplicates, read_until, results, spawn, stop, wait_for

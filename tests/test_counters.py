@@ -9,9 +9,10 @@ import time
 import pytest
 import redis.asyncio
 
-from delayed import AsyncQueue, DuplicateTaskError, PyTask, Queue, admin
-from delayed.dead_letter import record
-from delayed.keys import new_worker_id
+from delayed import AsyncQueue, DuplicateTaskError, PyTask, Queue
+from delayed.ops import admin
+from delayed.wire.dead_letter import record
+from delayed.wire.keys import new_worker_id
 from delayed.scheduler import Periodic, Scheduler
 from delayed.testing import RedisServer
 
@@ -189,7 +190,7 @@ def test_a_queue_drained_empty_is_still_found_by_its_counters(conn, queue):
 def test_the_queue_exporter_exports_the_counters_as_prometheus_counters(conn, queue):
     from prometheus_client import CollectorRegistry, generate_latest
 
-    from delayed.metrics.queues import QueueCollector
+    from delayed.ops.metrics.queues import QueueCollector
 
     queue.enqueue_many(PyTask("m:f", [i]) for i in range(3))
     ids = [new_worker_id() for _ in range(3)]

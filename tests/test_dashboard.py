@@ -14,10 +14,11 @@ from urllib.parse import urlencode
 import pytest
 import redis
 
-from delayed import GoTask, PyTask, Queue, admin
-from delayed.dashboard.sampler import Sampler, rate_fields, sparkline
-from delayed.dead_letter import record
-from delayed.keys import LEGACY_PERIODIC_KEY
+from delayed import GoTask, PyTask, Queue
+from delayed.ops import admin
+from delayed.ops.dashboard.sampler import Sampler, rate_fields, sparkline
+from delayed.wire.dead_letter import record
+from delayed.wire.keys import LEGACY_PERIODIC_KEY
 from delayed.testing import RedisServer, free_port
 
 from .conftest import ROOT, spawn, wait_for

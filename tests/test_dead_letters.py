@@ -11,9 +11,9 @@ import time
 import pytest
 
 from delayed import PyTask, Queue
-from delayed.cli import sweeper_parser
-from delayed.dead_letter import record as legacy_record_fields
-from delayed.keys import new_worker_id
+from delayed.sweeper.cli import parser as sweeper_parser
+from delayed.wire.dead_letter import record as legacy_record_fields
+from delayed.wire.keys import new_worker_id
 from delayed.sweeper import Sweeper
 
 from .conftest import ROOT, spawn, wait_for

@@ -10,8 +10,8 @@ import pytest
 import redis
 
 from delayed import PyTask, Queue
-from delayed.connection import connect
-from delayed.eviction import EvictionPolicy, eviction_policy
+from delayed.protocol.connection import connect
+from delayed.protocol.eviction import EvictionPolicy, eviction_policy
 from delayed.testing import RedisServer
 
 from .conftest import ROOT, finish, results, spawn, stop, wait_for

@@ -9,8 +9,8 @@ import redis
 import redis.asyncio
 
 from delayed import AsyncQueue, PyTask, Queue, QueueFullError
-from delayed.connection import error_text
-from delayed.keys import new_worker_id
+from delayed.protocol.connection import error_text
+from delayed.wire.keys import new_worker_id
 from delayed.testing import RedisServer
 
 from .conftest import ROOT, finish, lost_and_duplicates, read_until, spawn, wait_for

@@ -14,14 +14,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from delayed import PyTask, Queue, Sweeper, Worker, admin, preview
-from delayed.__main__ import main as delayed_main
-from delayed.dead_letter import REASONS, parse, record
+from delayed import PyTask, Queue, Sweeper, Worker
+from delayed.ops import admin
+from delayed.wire import preview
+from delayed.ops.cli import main as delayed_main
+from delayed.wire.dead_letter import REASONS, parse, record
 from delayed.errors import MalformedTaskError
-from delayed.holding import Bury, Release
-from delayed.keys import new_worker_id
-from delayed.metrics.queues import QueueCollector
-from delayed.task import GoTask, decode_task
+from delayed.worker.holding import Bury, Release
+from delayed.wire.keys import new_worker_id
+from delayed.ops.metrics.queues import QueueCollector
+from delayed.wire.task import GoTask, decode_task
 
 from .conftest import results, wait_for
 

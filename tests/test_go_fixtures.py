@@ -15,7 +15,7 @@ import msgpack
 import pytest
 
 from delayed.errors import MalformedTaskError
-from delayed.task import Float32, GoTask, PyTask, decode_task
+from delayed.wire.task import Float32, GoTask, PyTask, decode_task
 
 FIXTURES = Path(__file__).resolve().parent.parent / "go_fixtures"
 MANIFEST = json.loads((FIXTURES / "manifest.json").read_text(encoding="utf-8"))

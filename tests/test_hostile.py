@@ -8,8 +8,8 @@ import sys
 import msgpack
 
 from delayed import PyTask, Queue
-from delayed.dead_letter import record
-from delayed.keys import new_worker_id
+from delayed.wire.dead_letter import record
+from delayed.wire.keys import new_worker_id
 
 from .conftest import ROOT, finish, results, spawn, wait_for
 from .test_dashboard import Dashboard

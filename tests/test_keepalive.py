@@ -68,7 +68,7 @@ def test_a_worker_started_beside_other_threads_keeps_its_keys_from_a_thread_not_
     # A child forked beside other threads inherits their locks as they stand; one held then (a Redis
     # client's, say) stays locked in the child for good: a helper forked in this pytest process once
     # hung its worker's stop forever. So a worker run in a thread of a bigger program does not fork.
-    caplog.set_level(logging.INFO, "delayed.keepalive")
+    caplog.set_level(logging.INFO, "delayed.worker.keepalive")
     busy = threading.Thread(target=time.sleep, args=(5,), daemon=True)  # another program's thread
     busy.start()
     worker = Worker(Queue("q", conn, keep_alive_timeout=1), ["tests.tasks"], keep_alive_interval=0.25)

@@ -14,7 +14,7 @@ import threading
 import pytest
 
 from delayed import Queue, Worker
-from delayed.keys import new_worker_id
+from delayed.wire.keys import new_worker_id
 
 from .conftest import ROOT, wait_for
 from .killpoints import QUEUE, TASKS, completions, done

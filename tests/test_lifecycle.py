@@ -10,8 +10,8 @@ import time
 import pytest
 
 from delayed import Queue, Worker
-from delayed.connection import connect
-from delayed.lifecycle import DRAINING, OFFLINE, ONLINE, STARTING, Lifecycle
+from delayed.protocol.connection import connect
+from delayed.runtime.lifecycle import DRAINING, OFFLINE, ONLINE, STARTING, Lifecycle
 from delayed.scheduler import Periodic, Scheduler
 from delayed.sweeper import Sweeper
 from delayed.testing import free_port

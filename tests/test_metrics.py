@@ -20,9 +20,9 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from delayed import PyTask, Queue, Worker
-from delayed.cli import worker_main
-from delayed.metrics.queues import STATES, QueueCollector
-from delayed.metrics.tasks import BUCKETS, TaskMetrics, serve
+from delayed.worker.cli import main as worker_main
+from delayed.ops.metrics.queues import STATES, QueueCollector
+from delayed.worker.metrics import BUCKETS, TaskMetrics, serve
 from delayed.testing import RedisServer, free_port
 
 from .conftest import ROOT, results, spawn, wait_for
@@ -375,7 +375,7 @@ def test_the_queue_collector_reports_up_0_while_redis_is_away(tmp_path):
 
 def test_the_worker_runs_without_prometheus_client(conn, redis_server):
     script = ("import sys; sys.modules['prometheus_client'] = None\n"  # import prometheus_client now fails
-              "from delayed.cli import worker_main\n"
+              "from delayed.worker.cli import main as worker_main\n"
               "sys.exit(worker_main(sys.argv[1:]))")
     env = dict(os.environ, PYTHONPATH=str(ROOT), DELAYED_TEST_REDIS_URL=redis_server.url)
     command = [sys.executable, "-c", script, "--redis-url", redis_server.url]

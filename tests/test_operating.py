@@ -1,5 +1,6 @@
 """Operating the queues from the command line: discovery in a shared database, --json all the way
 down, --watch through a Redis restart, password masking, task module errors, the `delayed` script."""
+import importlib.metadata
 import json
 import os
 import re
@@ -12,10 +13,11 @@ import pytest
 import redis
 
 import delayed
-from delayed import GoTask, PyTask, Queue, admin
-from delayed.__main__ import main
-from delayed.connection import redacted
-from delayed.dead_letter import record
+from delayed import GoTask, PyTask, Queue
+from delayed.ops import admin
+from delayed.ops.cli import main
+from delayed.protocol.connection import redacted
+from delayed.wire.dead_letter import record
 from delayed.testing import RedisServer, free_port
 
 from .conftest import ROOT, results, spawn, wait_for
@@ -241,8 +243,10 @@ def test_stats_watch_shows_rates_and_rides_out_a_redis_restart(tmp_path):
     assert "Traceback" not in rest
 
 
-def test_the_delayed_console_script_is_delayed_main():
-    assert "delayed = delayed.__main__:main" in (ROOT / "setup.cfg").read_text()
+def test_the_delayed_console_script_is_what_python_m_delayed_runs():
+    [script] = [entry for entry in importlib.metadata.entry_points(group="console_scripts") if entry.name == "delayed"]
+    assert script.load() is main
+    assert "from .ops.cli import main" in (ROOT / "delayed" / "__main__.py").read_text()
 
 
 def test_version(capsys):

@@ -26,7 +26,7 @@ def test_a_paused_queue_gives_no_task_to_a_claim_but_an_id_gets_back_what_it_hol
 
 
 def test_a_worker_stops_claiming_from_a_paused_queue_says_so_and_goes_on_once_resumed(conn, start_worker, caplog):
-    caplog.set_level(logging.INFO, logger="delayed.holding")
+    caplog.set_level(logging.INFO, logger="delayed.worker.holding")
     queue = Queue("q", conn)
     queue.pause()
     worker = start_worker("q", threads=3)

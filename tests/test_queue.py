@@ -7,8 +7,8 @@ import pytest
 import redis.asyncio
 
 from delayed import AsyncQueue, GoTask, PyTask, Queue, TaskTooLargeError, delayed
-from delayed.dead_letter import record
-from delayed.keys import new_worker_id
+from delayed.wire.dead_letter import record
+from delayed.wire.keys import new_worker_id
 
 from . import tasks
 

@@ -9,7 +9,7 @@ import pytest
 import redis.asyncio
 
 from delayed import AsyncQueue, GoTask, PyTask, Queue, Worker
-from delayed.retry import exponential_with_jitter
+from delayed.worker.retry import exponential_with_jitter
 
 from .conftest import results, spawn, wait_for
 

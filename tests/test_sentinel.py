@@ -8,7 +8,7 @@ from typing import Dict, List
 import redis
 
 from delayed import NotReplicatedError, PyTask, Queue
-from delayed.connection import connect
+from delayed.protocol.connection import connect
 
 from .conftest import wait_for
 

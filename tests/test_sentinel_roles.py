@@ -11,7 +11,7 @@ import time
 import redis
 
 from delayed import PyTask, Queue
-from delayed.connection import FOLLOW_INTERVAL, connect
+from delayed.protocol.connection import FOLLOW_INTERVAL, connect
 
 from .conftest import lost_and_duplicates, read_until, results, spawn, stop, wait_for
 

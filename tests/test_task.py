@@ -3,7 +3,7 @@ import msgpack
 import pytest
 
 from delayed.errors import MalformedTaskError
-from delayed.task import Float32, GoTask, PyTask, decode_task, func_path_of
+from delayed.wire.task import Float32, GoTask, PyTask, decode_task, func_path_of
 
 from . import tasks
 

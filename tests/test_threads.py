@@ -5,8 +5,8 @@ import time
 import pytest
 
 from delayed import PyTask, Queue
-from delayed.batch import Lookahead
-from delayed.cli import worker_parser
+from delayed.worker.batch import Lookahead
+from delayed.worker.cli import parser as worker_parser
 
 from . import tasks
 from .conftest import results, wait_for

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from delayed import PyTask, Queue, Worker
-from delayed.holding import Bury, Release
+from delayed.worker.holding import Bury, Release
 
 from . import tasks
 from .conftest import results, wait_for

@@ -13,10 +13,11 @@ import redis.asyncio
 
 from delayed import AsyncQueue, DuplicateTaskError, GoTask, PyTask, Queue, Worker, delayed
 from delayed.errors import TaskFailedError, TaskNotFoundError
-from delayed.holding import Claim, Holding
-from delayed.lifecycle import Lifecycle
-from delayed.task import decode_task
-from delayed.tracking import AsyncTaskHandle, TaskHandle, pack_result
+from delayed.worker.holding import Claim, Holding
+from delayed.runtime.lifecycle import Lifecycle
+from delayed.wire.task import decode_task
+from delayed.protocol.handles import AsyncTaskHandle, TaskHandle
+from delayed.wire.record import pack_result
 
 from .conftest import results, spawn, wait_for
 
@@ -343,7 +344,7 @@ def test_no_task_log_by_default(queue, run_worker, caplog):
 
 
 def test_delayed_task_shows_a_tracked_task(conn, redis_server, queue, run_worker, capsys):
-    from delayed.__main__ import main
+    from delayed.ops.cli import main
 
     handle = queue.enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=60)
     run_worker()
@@ -360,7 +361,7 @@ def test_delayed_task_shows_a_tracked_task(conn, redis_server, queue, run_worker
 
 
 def test_delayed_cancel(conn, redis_server, queue, capsys):
-    from delayed.__main__ import main
+    from delayed.ops.cli import main
 
     waiting, running = queue.enqueue_many([PyTask("m:f", [1]), PyTask("m:f", [2])], result_ttl=60)
     assert main(["cancel", waiting.id, "--queue", "q", "--redis-url", redis_server.url]) == 0

@@ -7,7 +7,7 @@ import msgpack
 import pytest
 
 from delayed import GoTask, PyTask, Queue, Worker
-from delayed.functions import FunctionRegistry
+from delayed.worker.allowlist import FunctionRegistry
 
 from . import tasks
 from .conftest import results, wait_for
@@ -72,7 +72,7 @@ def test_retry_minus_one_backs_off_instead_of_looping_hot(conn, queue, run_worke
 
 
 def test_stop_while_redis_is_unreachable_stops_going_online(redis_server):
-    from delayed.connection import connect
+    from delayed.protocol.connection import connect
 
     worker = Worker(Queue("q", connect("redis://127.0.0.1:1/0")), ["tests.tasks"])
     thread = threading.Thread(target=worker.run)

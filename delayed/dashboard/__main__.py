@@ -1,4 +1,4 @@
-"""`python -m delayed.dashboard`: the dashboard's command line (delayed.dashboard.cli)."""
-from .cli import main
+"""`python -m delayed.dashboard`: the dashboard's command line (delayed.ops.dashboard.cli)."""
+from ..ops.dashboard.cli import main
 
 raise SystemExit(main())

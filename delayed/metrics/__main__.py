@@ -1,4 +1,4 @@
-"""`python -m delayed.metrics`: the queue exporter's command line (delayed.metrics.cli)."""
-from .cli import main
+"""`python -m delayed.metrics`: the queue exporter's command line (delayed.ops.metrics.cli)."""
+from ..ops.metrics.cli import main
 
 raise SystemExit(main())

@@ -15,11 +15,11 @@ from typing import Dict, Optional, Sequence, Union, cast
 import croniter
 import redis
 
-from .. import scripts
-from ..connection import Backoff, is_cluster
-from ..keys import LEGACY_PERIODIC_KEY, QueueKeys, check_cluster_name
-from ..lifecycle import Lifecycle
-from ..task import GoTask, PyTask
+from ..protocol import scripts
+from ..protocol.connection import Backoff, is_cluster
+from ..wire.keys import LEGACY_PERIODIC_KEY, QueueKeys, check_cluster_name
+from ..runtime.lifecycle import Lifecycle
+from ..wire.task import GoTask, PyTask
 
 logger = logging.getLogger(__name__)
 

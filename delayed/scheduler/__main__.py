@@ -1,4 +1,4 @@
-"""`python -m delayed.scheduler`: the scheduler's command line (delayed.cli), kept out of the scheduler itself."""
-from ..cli import scheduler_main
+"""`python -m delayed.scheduler`: its command line (delayed.scheduler.cli), kept out of the scheduler itself."""
+from .cli import main
 
-raise SystemExit(scheduler_main())
+raise SystemExit(main())

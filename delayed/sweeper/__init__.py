@@ -6,11 +6,11 @@ from typing import Sequence
 
 import redis
 
-from .. import dead_letter
-from ..connection import Backoff
-from ..forwarder import FORWARD_INTERVAL, forward
-from ..queue import DEFAULT_MAX_CRASHES, Queue
-from ..lifecycle import Lifecycle
+from ..wire import dead_letter
+from ..protocol.connection import Backoff
+from ..runtime.due import FORWARD_INTERVAL, forward
+from ..protocol.queue import DEFAULT_MAX_CRASHES, Queue
+from ..runtime.lifecycle import Lifecycle
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""`python -m delayed.sweeper`: the sweeper's command line (delayed.cli), kept out of the sweeper itself."""
-from ..cli import sweeper_main
+"""`python -m delayed.sweeper`: its command line (delayed.sweeper.cli), kept out of the sweeper itself."""
+from .cli import main
 
-raise SystemExit(sweeper_main())
+raise SystemExit(main())

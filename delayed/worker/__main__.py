@@ -1,4 +1,4 @@
-"""`python -m delayed.worker`: the worker's command line (delayed.cli), kept out of the worker itself."""
-from ..cli import worker_main
+"""`python -m delayed.worker`: its command line (delayed.worker.cli), kept out of the worker itself."""
+from .cli import main
 
-raise SystemExit(worker_main())
+raise SystemExit(main())

@@ -5,7 +5,7 @@ from typing import Any, Callable
 
 import redis
 
-from .connection import Backoff
+from ..protocol.connection import Backoff
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import redis.sentinel
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from .errors import one_line
+from ..errors import one_line
 
 DEFAULT_REDIS_URL = "redis://localhost:6379/0"
 SOCKET_TIMEOUT = 10.0

@@ -6,8 +6,8 @@ import os
 import signal
 from typing import Optional, Sequence
 
-from .. import cmdline
-from ..cli import CommandError, add_connection_options, connect_checked, positive, run_command
+from ...runtime import cmdline
+from ...runtime.command import CommandError, add_connection_options, connect_checked, positive, run_command
 
 
 def parser() -> argparse.ArgumentParser:

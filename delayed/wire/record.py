@@ -1,30 +1,24 @@
-"""Tracked tasks (enqueued with result_ttl): their ids, results as a worker stores them, records
-as the scripts write them (delayed/lua/tracking.lua: the one place that writes one) read back, and
-the handles enqueue returns.
+"""Tracked tasks (enqueued with result_ttl): their ids, results as a worker stores them, and records
+as the scripts write them (delayed/protocol/lua/tracking.lua: the one place that writes one) read
+back. The handles enqueue returns are in delayed.protocol.handles.
 
 A tracked task is a PyTask whose options hold its id (`id`); an untracked task's blob is
 unchanged, and costs nothing more anywhere. Its record lives in <queue>_task:<id> and expires
 result_ttl seconds after the task ended.
 """
-import asyncio
 import math
 import time
 import uuid
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Dict, Iterator, NamedTuple, Optional, Tuple
+from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 import msgpack
 
-from .errors import TaskFailedError
-from .task import ID_OPTION, TRACKED_TAIL
-
-if TYPE_CHECKING:
-    from .queue import AsyncQueue, Queue
+from ..errors import TaskFailedError
+from .task import TRACKED_TAIL
 
 ENDED = ("done", "failed", "dead", "cancelled")
 STATUSES = ("scheduled", "pending", "running", "retrying", *ENDED)
-FIRST_POLL, MAX_POLL = 0.005, 0.5
-"""result() looks at the record after 5 ms, then twice as long each time, at most every 0.5 s."""
 _WITH_OPTIONS = b"\x95"  # a five-element msgpack array: a PyTask blob with options
 
 
@@ -186,86 +180,3 @@ def cancel_outcome(task_id: str, queue: str, outcome: str, status: str) -> Cance
     else:
         reason = reasons[outcome]
     return Cancel(outcome == "cancelled", status, reason)
-
-
-def _polls(timeout: Optional[float]) -> Iterator[float]:
-    """How long to sleep before each next look at a record; stops once timeout seconds have passed."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    wait = FIRST_POLL
-    while True:
-        left = math.inf if deadline is None else deadline - time.monotonic()
-        if left <= 0:
-            return
-        yield min(wait, left)
-        wait = min(2 * wait, MAX_POLL)
-
-
-def _timed_out(task_id: str, info: TaskInfo, timeout: Optional[float]) -> TimeoutError:
-    return TimeoutError(f"task {task_id} still {info.status} after {timeout} s")
-
-
-class TaskHandle:
-    """A tracked task on a Queue: what enqueue(..., result_ttl=...) returns, and queue.task(id)."""
-
-    def __init__(self, queue: "Queue", task_id: str) -> None:
-        self.queue = queue
-        self.id = task_id
-
-    def info(self) -> TaskInfo:
-        """Its record, read now; TaskNotFoundError once it expired (or for an id never tracked)."""
-        return self.queue.task_info(self.id)
-
-    def status(self) -> str:
-        """One of STATUSES (info() has what goes with it)."""
-        return self.info().status
-
-    def result(self, timeout: Optional[float] = None) -> Any:
-        """Wait up to timeout seconds (None: as long as it takes) for the task to end, then its return
-        value; TaskFailedError if it failed, went dead or was cancelled; TimeoutError if still going."""
-        info = self.info()
-        for wait in _polls(timeout):
-            if info.status in ENDED:
-                break
-            time.sleep(wait)
-            info = self.info()
-        if info.status not in ENDED:
-            raise _timed_out(self.id, info, timeout)
-        return outcome(info)
-
-    def cancel(self) -> Cancel:
-        """queue.cancel(self.id)."""
-        return self.queue.cancel(self.id)
-
-    def __repr__(self) -> str:
-        return f"TaskHandle({self.id!r}, queue={self.queue.name!r})"
-
-
-class AsyncTaskHandle:
-    """A tracked task on an AsyncQueue, as TaskHandle with coroutines: `await handle.result()`."""
-
-    def __init__(self, queue: "AsyncQueue", task_id: str) -> None:
-        self.queue = queue
-        self.id = task_id
-
-    async def info(self) -> TaskInfo:
-        return await self.queue.task_info(self.id)
-
-    async def status(self) -> str:
-        return (await self.info()).status
-
-    async def result(self, timeout: Optional[float] = None) -> Any:
-        info = await self.info()
-        for wait in _polls(timeout):
-            if info.status in ENDED:
-                break
-            await asyncio.sleep(wait)
-            info = await self.info()
-        if info.status not in ENDED:
-            raise _timed_out(self.id, info, timeout)
-        return outcome(info)
-
-    async def cancel(self) -> Cancel:
-        return await self.queue.cancel(self.id)
-
-    def __repr__(self) -> str:
-        return f"AsyncTaskHandle({self.id!r}, queue={self.queue.name!r})"

@@ -5,7 +5,7 @@ Go workers drain still gets its delayed tasks as long as a Python sweeper runs.
 """
 from typing import Sequence
 
-from .queue import Queue
+from ..protocol.queue import Queue
 
 FORWARD_INTERVAL = 0.5
 """Seconds between looks at the scheduled set: how late a due task may start."""

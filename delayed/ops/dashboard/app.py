@@ -21,8 +21,8 @@ import redis
 from werkzeug.wrappers import Response
 
 from .. import admin
-from ..connection import error_text
-from ..dead_letter import DeadLetterError
+from ...protocol.connection import error_text
+from ...errors import DeadLetterError
 from .sampler import Sampler, sparkline
 
 TOKEN_COOKIE = "delayed_dashboard_token"

@@ -19,11 +19,11 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tu
 
 import redis
 
-from .connection import Backoff, error_text
-from .dead_letter import Letter
-from .lifecycle import Lifecycle
-from .queue import Queue, wait_for_notification
-from .tracking import Tracked
+from ..protocol.connection import Backoff, error_text
+from ..wire.dead_letter import Letter
+from ..runtime.lifecycle import Lifecycle
+from ..protocol.queue import Queue, wait_for_notification
+from ..wire.record import Tracked
 
 logger = logging.getLogger(__name__)
 

@@ -8,14 +8,14 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 import msgpack
 import redis
 
-from . import preview
-from .connection import is_cluster
-from .dead_letter import UNDECODABLE
-from .errors import MalformedTaskError
-from .keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, LEGACY_PERIODIC_KEY, NOTI_SUFFIX,
-                   PROCESSING_SUFFIX, SCHEDULED_SUFFIX, WORKER_ID_PREFIX, WORKERS_SUFFIX, QueueKeys)
-from .queue import Queue
-from .task import GoTask, decode_task
+from ..wire import preview
+from ..protocol.connection import is_cluster
+from ..wire.dead_letter import UNDECODABLE
+from ..errors import MalformedTaskError
+from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, LEGACY_PERIODIC_KEY,
+                         NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_SUFFIX, WORKER_ID_PREFIX, WORKERS_SUFFIX, QueueKeys)
+from ..protocol.queue import Queue
+from ..wire.task import GoTask, decode_task
 
 Row = Dict[str, Any]
 # Replies are cast to what a connection that does not decode responses returns (ours never do).

@@ -2,9 +2,8 @@
 import argparse
 from typing import Optional, Sequence
 
-from ..cli import CommandError, add_connection_options, connect_checked, run_command
-from ..lifecycle import Lifecycle
-from . import unavailable
+from ...runtime.command import CommandError, add_connection_options, connect_checked, metrics_unavailable, run_command
+from ...runtime.lifecycle import Lifecycle
 from .queues import Exporter
 
 
@@ -22,7 +21,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _export(args: argparse.Namespace) -> int:
-    problem = unavailable(args.port)
+    problem = metrics_unavailable(args.port)
     if problem:
         raise CommandError(problem, status=2)
     lifecycle = Lifecycle("metrics exporter")  # stop signals while connecting end the start gracefully

@@ -9,9 +9,9 @@ import time
 from contextlib import nullcontext
 from typing import Any, Callable, ContextManager, Dict, List, Optional
 
-from .lifecycle import STOP_SIGNALS, ForkSafeThread, Lifecycle
-from .metrics.tasks import Multiprocess
-from .worker import Worker
+from ..runtime.lifecycle import STOP_SIGNALS, ForkSafeThread, Lifecycle
+from .metrics import Multiprocess
+from .loop import Worker
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from typing import Any, Callable, Optional
 import redis
 
 from .background import Every
-from .lifecycle import STOP_SIGNALS
+from ..runtime.lifecycle import STOP_SIGNALS
 
 logger = logging.getLogger(__name__)
 

@@ -23,9 +23,9 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 import redis
 
 from .. import admin
-from ..connection import error_text
-from ..keys import COUNTED_EVENTS
-from ..lifecycle import Lifecycle
+from ...protocol.connection import error_text
+from ...wire.keys import COUNTED_EVENTS
+from ...runtime.lifecycle import Lifecycle
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from typing import Deque, Dict, List, Optional, Sequence, Tuple, cast
 import redis
 
 from .. import admin
-from ..connection import error_text
+from ...protocol.connection import error_text
 
 Series = Dict[str, Dict[str, List[Optional[float]]]]
 """queue -> rate field -> its values, oldest first (None: no value for that sample)."""

@@ -21,7 +21,7 @@ import re
 from typing import Any, Dict, Iterable, Optional
 
 from . import preview
-from .errors import DelayedError, MalformedTaskError, one_line
+from ..errors import DeadLetterError, MalformedTaskError, one_line
 from .task import decode_task
 
 REASONS = {
@@ -53,10 +53,6 @@ _ID = re.compile(r"([0-9]{1,20})-([0-9]{1,20})")
 UINT64_MAX = 2 ** 64 - 1
 LAST_ID = f"{UINT64_MAX}-{UINT64_MAX}"
 """The last stream id there can be: Redis refuses a range that starts after it."""
-
-
-class DeadLetterError(DelayedError, LookupError):
-    """Dead letters asked for by id that do not exist (or hold no task to requeue); nothing was changed."""
 
 
 def record(

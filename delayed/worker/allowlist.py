@@ -5,9 +5,9 @@ import pkgutil
 from types import ModuleType
 from typing import Any, Callable, Dict, Iterable, List, Union
 
-from .errors import FunctionNotAllowedError
-from .preview import brief
-from .task import FUNC_PATH_SEP, func_path_of
+from ..errors import FunctionNotAllowedError
+from ..wire.preview import brief
+from ..wire.task import FUNC_PATH_SEP, func_path_of
 
 Allowed = Union[str, ModuleType, Callable[..., Any]]
 

@@ -1,0 +1,373 @@
+"""`delayed` (or `python -m delayed`): look at and operate the queues (stats, dead letters,
+scheduled tasks, workers, tracked tasks), enqueue or cancel a task by hand, and run a worker, sweeper or scheduler.
+Tables for people, --json for scripts."""
+import argparse
+import datetime
+import json
+import logging
+import re
+import sys
+import time
+from importlib.metadata import version
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import redis
+
+from . import admin
+from ..wire import preview
+from ..runtime.command import CommandError, add_connection_options, connect_checked, positive, run_command
+from ..scheduler.cli import main as scheduler_main
+from ..sweeper.cli import main as sweeper_main
+from ..worker.cli import main as worker_main
+from ..protocol.connection import Backoff, error_text
+from .dashboard.cli import main as dashboard_main
+from ..errors import DeadLetterError
+from ..errors import QueueFullError, TaskNotFoundError, TaskTooLargeError
+from ..protocol.eviction import eviction_policy
+from .metrics.cli import main as metrics_main
+from ..protocol.queue import Queue
+from ..wire.task import GoTask, PyTask
+
+
+def table(rows: List[Dict[str, Any]], columns: Sequence[str]) -> str:
+    """Rows as a plain text table; long cells are cut at 60 characters."""
+    cells = [[_cell(row.get(column)) for column in columns] for row in rows]
+    widths = [max([len(column)] + [len(line[i]) for line in cells]) for i, column in enumerate(columns)]
+    lines = ["  ".join(column.upper().ljust(width) for column, width in zip(columns, widths))]
+    lines += ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)) for line in cells]
+    return "\n".join(line.rstrip() for line in lines) if rows else "(none)"
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (dict, list)):
+        value = json.dumps(value)
+    text = "" if value is None else str(value).replace("\n", " ")
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _show(args: argparse.Namespace, rows: List[Dict[str, Any]], columns: Sequence[str]) -> None:
+    print(json.dumps(rows) if args.json else table(rows, columns), flush=True)
+
+
+def _names(conn: redis.Redis, args: argparse.Namespace) -> List[str]:
+    return args.queue or admin.queue_names(conn)
+
+
+STATS_COLUMNS = ("queue", "pending", "processing", "scheduled", "dead", "workers", "paused")
+
+
+def _stats(conn: redis.Redis, args: argparse.Namespace) -> None:
+    policy = eviction_policy(conn)
+    if policy.evicts:  # said, not refused: stats only reads
+        print(f"delayed: warning: {policy.risk}", file=sys.stderr, flush=True)
+    if not args.watch:
+        _show(args, admin.stats(conn, _names(conn, args)), STATS_COLUMNS)
+        return
+    outage = Backoff(logging.getLogger("delayed.stats"), "stats --watch", initial=args.watch,
+                     maximum=max(args.watch, 10))
+    previous: List[Dict[str, Any]] = []
+    then = time.monotonic()
+    while True:
+        try:
+            rows = admin.stats(conn, _names(conn, args))
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            outage.failed(exc)  # says so once per outage, then waits
+            previous = []  # counts from before the outage make no rate (Redis may have restarted empty)
+            continue
+        outage.succeeded()
+        now = time.monotonic()
+        rows, previous, then = admin.with_rates(rows, previous, now - then), rows, now
+        if not args.json:
+            print("\033[H\033[J" + time.strftime("%H:%M:%S"), flush=True)
+        _show(args, rows, STATS_COLUMNS + ("in_per_s", "out_per_s", "net_per_s", "dead_per_s"))
+        time.sleep(args.watch)
+
+
+def _workers(conn: redis.Redis, args: argparse.Namespace) -> None:
+    _show(args, admin.workers(conn, _names(conn, args)), ("queue", "worker", "expires_in", "holding"))
+
+
+def _dead(conn: redis.Redis, args: argparse.Namespace) -> None:
+    try:
+        if args.action == "list":
+            rows = [admin.describe_dead(entry)
+                    for entry in admin.dead_letters(conn, args.queue, args.after, args.limit)]
+            _show(args, rows, ("id", "reason", "func", "failed_at", "error"))
+        elif args.action == "show" and args.raw:
+            _raw_task(admin.dead_letter(conn, args.queue, args.id, whole=True))
+        elif args.action == "show":
+            entry = admin.describe_dead(admin.dead_letter(conn, args.queue, args.id))
+            print(json.dumps(entry, indent=2) if args.json else
+                  "\n".join(f"{key}: {json.dumps(value) if isinstance(value, (dict, list)) else value}"
+                            for key, value in entry.items()))
+        elif args.action == "requeue":
+            if args.all == bool(args.ids):
+                raise CommandError("dead requeue needs ID... or --all", status=2)
+            progress = _progress(f"requeueing into {args.queue}") if args.all and sys.stderr.isatty() else None
+            moved = admin.requeue_dead(conn, args.queue, None if args.all else args.ids, progress)
+            if progress is not None:
+                print(file=sys.stderr)
+            print(json.dumps({"requeued": moved}) if args.json else f"requeued {moved} tasks into {args.queue}")
+        elif args.action == "delete":
+            deleted = admin.delete_dead(conn, args.queue, args.ids)
+            print(json.dumps({"deleted": deleted}) if args.json else f"deleted {deleted} dead letters of {args.queue}")
+        else:
+            if not args.yes:
+                raise CommandError("dead purge deletes every dead letter of the queue: add --yes", status=2)
+            purged = admin.purge_dead(conn, args.queue)
+            print(json.dumps({"purged": purged}) if args.json else f"purged {purged} dead letters of {args.queue}")
+    except DeadLetterError as exc:  # an id that names no letter: said in one line, exit status 1
+        raise CommandError(str(exc)) from None
+
+
+def _raw_task(entry: Dict[str, Any]) -> None:
+    """Write a letter's task, its raw bytes, to stdout: the whole blob, however large (`dead show --raw`)."""
+    if entry["task"] is None:
+        raise CommandError(f"dead letter {entry['id']} holds no task")
+    if sys.stdout.isatty():
+        raise CommandError("--raw writes the task's bytes: redirect them to a file (> task.msgpack)", status=2)
+    sys.stdout.buffer.write(entry["task"])
+    sys.stdout.buffer.flush()
+
+
+def _progress(what: str) -> Callable[[int, int], None]:
+    """A one-line progress bar on stderr (a terminal), redrawn in place."""
+    def show(done: int, total: int) -> None:
+        width = 30
+        filled = width * min(done, total) // max(total, 1)
+        sys.stderr.write(f"\r{what}: [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        sys.stderr.flush()
+
+    return show
+
+
+def _scheduled(conn: redis.Redis, args: argparse.Namespace) -> None:
+    _show(args, admin.scheduled(conn, args.queue, args.limit), ("due", "task"))
+
+
+def _argument(text: str) -> Any:
+    """A command-line task argument: JSON if it parses (1, 2.5, true, null, [..], {..}), else a string."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+_PY_FUNC_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+
+
+def _enqueue(conn: redis.Redis, args: argparse.Namespace) -> None:
+    values = [_argument(text) for text in args.args]
+    if args.go:
+        if not args.func.strip():
+            raise CommandError("a GoTask needs a Go func path, e.g. main.Add", status=2)
+        task: Any = GoTask(args.func, values[0] if len(values) == 1 else (values or None))
+    else:
+        if not _PY_FUNC_PATH.fullmatch(args.func):
+            raise CommandError(f"{args.func!r} is not MODULE:FUNC, e.g. tasks:add (add --go for a Go func)", status=2)
+        try:
+            kwargs = json.loads(args.kwargs) if args.kwargs else None
+        except ValueError as exc:
+            raise CommandError(f"--kwargs is not JSON: {exc}", status=2) from None
+        if kwargs is not None and not isinstance(kwargs, dict):
+            raise CommandError(f"--kwargs must be a JSON object, got {args.kwargs}", status=2)
+        task = PyTask(args.func, values, kwargs, args.retry)
+    try:
+        Queue(args.queue, conn).enqueue(task, delay=args.delay)
+    except TaskTooLargeError as exc:
+        raise CommandError(str(exc), status=2) from None
+    except QueueFullError as exc:
+        raise CommandError(str(exc)) from None
+    described = admin.describe_task(task.serialize())
+    print(json.dumps({"enqueued": described, "queue": args.queue}) if args.json else
+          f"enqueued {json.dumps(described)} into {args.queue}")
+
+
+def _task(conn: redis.Redis, args: argparse.Namespace) -> None:
+    try:
+        info = Queue(args.queue, conn).task_info(args.id).as_dict()
+    except TaskNotFoundError as exc:
+        raise CommandError(str(exc)) from None
+    info["result"] = preview.value(info["result"])  # whatever the task returned, shown bounded
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return
+    for key, value in info.items():
+        if value is None or key == "queue":
+            continue
+        if key in ("enqueued_at", "due", "started_at", "finished_at"):
+            value = _local_time(value)
+        elif key == "seconds":
+            value = f"{value:.6f}"
+        elif key == "result":
+            value = json.dumps(value)
+        elif key == "expires_in":
+            value = f"{value} s"
+        print(f"{key}: {value}")
+
+
+def _local_time(timestamp: float) -> str:
+    """A unix time as local ISO 8601; one no calendar holds as it is."""
+    try:
+        return datetime.datetime.fromtimestamp(timestamp).astimezone().isoformat(timespec="milliseconds")
+    except (OverflowError, ValueError, OSError):
+        return str(timestamp)
+
+
+def _cancel(conn: redis.Redis, args: argparse.Namespace) -> None:
+    try:
+        outcome = Queue(args.queue, conn).cancel(args.id)
+    except TaskNotFoundError as exc:
+        raise CommandError(str(exc)) from None
+    if args.json:
+        print(json.dumps({"cancelled": outcome.cancelled, "status": outcome.status, "reason": outcome.reason}))
+    elif outcome:
+        print(outcome.reason)
+    if not outcome:  # running, ended, or being taken: exit status 1
+        raise CommandError(outcome.reason)
+
+
+def _pause(conn: redis.Redis, args: argparse.Namespace) -> None:
+    """pause/resume: each named queue, saying what changed (go-delayed's workers do not pause)."""
+    pausing = args.command == "pause"
+    rows = []
+    for name in args.names:
+        changed = admin.set_paused(conn, name, pausing)
+        rows.append({"queue": name, "paused": pausing, "changed": changed})
+        if not args.json:
+            print(f"{'paused' if pausing else 'resumed'} {name}" + ("" if changed else
+                  f" (it was {'paused' if pausing else 'not paused'} already)") +
+                  (": our workers take no new task from it; go-delayed's workers do not know about pausing"
+                   if pausing and changed else ""))
+    if args.json:
+        print(json.dumps(rows))
+
+
+def _retry(text: str) -> int:
+    """--retry: how many more runs after a failure; -1 retries forever (keakon/delayed's meaning)."""
+    count = int(text)
+    if count < -1:
+        raise argparse.ArgumentTypeError(f"must be -1 (forever) or more, got {text}")
+    return count
+
+
+COMMANDS = {"stats": _stats, "workers": _workers, "dead": _dead, "scheduled": _scheduled, "enqueue": _enqueue,
+            "task": _task, "cancel": _cancel, "pause": _pause, "resume": _pause}
+
+
+RUNNERS: Dict[str, Callable[[Optional[Sequence[str]]], int]] = {
+    "worker": worker_main, "sweeper": sweeper_main, "scheduler": scheduler_main, "metrics": metrics_main,
+    "dashboard": dashboard_main}
+
+
+def _common(defaults: bool) -> argparse.ArgumentParser:
+    """The options every command takes, before or after its name."""
+    common = argparse.ArgumentParser(add_help=False)
+    add_connection_options(common, defaults)
+    common.add_argument("--json", action="store_true", default=False if defaults else argparse.SUPPRESS,
+                        help="print JSON instead of a table")
+    return common
+
+
+def front_parser() -> argparse.ArgumentParser:
+    """The command name and the options given before it; the rest goes to the command's own parser."""
+    front = argparse.ArgumentParser(
+        prog="delayed", usage="%(prog)s [-h] [--version] [OPTIONS] COMMAND ...", parents=[_common(defaults=False)],
+        description=__doc__,
+        epilog="commands: stats, workers, dead, scheduled, enqueue, task, cancel, pause, resume (operate the queues); "
+               "worker, sweeper, scheduler (run one, as python -m delayed.worker etc.); metrics (the queues' Prometheus "
+               "exporter, as python -m delayed.metrics); dashboard (the web page, as python -m delayed.dashboard). "
+               "`delayed COMMAND --help` for each.")
+    front.add_argument("--version", action="version", version=f"%(prog)s {version('delayed')}")
+    front.add_argument("command", choices=[*COMMANDS, *RUNNERS], metavar="COMMAND", nargs="?")
+    front.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    return front
+
+
+def parser() -> argparse.ArgumentParser:
+    common = _common(defaults=True)
+    top = argparse.ArgumentParser(prog="delayed", description=__doc__)
+    commands = top.add_subparsers(dest="command", required=True)
+    stats = commands.add_parser("stats", parents=[common], help="per queue: pending, processing, scheduled, "
+                                "dead, live workers")
+    stats.add_argument("--queue", action="append", help="a queue (repeatable; default: every queue found)")
+    stats.add_argument("--watch", type=positive(float), metavar="SECONDS",
+                       help="refresh every SECONDS until Ctrl-C, with rates (tasks/s in, out, net change, "
+                       "dead letters), riding out Redis outages")
+    workers = commands.add_parser("workers", parents=[common], help="our live workers and what they hold")
+    workers.add_argument("--queue", action="append", help="a queue (repeatable; default: every queue found)")
+
+    dead = commands.add_parser("dead", help="dead letters: list, show, requeue, delete, purge")
+    actions = dead.add_subparsers(dest="action", required=True)
+    for name, help_text in (("list", "the oldest dead letters, with their ids"), ("show", "one dead letter in full"),
+                            ("requeue", "move dead letters back into the queue"),
+                            ("delete", "delete dead letters"), ("purge", "delete every dead letter")):
+        action = actions.add_parser(name, parents=[common], help=help_text)
+        action.add_argument("--queue", default="default", help="(default: %(default)s)")
+        if name == "list":
+            action.add_argument("--after", metavar="ID", help="start after this letter (default: the oldest)")
+            action.add_argument("--limit", type=int, default=20)
+        elif name == "show":
+            action.add_argument("id", metavar="ID")
+            action.add_argument("--raw", action="store_true", help="write the task's bytes, whole, to stdout (without "
+                                f"it, a preview: the task's first {admin.PREVIEW_BYTES // 1024} KiB, values cut short)")
+        elif name in ("requeue", "delete"):
+            action.add_argument("ids", metavar="ID", nargs="*" if name == "requeue" else "+")
+            if name == "requeue":
+                action.add_argument("--all", action="store_true", help="every letter, in chunks")
+        else:
+            action.add_argument("--yes", action="store_true", help="really delete them")
+
+    scheduled = commands.add_parser("scheduled", help="delayed tasks and retries waiting to be due")
+    scheduled_actions = scheduled.add_subparsers(dest="action", required=True)
+    listing = scheduled_actions.add_parser("list", parents=[common], help="the next tasks to become due")
+    listing.add_argument("--queue", default="default", help="(default: %(default)s)")
+    listing.add_argument("--limit", type=positive(int), default=20)
+
+    enqueue = commands.add_parser("enqueue", parents=[common], help="enqueue a task by hand")
+    enqueue.add_argument("func", metavar="MODULE:FUNC", help="a Python func path, or a Go one with --go")
+    enqueue.add_argument("args", metavar="ARG", nargs="*", help="arguments, as JSON when they parse, else strings")
+    enqueue.add_argument("--queue", default="default", help="(default: %(default)s)")
+    enqueue.add_argument("--kwargs", metavar="JSON", help='keyword arguments, e.g. \'{"b": 2}\'')
+    enqueue.add_argument("--retry", type=_retry, default=0, help="runs after a failure; -1: forever (default: 0)")
+    enqueue.add_argument("--delay", type=positive(float), metavar="SECONDS", help="hold it this long first")
+    enqueue.add_argument("--go", action="store_true", help="a GoTask for a go-delayed worker")
+
+    task = commands.add_parser("task", parents=[common], help="a tracked task's status, result or error")
+    task.add_argument("id", metavar="ID", help="the task's id (its handle's .id)")
+    task.add_argument("--queue", default="default", help="(default: %(default)s)")
+    cancel = commands.add_parser("cancel", parents=[common], help="cancel a tracked task that waits "
+                                 "(scheduled, pending or retrying); a running one is not interrupted")
+    cancel.add_argument("id", metavar="ID", help="the task's id (its handle's .id)")
+    cancel.add_argument("--queue", default="default", help="(default: %(default)s)")
+    for name, help_text in (("pause", "our workers take no new task from these queues (go-delayed's do)"),
+                            ("resume", "resume paused queues")):
+        pausing = commands.add_parser(name, parents=[common], help=help_text)
+        pausing.add_argument("names", metavar="NAME", nargs="+", help="a queue")
+    return top
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """`delayed [OPTIONS] COMMAND ...`: the options before COMMAND go after it, to COMMAND's own parser."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    front = front_parser()
+    first = front.parse_args(words)
+    if first.command is None:
+        front.error(f"a COMMAND is needed, one of: {', '.join([*COMMANDS, *RUNNERS])}")
+    given = words[: len(words) - len(first.rest) - 1]
+    if first.command in RUNNERS:
+        return RUNNERS[first.command]([*first.rest, *given])
+
+    def command(args: argparse.Namespace) -> int:
+        try:
+            COMMANDS[args.command](connect_checked(args), args)
+        except KeyboardInterrupt:
+            pass
+        except redis.RedisError as exc:  # e.g. --queue naming another program's key: WRONGTYPE
+            raise CommandError(f"Redis error: {error_text(exc)}") from None
+        return 0
+
+    return run_command("delayed", command, parser(), [first.command, *first.rest, *given])
+

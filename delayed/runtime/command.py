@@ -1,0 +1,197 @@
+"""What every command line shares: the connection options, a checked connection, one-line errors."""
+import argparse
+import importlib.util
+import logging
+import math
+import os
+import socket
+import sys
+from typing import Callable, Dict, Optional, Sequence
+
+import redis
+from redis.exceptions import RedisClusterException
+from redis.sentinel import MasterNotFoundError
+
+from ..protocol.connection import (DEFAULT_REDIS_URL, RedisURLError, connect, is_cluster, misplaced_password, redacted,
+                                   scrubbed, secrets_of, sentinels_say)
+from ..protocol.eviction import eviction_policy
+from ..protocol.queue import DEFAULT_DEAD_MAX, DEFAULT_DEAD_MAX_AGE
+from ..wire.keys import check_cluster_name
+from . import cmdline
+from .lifecycle import Lifecycle
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s[%(process)d]: %(message)s"
+
+
+class CommandError(Exception):
+    """A problem to report as one line on stderr, with exit status `status`."""
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+    """An argparse type: a finite number above 0 (argparse reports anything else, exit status 2)."""
+    def parse(text: str) -> float:
+        value = kind(text)
+        if not 0 < value < math.inf:
+            raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse's "invalid float value: 'x'" names the type by it
+    return parse
+
+
+def add_connection_options(parser: argparse.ArgumentParser, defaults: bool = True) -> None:
+    """--redis-url, the TLS files and --log-level; defaults=False leaves unset options out of the
+    namespace (for options given before a subcommand, which passes them on)."""
+    def default(value: Optional[str]) -> Optional[str]:
+        return value if defaults else argparse.SUPPRESS
+
+    parser.add_argument("--redis-url", default=default(os.environ.get("DELAYED_REDIS_URL", DEFAULT_REDIS_URL)),
+                        help="redis://[user:password@]host:port/db, rediss://... for TLS, "
+                             "unix:///path/redis.sock, redis+cluster://host:port[,host:port...] (rediss+cluster:// "
+                             "for TLS), or redis+sentinel://host:port[,host:port...]/MASTER_NAME[/db] "
+                             f"(default: $DELAYED_REDIS_URL, else {DEFAULT_REDIS_URL})")
+    parser.add_argument("--tls-ca", metavar="FILE", default=default(None),
+                        help="CA certificate to verify a rediss:// server with")
+    parser.add_argument("--tls-cert", metavar="FILE", default=default(None),
+                        help="client certificate, for servers that require one")
+    parser.add_argument("--tls-key", metavar="FILE", default=default(None), help="the client certificate's private key")
+    parser.add_argument("--log-level", default=default("INFO"), type=str.upper,
+                        choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+
+def _connection_options(args: argparse.Namespace) -> Dict[str, str]:
+    options = {name: value for name, value in (("ssl_ca_certs", args.tls_ca), ("ssl_certfile", args.tls_cert),
+                                               ("ssl_keyfile", args.tls_key)) if value}
+    if options and not args.redis_url.startswith(("rediss://", "rediss+cluster://")):
+        raise CommandError("--tls-ca, --tls-cert and --tls-key need a rediss:// URL", status=2)
+    return options
+
+
+def client(args: argparse.Namespace) -> redis.Redis:
+    return connect(args.redis_url, **_connection_options(args))
+
+
+def connect_checked(args: argparse.Namespace) -> redis.Redis:
+    """A client for args.redis_url that has answered a PING, or a CommandError that says why not.
+
+    No message holds the URL's password: the URL is shown redacted, and redis-py's own message
+    is scrubbed of it (or left out for a URL that does not parse, which may quote any piece of it).
+    """
+    url = args.redis_url
+    if misplaced_password(url):
+        raise CommandError(f"the password in {redacted(url)} holds a '/': percent-encode it as %2F",
+                           status=2)
+    try:
+        conn = client(args)
+        conn.ping()
+    except RedisURLError as exc:  # ours: says what is wrong, without the password
+        raise CommandError(f"cannot reach Redis at {exc}") from None
+    except (ValueError, TypeError) as exc:  # a URL that does not parse
+        detail = "not a valid Redis URL" if secrets_of(url) else f"not a valid Redis URL ({exc})"
+        raise CommandError(f"cannot reach Redis at {redacted(url)}: {detail}") from None
+    except UNREACHABLE as exc:  # unreachable, refused, or refused our password
+        raise _unreachable(url, exc, conn if isinstance(exc, MasterNotFoundError) else None) from None
+    return conn
+
+
+UNREACHABLE = (redis.RedisError, RedisClusterException, OSError)
+"""What a Redis that cannot be reached raises (a RedisCluster that reaches no node raises
+RedisClusterException, which is no RedisError)."""
+
+
+def _unreachable(url: str, exc: Exception, sentinels: Optional[redis.Redis] = None) -> CommandError:
+    """The one-line error for a Redis at url that failed with exc, the URL's passwords masked; for a
+    Sentinel client whose sentinels named no primary, what they said (redis-py's MasterNotFoundError
+    shows their client objects instead)."""
+    reason = sentinels_say(sentinels) if isinstance(exc, MasterNotFoundError) and sentinels else str(exc)
+    return CommandError(f"cannot reach Redis at {redacted(url)}: {scrubbed(reason, url)}")
+
+
+def _check_eviction(conn: redis.Redis, args: argparse.Namespace, logger: logging.Logger) -> None:
+    """Refuse (exit 2) a Redis whose maxmemory-policy evicts any key, unless args.allow_eviction;
+    log one WARNING for any other risk (keys with a TTL evicted, a policy that could not be read)."""
+    try:
+        policy = eviction_policy(conn)
+    except UNREACHABLE as exc:  # the connection lost since its PING
+        raise _unreachable(args.redis_url, exc, conn) from None
+    if policy.evicts_any_key and not args.allow_eviction:
+        raise CommandError(f"{policy.risk} (or pass --allow-eviction to start anyway)", status=2)
+    if policy.risk:
+        logger.warning("%s%s", policy.risk, " (starting anyway: --allow-eviction)" if policy.evicts_any_key else "")
+
+
+def add_eviction_option(parser: argparse.ArgumentParser) -> None:
+    """--allow-eviction, on the worker, the sweeper and the scheduler (see _check_eviction)."""
+    parser.add_argument("--allow-eviction", action="store_true",
+                        help="start, with a warning, on a Redis whose maxmemory-policy is allkeys-* (refused "
+                             "otherwise: it evicts queued tasks and keep-alive keys, so tasks are lost or run twice)")
+
+
+def connect_unless_stopped(args: argparse.Namespace, lifecycle: Lifecycle,
+                            logger: logging.Logger) -> Optional[redis.Redis]:
+    """connect_checked then _check_eviction (logging to logger), unless a stop was asked for before
+    or while connecting: then None."""
+    if lifecycle.stopping:
+        return None
+    try:
+        conn = connect_checked(args)
+    except CommandError:
+        lifecycle.poll()  # a signal that came while connecting, not yet handled by the watcher
+        if lifecycle.stopping:
+            return None
+        raise
+    if lifecycle.stopping:
+        conn.close()
+        return None
+    _check_eviction(conn, args, logger)
+    return conn
+
+
+def check_cluster_names(conn: redis.Redis, names: Sequence[str]) -> None:
+    """On a Redis Cluster, a CommandError (exit 2) in one line for the first queue name without a
+    hash tag, saying how to name it (see delayed.keys.check_cluster_name); elsewhere nothing."""
+    if is_cluster(conn):
+        for name in names:
+            try:
+                check_cluster_name(name)
+            except ValueError as exc:
+                raise CommandError(str(exc), status=2) from None
+
+
+def run_command(prog: str, main: Callable[[argparse.Namespace], int], parser: argparse.ArgumentParser,
+         argv: Optional[Sequence[str]]) -> int:
+    """Parse argv, hide its Redis password from `ps`, run main; a CommandError is one line on stderr."""
+    args = parser.parse_args(argv)
+    cmdline.hide(secrets_of(args.redis_url))  # before anything forks: children inherit the command line
+    logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
+    try:
+        return main(args)
+    except CommandError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return exc.status
+
+
+def add_dead_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dead-max", type=int, default=DEFAULT_DEAD_MAX, metavar="N",
+                        help="dead letters kept: writing one trims the oldest past N; 0: no bound "
+                             "(default: %(default)s)")
+    parser.add_argument("--dead-max-age", type=float, default=DEFAULT_DEAD_MAX_AGE, metavar="SECONDS",
+                        help="writing a dead letter trims those older than this; 0: no bound (default: %(default)s)")
+
+
+def metrics_unavailable(port: int) -> Optional[str]:
+    """Why metrics cannot be served on port (prometheus-client missing, or the port taken), else None;
+    for a one-line error at start rather than a traceback."""
+    if importlib.util.find_spec("prometheus_client") is None:
+        return "metrics need prometheus-client: pip install 'delayed[metrics]'"
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as prometheus_client's server does
+        try:
+            sock.bind(("", port))
+        except OSError as exc:
+            return f"cannot serve metrics on port {port}: {exc.strerror}"
+    return None

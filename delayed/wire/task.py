@@ -1,0 +1,306 @@
+"""Task blobs, byte-compatible with keakon/delayed 1.x and go-delayed.
+
+PyTask: msgpack array [func_path, args, kwargs, retry], trailing defaults dropped
+the way keakon/delayed drops them (retry 0, then empty kwargs, then empty args);
+go-delayed's NewPyTask writes [func_path, args|nil, kwargs|nil], which decodes too.
+Our options (time_limit, max_retries, backoff, attempt, unique_key, unique_token, crashes, and a
+tracked task's id) ride in a fifth element, a map, written only when set:
+keakon/delayed 1.x cannot read such a blob, so a task without options stays byte-identical (until one
+of our workers dies holding it: the sweeper then counts the crash in it, see CRASHES_OPTION).
+A tracked task's id (32 hex digits) is always the map's last entry, so the blob ends with
+TRACKED_TAIL and the id: scripts find it there without decoding the blob (Redis's cmsgpack
+cannot read msgpack bin, which bytes arguments are).
+GoTask: msgpack array [func_path, payload] where payload is a bin holding the
+msgpack of the argument, exactly what go-delayed's NewGoTask(func_path, arg...)
+writes: one argument as itself, several as an array, none as msgpack nil.
+go-delayed's NewGoTask(func_path, nil) writes [func_path, nil]: that decodes as a GoTask too.
+"""
+import re
+from functools import partial
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Union
+
+import msgpack
+
+from ..errors import MalformedTaskError
+from .preview import brief
+
+FUNC_PATH_SEP = ":"
+ID_OPTION = "id"
+"""The option a tracked task's id rides in (see delayed.tracking)."""
+CRASHES_OPTION = "crashes"
+"""How many times our workers died holding the task: the sweeper adds one as it requeues it, and
+dead-letters it past its --max-crashes (see Queue.sweep). In the task, so identical tasks count apart."""
+TRACKED_TAIL = b"\xa2id\xd9\x20"
+"""What comes before the id at the end of a tracked blob: the key "id" (fixstr), then a str8 of 32 bytes."""
+_ID = re.compile(r"[0-9a-f]{32}")
+_GO_NO_ARGUMENT = msgpack.packb(None)  # go-delayed marshals its empty variadic slice as nil
+
+
+class Float32:
+    """A number GoTask writes as a msgpack float32, for a Go float32 parameter or field.
+
+    Python floats are float64 (msgpack `cb`), and go-delayed's msgpack refuses `cb` for a
+    float32 target: it logs and drops the task. Wrap such values: GoTask("main.F", Float32(1.5)).
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: float) -> None:
+        self.value = float(value)
+
+    def __float__(self) -> float:
+        return self.value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Float32) and self.value == other.value
+
+    def __hash__(self) -> int:
+        return hash((Float32, self.value))
+
+    def __repr__(self) -> str:
+        return f"Float32({self.value!r})"
+
+
+def _pack_go_value(value: Any) -> bytes:
+    """msgpack of a GoTask argument; values holding a Float32 take the slower walk below."""
+    try:
+        return msgpack.packb(value)
+    except TypeError:
+        return b"".join(_go_parts(value, msgpack.Packer(), msgpack.Packer(use_single_float=True)))
+
+
+def _go_parts(value: Any, packer: msgpack.Packer, single: msgpack.Packer) -> Iterator[bytes]:
+    """Pack value piece by piece with msgpack's own packers, Float32 leaves as float32."""
+    if isinstance(value, Float32):
+        yield single.pack(value.value)
+    elif isinstance(value, (list, tuple)):
+        yield packer.pack_array_header(len(value))
+        for item in value:
+            yield from _go_parts(item, packer, single)
+    elif isinstance(value, dict):
+        yield packer.pack_map_header(len(value))
+        for key, item in value.items():
+            yield from _go_parts(key, packer, single)
+            yield from _go_parts(item, packer, single)
+    else:
+        yield packer.pack(value)
+
+
+def func_path_of(func: Callable[..., Any]) -> str:
+    """'module.path:name' for a module-level function, the way keakon/delayed names it."""
+    module, name = getattr(func, "__module__", None), getattr(func, "__name__", None)
+    qualname = getattr(func, "__qualname__", name)
+    if not module or not name or not name.isidentifier() or qualname != name or module == "__main__":
+        raise ValueError(
+            f"{func!r} cannot be a task: use a function defined at the top level of an importable module"
+        )
+    return module + FUNC_PATH_SEP + name
+
+
+def _unpack(blob: bytes) -> Any:
+    try:
+        return msgpack.unpackb(blob, raw=False, strict_map_key=False)
+    except Exception as exc:  # msgpack raises several unrelated types for bad input
+        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise MalformedTaskError(f"not a msgpack value ({detail})") from None
+
+
+class PyTask:
+    """A call of a Python function by path, with positional and keyword arguments.
+
+    retry: how many more times to run the task after it raises, at once; -1 means forever
+    (keakon/delayed's retry).
+    max_retries: retry with backoff instead: up to this many more runs after it raises, each
+    held in the scheduled set for backoff seconds first (a number, or "module:func" of an
+    allowed function taking the attempt number; default: exponential with jitter).
+    time_limit: seconds the call may take before the worker fails it (overrides the worker's).
+    """
+
+    __slots__ = ("func_path", "args", "kwargs", "retry", "options", "_data")
+
+    def __init__(
+        self,
+        func: Union[Callable[..., Any], str],
+        args: Optional[Sequence[Any]] = None,
+        kwargs: Optional[Dict[str, Any]] = None,
+        retry: int = 0,
+        *,
+        max_retries: Optional[int] = None,
+        backoff: Union[None, float, str] = None,
+        time_limit: Optional[float] = None,
+        options: Optional[Dict[str, Any]] = None,
+    ) -> None:
+        func_path = func if isinstance(func, str) else func_path_of(func)
+        if args is not None and not isinstance(args, (list, tuple)):
+            raise TypeError(f"args must be a list or a tuple, not {type(args).__name__}")
+        if kwargs is not None and not isinstance(kwargs, dict):
+            raise TypeError(f"kwargs must be a dict, not {type(kwargs).__name__}")
+        merged = dict(options or {})
+        for name, value in (("max_retries", max_retries), ("backoff", backoff), ("time_limit", time_limit)):
+            if value is not None:
+                merged[name] = value
+        _check_options(merged, TypeError)
+        self._fill(func_path, args, kwargs, retry, merged, None)
+
+    def _fill(self, func_path: str, args: Optional[Sequence[Any]], kwargs: Optional[Dict[str, Any]], retry: int,
+              options: Dict[str, Any], data: Optional[bytes]) -> None:
+        """Set the fields, once __init__ or decode_task has checked them."""
+        self.func_path = func_path
+        self.args = () if args is None else args
+        self.kwargs = {} if kwargs is None else kwargs
+        self.retry = retry
+        self.options: Dict[str, Any] = options
+        self._data: Optional[bytes] = data
+
+    @classmethod
+    def _decoded(cls, func_path: str, args: Optional[Sequence[Any]], kwargs: Optional[Dict[str, Any]], retry: int,
+                 options: Dict[str, Any], data: bytes) -> "PyTask":
+        """A PyTask from fields decode_task has checked: the worker's hot path checks them once, not twice."""
+        task = cls.__new__(cls)
+        task._fill(func_path, args, kwargs, retry, options, data)
+        return task
+
+    @property
+    def time_limit(self) -> Optional[float]:
+        return self.options.get("time_limit")
+
+    def serialize(self) -> bytes:
+        """The blob, cached; dropping trailing defaults exactly as keakon/delayed 1.x does."""
+        if self._data is None:
+            fields: tuple = (self.func_path, self.args, self.kwargs, self.retry)
+            if self.options:
+                options = self.options
+                if ID_OPTION in options and next(reversed(options)) != ID_OPTION:  # the id goes last
+                    options = {name: value for name, value in options.items() if name != ID_OPTION}
+                    options[ID_OPTION] = self.options[ID_OPTION]
+                fields += (options,)
+            elif self.retry == 0:
+                fields = fields[:3]
+                if not self.kwargs:
+                    fields = fields[:2]
+                    if not self.args:
+                        fields = fields[:1]
+            self._data = msgpack.packb(fields)
+        return self._data
+
+    @classmethod
+    def deserialize(cls, data: bytes) -> "PyTask":
+        """Decode a PyTask blob; raise MalformedTaskError (with a dead-letter reason) for anything else."""
+        task = decode_task(data)
+        if not isinstance(task, cls):
+            raise MalformedTaskError(
+                f"a GoTask for {task.func_path!r}: only a go-delayed worker can run it",
+                reason="go_task", func_path=task.func_path,
+            )
+        return task
+
+    def with_retry(self, retry: int) -> "PyTask":
+        """The same call with another retry count (what a retry enqueues)."""
+        return PyTask(self.func_path, self.args, self.kwargs, retry, options=self.options)
+
+    def with_options(self, **options: Any) -> "PyTask":
+        """The same call with some options replaced (what a retry with backoff schedules)."""
+        return PyTask(self.func_path, self.args, self.kwargs, self.retry, options={**self.options, **options})
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PyTask) and self.serialize() == other.serialize()
+
+    def __repr__(self) -> str:  # bounded: a task's arguments may be as deep or as large as msgpack allows
+        options = f", options={brief(self.options)}" if self.options else ""
+        return (f"PyTask({brief(self.func_path)}, args={brief(self.args)}, kwargs={brief(self.kwargs)}, "
+                f"retry={self.retry}{options})")
+
+
+class GoTask:
+    """A call of a registered go-delayed handler, e.g. GoTask("main.Add", [1, 2]).
+
+    args is go-delayed's `arg`: the value itself for a one-argument function, a
+    list for several (a Go struct is a list of its fields in order), None for none.
+    Wrap a value for a Go float32 in Float32.
+    """
+
+    __slots__ = ("func_path", "args", "_data")
+
+    def __init__(self, func_path: str, args: Any = None) -> None:
+        self.func_path = func_path
+        self.args = args
+        self._data: Optional[bytes] = None
+
+    def serialize(self) -> bytes:
+        if self._data is None:
+            payload = _GO_NO_ARGUMENT if self.args is None else _pack_go_value(self.args)
+            self._data = msgpack.packb((self.func_path, payload))
+        return self._data
+
+    @classmethod
+    def deserialize(cls, data: bytes) -> "GoTask":
+        task = decode_task(data)
+        if not isinstance(task, cls):
+            raise MalformedTaskError(
+                f"a PyTask for {task.func_path!r}, not a GoTask", reason="py_task", func_path=task.func_path
+            )
+        return task
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GoTask) and self.serialize() == other.serialize()
+
+    def __repr__(self) -> str:
+        return f"GoTask({brief(self.func_path)}, args={brief(self.args)})"
+
+
+def decode_task(data: bytes) -> Union[PyTask, GoTask]:
+    """Decode either kind of blob, checking its shape; the blob is kept as the task's bytes.
+
+    Once the func path has decoded, every error names it, so a dead letter says whose task it was.
+    """
+    fields = _unpack(data)
+    if type(fields) is not list or not 1 <= len(fields) <= 5 or type(fields[0]) is not str:
+        raise MalformedTaskError(f"not a task: expected [func_path, ...], got {brief(fields)}")
+    func_path = fields[0]
+    if len(fields) == 2 and (fields[1] is None or type(fields[1]) is bytes):
+        try:
+            task = GoTask(func_path, None if fields[1] is None else _unpack(fields[1]))
+        except MalformedTaskError as exc:
+            raise MalformedTaskError(f"GoTask payload: {exc}", func_path=func_path) from None
+        task._data = data
+        return task
+    _, args, kwargs, retry, options = fields + [None, None, 0, None][len(fields) - 1 :]
+    # msgpack decodes arrays to lists, maps to dicts, integers to int: exact type checks, the hot path
+    if args is not None and type(args) is not list:
+        problem = f"task args must be an array or nil, got {brief(args)}"
+    elif type(kwargs) is list:
+        problem = ("task kwargs is an array, not a map: go-delayed's NewPyTask writes a Go struct's "
+                   "fields without their names; pass kwargs as a map[string]interface{}")
+    elif kwargs is not None and not (type(kwargs) is dict and all(type(k) is str for k in kwargs)):
+        problem = f"task kwargs must be a map with string keys or nil, got {brief(kwargs)}"
+    elif type(retry) is not int:
+        problem = f"task retry must be an integer, got {brief(retry)}"
+    elif options is not None and not (type(options) is dict and all(type(k) is str for k in options)):
+        problem = f"task options must be a map with string keys, got {brief(options)}"
+    elif not options:  # most tasks
+        return PyTask._decoded(func_path, args, kwargs, retry, {}, data)
+    else:
+        _check_options(options, partial(MalformedTaskError, func_path=func_path))
+        return PyTask._decoded(func_path, args, kwargs, retry, options, data)
+    raise MalformedTaskError(problem, func_path=func_path)
+
+
+def _check_options(options: Dict[str, Any], error: Callable[[str], Exception]) -> None:
+    """Options we act on must make sense; unknown ones (from a newer producer) are carried along."""
+    limit = options.get("time_limit")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0):
+        raise error(f"time_limit must be a positive number of seconds, got {brief(limit)}")
+    for name in ("max_retries", "attempt", CRASHES_OPTION):
+        count = options.get(name)
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+            raise error(f"{name} must be a whole number, 0 or more, got {brief(count)}")
+    for name in ("unique_key", "unique_token"):
+        if name in options and not isinstance(options[name], str):
+            raise error(f"{name} must be a string, got {brief(options[name])}")
+    if ID_OPTION in options and not (isinstance(options[ID_OPTION], str) and _ID.fullmatch(options[ID_OPTION])):
+        raise error(f"a tracked task's id must be 32 hex digits, got {brief(options[ID_OPTION])}")
+    backoff = options.get("backoff")
+    if backoff is not None and (isinstance(backoff, bool) or not isinstance(backoff, (int, float, str))
+                                or (not isinstance(backoff, str) and backoff < 0)):
+        raise error(f"backoff must be seconds or a 'module:func' path, got {brief(backoff)}")
+

@@ -1,0 +1,132 @@
+"""`python -m delayed.worker` and `delayed-worker`: parse, import the task modules, connect, run."""
+import argparse
+import importlib
+import logging
+import os
+import sys
+from typing import List, Optional, Sequence
+
+from ..protocol.queue import DEFAULT_MAX_TASK_SIZE, Queue
+from ..runtime.command import (CommandError, add_connection_options, add_dead_options, add_eviction_option, client,
+                               check_cluster_names, connect_unless_stopped, metrics_unavailable, positive, run_command)
+from ..runtime.lifecycle import Lifecycle
+from . import metrics as task_metrics
+from .allowlist import FunctionRegistry, submodule_names
+from .loop import DEFAULT_BATCH, Worker
+from .supervisor import Supervisor
+
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m delayed.worker",
+        description="Run PyTasks from a go-delayed queue, calling only functions defined in MODULE...")
+    add_connection_options(parser)
+    parser.add_argument("--queue", action="append", dest="queues", metavar="NAME",
+                        help="a queue to serve; repeat for several, in priority order: the first one's tasks "
+                             "always go first, the next one's only while those before it are empty "
+                             "(default: default)")
+    parser.add_argument("--concurrency", type=positive(int), default=1,
+                        help="worker processes, each with its own id (default: %(default)s)")
+    parser.add_argument("--threads", type=positive(int), default=1,
+                        help="tasks each process runs at once: plain functions each in a thread, coroutine "
+                             "functions on one event loop (default: %(default)s)")
+    parser.add_argument("--keep-alive-timeout", type=positive(float), default=60,
+                        help="seconds a dead worker's task waits before a sweeper requeues it "
+                             "(default: %(default)s); refreshed every quarter of it")
+    parser.add_argument("--batch", type=positive(int), default=DEFAULT_BATCH,
+                        help="most tasks claimed per round trip, each under its own worker id; "
+                             "1 claims one at a time (default: %(default)s)")
+    parser.add_argument("--time-limit", type=positive(float), metavar="SECONDS",
+                        help="fail a task that runs longer (a task's own time_limit wins; default: none)")
+    parser.add_argument("--max-task-size", type=positive(int), default=DEFAULT_MAX_TASK_SIZE,
+                        help="bytes; larger tasks go to the dead-letter list (default: %(default)s)")
+    parser.add_argument("--burst", action="store_true",
+                        help="exit (status 0) once the queues are empty and nothing runs, due scheduled tasks "
+                             "included; tasks scheduled for later are left for the next worker")
+    add_dead_options(parser)
+    parser.add_argument("--log-tasks", action="store_true",
+                        help="one INFO line per finished task on delayed.worker.tasks: id (tracked tasks; '-' "
+                             "otherwise), function, outcome, milliseconds (costs throughput on tiny tasks)")
+    parser.add_argument("--metrics-port", type=positive(int), metavar="PORT",
+                        help="serve Prometheus metrics of the tasks run on http://0.0.0.0:PORT/metrics, all "
+                             "processes together (needs prometheus-client; default: none)")
+    add_eviction_option(parser)
+    parser.add_argument("modules", metavar="MODULE", nargs="+",
+                        help="module whose public functions tasks may call")
+    return parser
+
+
+def _allowed_functions(names: Sequence[str]) -> FunctionRegistry:
+    """The allowlist of the task modules names, or a CommandError (exit 2) saying in one line why
+    there is none: a module that fails to import, whatever it raises, or no function to allow."""
+    modules = []
+    for name in names:
+        try:
+            modules.append(importlib.import_module(name))
+        except ImportError as exc:
+            raise CommandError(f"cannot import task module: {exc}", status=2) from None
+        except Exception as exc:  # the operator's code, failing as it imports: one line, not a traceback
+            detail = " ".join(str(exc).split())  # a message over several lines still makes one line
+            raise CommandError(f"cannot import task module: {name} raised {type(exc).__name__}: {detail}",
+                               status=2) from None
+    functions = FunctionRegistry(modules)
+    if not len(functions):
+        inside = [sub for module in modules for sub in submodule_names(module)]
+        instead = f" such as {', '.join(inside)}" if inside else ""
+        raise CommandError(f"{' '.join(names)} define no function to allow (a module allows only the public "
+                           f"functions defined in it, not those it imports): pass the modules that define "
+                           f"them{instead}", status=2)
+    logging.getLogger("delayed.worker").debug("allowed functions: %s", ", ".join(functions.paths()))
+    return functions
+
+
+def _queue_names(names: Optional[List[str]]) -> List[str]:
+    """The queues a worker serves, in priority order; a name given twice is refused, not silently kept once."""
+    names = names or ["default"]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise CommandError(f"--queue {', '.join(twice)} given twice: name each queue once, in priority order",
+                           status=2)
+    return names
+
+
+def _worker(args: argparse.Namespace) -> int:
+    queue_names = _queue_names(args.queues)
+    problem = args.metrics_port and metrics_unavailable(args.metrics_port)
+    if problem:
+        raise CommandError(problem, status=2)
+    # The stop signals are taken from here on, before the task modules are imported and Redis is
+    # reached: a stop then ends the start gracefully (exit 0), and later passes on to the duty.
+    lifecycle = Lifecycle("supervisor" if args.concurrency > 1 else "worker")
+    with lifecycle.signals():
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())  # as `python -m` does, so ./tasks.py imports
+        functions = _allowed_functions(args.modules)
+        conn = connect_unless_stopped(args, lifecycle, logging.getLogger("delayed.worker"))
+        if conn is None:
+            return lifecycle.exit_status
+        check_cluster_names(conn, queue_names)
+        conn.close()
+
+        def make_worker() -> Worker:
+            conn = client(args)
+            queues = [Queue(name, conn, keep_alive_timeout=args.keep_alive_timeout, max_task_size=args.max_task_size,
+                            dead_max=args.dead_max, dead_max_age=args.dead_max_age) for name in queue_names]
+            return Worker(queues, functions, keep_alive_interval=args.keep_alive_timeout / 4,
+                          batch=args.batch, time_limit=args.time_limit, threads=args.threads,
+                          log_tasks=args.log_tasks,
+                          observe=task_metrics.TaskMetrics() if args.metrics_port else None, burst=args.burst)
+
+        if args.concurrency > 1:
+            supervisor = Supervisor(make_worker, args.concurrency, metrics_port=args.metrics_port,
+                                    burst=args.burst)
+            lifecycle.on_stop(supervisor.stop)
+            return supervisor.run()  # takes the signals itself while it runs
+        if args.metrics_port:
+            task_metrics.serve(args.metrics_port)
+        worker = make_worker()
+        lifecycle.on_stop(worker.stop)
+        return worker.run(handle_signals=False)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    return run_command("delayed.worker", _worker, parser(), argv)

@@ -1,0 +1,502 @@
+"""The worker loop: claim tasks, run the allowed ones, settle each (release, retry or dead-letter).
+
+A worker serves one queue or several, in priority order (see delayed.holding.Holdings).
+
+A busy worker claims a batch of tasks per round trip, each held under one of
+its worker ids, and releases the finished ones in the same round trip as the
+next claim; an idle one blocks on the notification list as go-delayed does.
+What the running worker holds (ids, keep-alive, claims, settlements) is its Holdings.
+"""
+import asyncio
+import hashlib
+import inspect
+import logging
+import time
+import traceback
+from collections import OrderedDict
+from dataclasses import replace
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+import redis
+
+from ..wire import dead_letter, record as tracking
+from .background import Every
+from .batch import Batch, Lookahead
+from ..errors import FunctionNotAllowedError, MalformedTaskError, SkipRetry, message_of
+from ..runtime.due import FORWARD_INTERVAL, forward
+from .allowlist import Allowed, FunctionRegistry
+from .holding import Bury, Claim, Holdings, Release, Requeue, Reschedule, Settlement
+from .keepalive import KeepAlive
+from ..runtime.lifecycle import Lifecycle
+from ..protocol.queue import Queue, server_of
+from .retry import backoff_seconds
+from .slots import CALLERS as SLOT_CALLERS
+from .slots import Job, Slots
+from ..wire.task import ID_OPTION, PyTask
+from .time_limit import TimeLimitExceeded, can_enforce, within
+from .time_limit import call as call_limited
+from ..wire.record import Tracked
+
+logger = logging.getLogger("delayed.worker")  # the name users configure; the loop is its module
+task_logger = logging.getLogger("delayed.worker.tasks")
+"""Where log_tasks writes its line per finished task."""
+
+DEFAULT_BATCH = 32
+BATCH_TIME = 0.02
+"""Seconds a claimed task may wait behind running ones before it goes back to the queue (and a
+one-slot worker's batch may take before the next one shrinks): enough for a round of 10 ms tasks
+to wait ready for the slots running the round before it."""
+RELEASE = Release()
+POLL = 0.05
+"""Seconds a worker with tasks running in threads waits for news (a finished task, a new one)."""
+FINISH_SLACK = 1.25
+"""A running task should have finished by its start + this x the mean run time (or it is a slow one)."""
+MIN_POLL = 0.001
+"""The shortest wait for a task on an empty queue (Redis rounds a BLPOP timeout up to a millisecond; 0 is forever)."""
+RETRY_FOREVER_FIRST = 0.1
+RETRY_FOREVER_MAX = 60.0
+"""A retry=-1 task that keeps failing waits 0.1 s, 0.2 s, 0.4 s ... up to a minute between runs."""
+
+Observe = Callable[[str, str, str, Optional[float]], None]
+"""A hook told each task's outcome as the worker decides it: (queue name, func path, outcome, seconds
+it ran).
+Outcomes, one per settled claim: "done" (it returned), "retried" (it raised and runs again),
+"failed" (it raised, or its arguments did not fit, and is dead-lettered), "dead" (dead-lettered
+without running: malformed, a GoTask, too large, not allowed; func path "", seconds None)."""
+OUTCOMES = {Release: "done", Requeue: "retried", Reschedule: "retried", Bury: "failed"}
+RAN = ("failed", "timed_out", "bad_arguments")
+"""Dead-letter reasons of a task that ran (or was called): its record says failed; any other, dead."""
+
+
+class RetryForever:
+    """How long a retry=-1 task waits before its next run: doubling with each failure of the same
+    blob this process saw, from RETRY_FOREVER_FIRST up to RETRY_FOREVER_MAX. The count lives here,
+    not in the blob, so the retried blob stays byte-identical to keakon's."""
+
+    REMEMBERED = 10000
+
+    def __init__(self) -> None:
+        self._failures: "OrderedDict[bytes, int]" = OrderedDict()
+
+    def next_delay(self, blob: bytes) -> float:
+        digest = hashlib.sha1(blob).digest()
+        failures = self._failures.pop(digest, 0) + 1
+        self._failures[digest] = failures
+        if len(self._failures) > self.REMEMBERED:
+            self._failures.popitem(last=False)
+        return min(RETRY_FOREVER_FIRST * 2 ** min(failures - 1, 30), RETRY_FOREVER_MAX)
+
+
+def _raised_by_the_call(exc: BaseException) -> bool:
+    """The exception came from the call itself (before the function's first line: its arguments
+    do not fit), not from inside the function: its traceback ends in the calling frame."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code in (
+        call_limited.__code__, Worker.execute.__code__, Slots._run_coroutine.__code__, *SLOT_CALLERS)
+
+
+class Worker:
+    """Runs PyTasks from one queue, or several in priority order, calling only the functions in `allow`.
+
+    queue: a Queue, or a sequence of Queues on one Redis: the first one's tasks are always taken
+    first, the second's only while the first has none, and so on (strict priority: a busy first
+    queue starves the others; give a queue that must not wait a worker of its own).
+
+    allow: module names, modules or functions. A module allows the public
+    functions defined in it; anything else a task names goes to the dead-letter list.
+    keep_alive_interval: seconds between refreshes of the keep-alive keys
+    (keep it well under queue.keep_alive_timeout).
+    time_limit: seconds a task may run before it is failed (a task's own time_limit
+    wins). A coroutine is cancelled, anywhere; a plain function is interrupted with
+    SIGALRM in the one-slot mode, so only when the worker runs in the main thread, and
+    by an exception injected into its thread with threads > 1.
+    batch: the most tasks claimed per round trip, each under its own worker id.
+    The batch grows while batches finish within BATCH_TIME and shrinks when
+    they do not, so slow tasks are claimed one at a time; 1 turns batching off.
+    threads: tasks run at once (plain functions each in a thread, coroutine functions on one
+    event loop), with up to as many claimed tasks kept ready for the next free slots (see
+    delayed.batch.Lookahead). A plain task past its time limit gets TimeLimitExceeded injected
+    into its thread (see delayed.slots).
+    lifecycle: the worker's Lifecycle (delayed.lifecycle): starting → online → draining → offline;
+    stop(), the stop signals run() takes, and every loop (going online included) go through it.
+    observe: an Observe hook (delayed.metrics.tasks counts with it); None costs nothing per task.
+    burst: stop (exit status 0) once nothing is running and no queue has a task to give, due
+    scheduled ones included: for batch jobs and tests. Tasks scheduled for later (a delay, a retry's
+    backoff) stay scheduled for the next worker; a paused queue counts as empty.
+    log_tasks: one INFO line per finished task on the logger delayed.worker.tasks, e.g.
+    "task 3f2a... mod:func done in 12.3 ms" (the id is "-" for an untracked task). Off by default:
+    on a no-op drain it costs a measurable share of the throughput (see the README).
+    A tracked task's settlement carries what its record gets (see delayed.tracking): its return
+    value rides in the release, its error in the retry or the dead letter.
+    """
+
+    def __init__(
+        self,
+        queue: Union[Queue, Sequence[Queue]],
+        allow: Union[None, FunctionRegistry, Iterable[Allowed]] = None,
+        keep_alive_interval: float = 15,
+        batch: int = DEFAULT_BATCH,
+        time_limit: Optional[float] = None,
+        threads: int = 1,
+        observe: Optional[Observe] = None,
+        burst: bool = False,
+        log_tasks: bool = False,
+    ) -> None:
+        if allow is None:
+            raise TypeError(
+                "Worker needs allow=[...]: the modules or functions its tasks may call "
+                "(keakon/delayed 1.x called whatever a task named)"
+            )
+        if batch < 1:
+            raise ValueError(f"batch must be at least 1, got {batch}")
+        if threads < 1:
+            raise ValueError(f"threads must be at least 1, got {threads}")
+        self.queues = [queue] if isinstance(queue, Queue) else list(queue)
+        if not self.queues:
+            raise ValueError("a worker needs at least one queue")
+        if len({queue.name for queue in self.queues}) < len(self.queues):
+            raise ValueError(f"a queue is named twice: {', '.join(queue.name for queue in self.queues)}")
+        if len({server_of(queue) for queue in self.queues}) > 1:
+            raise ValueError("a worker's queues must be on one Redis (it waits on them with one BLPOP)")
+        self.queue = self.queues[0]
+        self.functions = allow if isinstance(allow, FunctionRegistry) else FunctionRegistry(allow)
+        self.keep_alive_interval = keep_alive_interval
+        self.time_limit = time_limit
+        self._warned_time_limit = False
+        self._max_batch = batch
+        self._batch = 1
+        self.lifecycle = Lifecycle("worker")
+        self.threads = threads
+        self.observe = observe
+        self.burst = burst
+        self.log_tasks = log_tasks
+        self._timed = observe is not None or log_tasks  # every run is timed, not only tracked ones
+        # threaded: a task per slot, and as many again waiting ready for one (see Lookahead)
+        capacity = batch if threads == 1 else 2 * threads
+        self.holding = Holdings(self.queues, capacity, self.lifecycle)
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._forever = RetryForever()
+        self._coroutines: Dict[Callable[..., Any], bool] = {}
+        self._claimed: Optional[Batch[Claim]] = None  # the one-slot runner's batch, with its watcher
+
+    @property
+    def id(self) -> Optional[str]:
+        """The worker's main id (its other ids are this id with -1, -2, ... appended)."""
+        return self.holding.id
+
+    @property
+    def ids(self) -> List[str]:
+        """Every id the worker holds tasks under."""
+        return self.holding.ids
+
+    def run(self, handle_signals: bool = True) -> int:
+        """Work until stop() is called; then settle the current task, go offline and return the
+        exit status (0; a forced stop exits the process at once with 128 + signal).
+
+        handle_signals: in the main thread, SIGTERM, SIGINT and SIGHUP call stop() and a second
+        one exits at once (see delayed.lifecycle); the previous handlers are restored on return.
+        """
+        return self.lifecycle.run(self._run, handle_signals)
+
+    def _run(self) -> None:
+        if not self.holding.go_online():
+            return  # stopped before Redis could be reached
+        self.lifecycle.online()
+        # forked first, before this worker starts threads of its own
+        keep_alive = KeepAlive(self.keep_alive_interval, self.holding.keep_alive, f"keep-alive of {self.id}")
+        forwarder = Every(FORWARD_INTERVAL, lambda: forward(self.queues), "forwarder")
+        keep_alive.start()
+        forwarder.start()
+        logger.info("worker %s online on %s %s, %d allowed functions", self.id,
+                    "queues" if len(self.queues) > 1 else "queue", ", ".join(repr(queue.name) for queue in self.queues),
+                    len(self.functions))
+        try:
+            if self.threads > 1:
+                self._work_concurrently()
+            else:
+                while not self.lifecycle.stopping:
+                    if not self.work_once() and self.burst and self._burst_done():
+                        self.lifecycle.stop()
+            self.holding.flush()
+        finally:
+            forwarder.stop()
+            keep_alive.stop()
+            if self._loop is not None:
+                self._loop.close()
+            if self._claimed is not None:
+                self._claimed.close()
+            self.holding.go_offline()
+
+    def stop(self) -> None:
+        """Ask the loop to stop after the current task (from any thread; not from a signal
+        handler: run() takes the stop signals itself)."""
+        self.lifecycle.stop()
+
+    def work_once(self) -> int:
+        """Claim a batch (or wait dequeue_timeout for one task) and run it; returns how many ran.
+
+        The finished tasks of the last batch are released in the same round trip. Once a task
+        has run longer than BATCH_TIME, the batch's watcher gives the tasks behind it back.
+        """
+        if self._claimed is None:
+            self._claimed = Batch(self.holding.give_back, BATCH_TIME)
+        claims = self.holding.claim(self._batch, block=not self.burst)
+        started = time.monotonic()
+        self._claimed.load(claims)
+        ran = 0
+        while True:
+            claim = self._claimed.next()
+            if claim is None:
+                break
+            if self.lifecycle.stopping:
+                self.holding.give_back([claim, *self._claimed.rest()])
+                break
+            claim.holding.settle(claim, self.execute(claim.blob, claim.queue))
+            ran += 1
+        self.holding.unlock()
+        self._adapt_batch(len(claims), time.monotonic() - started)
+        return ran
+
+    def _work_concurrently(self) -> None:
+        """Keep up to self.threads tasks running until stopped, then let the running ones finish.
+
+        A few claimed tasks wait ready for the next free slot (see Lookahead), so a slot that frees
+        starts one at once and the claim's round trip overlaps the running tasks; the ready ones
+        that no slot takes within BATCH_TIME go back to the queue (the Batch's watcher).
+        """
+        held: Dict[Any, Tuple[Claim, PyTask]] = {}
+
+        def give_back(jobs: List[Job]) -> None:
+            self.holding.give_back([held.pop(job.key)[0] for job in jobs])
+
+        ready: Batch[Job] = Batch(give_back, BATCH_TIME)
+        slots = Slots(self.threads, ready)
+        lookahead = Lookahead(self.threads, BATCH_TIME)
+        try:
+            while not self.lifecycle.stopping:
+                self._settle_finished(slots, held, lookahead)
+                slots.fill()
+                wanted = slots.free + lookahead.ahead(ready.given_back) - ready.waiting
+                if wanted > 0:
+                    block = slots.free > 0 and not ready.waiting  # a free slot and nothing ready
+                    idle = not slots.running and not ready.waiting
+                    claims = self.holding.claim(wanted, block=block and not (self.burst and idle),
+                                                timeout=self._claim_timeout(slots, lookahead))
+                    if not claims and idle and self.burst and self._burst_done():
+                        break
+                    ready.load(self._jobs(claims, held), starting_now=slots.free)
+                    slots.fill()
+                    if slots.free or len(claims) == wanted:
+                        continue
+                slots.wait(POLL)  # every slot busy and as many ready as the queue had
+            give_back(ready.rest())
+            while slots.running:  # draining: the running tasks finish and are settled
+                slots.fill()  # (a job a coroutine took just before the give-back: it is held, so it runs)
+                slots.wait(POLL)
+                self._settle_finished(slots, held, lookahead)
+        finally:
+            slots.close()
+            ready.close()
+
+    def _burst_done(self) -> bool:
+        """With burst, after a claim that found nothing: True (said once) unless a due scheduled task
+        was just moved into a queue, or Redis is failing (then it is not known to be empty)."""
+        try:
+            if self.holding.failing or forward(self.queues):
+                return False
+        except redis.RedisError:
+            return False
+        logger.info("worker %s: burst done, its queues are empty; stopping", self.id)
+        return True
+
+    @staticmethod
+    def _claim_timeout(slots: Slots, lookahead: Lookahead) -> Optional[float]:
+        """How long a claim may block on an empty queue: idle, dequeue_timeout (None); with tasks running,
+        until the next one should have finished (its release rides on the next claim), at most POLL."""
+        if not slots.running:
+            return None
+        if lookahead.mean is None:
+            return POLL
+        now = time.monotonic()
+        expected = [(job.started_at or now) + FINISH_SLACK * lookahead.mean for job in list(slots.running.values())]
+        soonest = min((at for at in expected if at > now), default=now + POLL)
+        return min(POLL, max(MIN_POLL, soonest - now))
+
+    def _jobs(self, claims: List[Claim], held: Dict[Any, Tuple[Claim, PyTask]]) -> List[Job]:
+        """The claimed tasks as jobs to run, now held; the ones that cannot run are settled at once."""
+        jobs = []
+        for claim in claims:
+            prepared = self._prepare(claim.blob, claim.queue)
+            if isinstance(prepared, Settlement):
+                claim.holding.settle(claim, self._unrunnable(prepared, claim.queue))
+                continue
+            task, func = prepared
+            held[claim.worker_id] = (claim, task)
+            jobs.append(Job(claim.worker_id, func, task.args, task.kwargs, task.time_limit or self.time_limit,
+                            self._is_coroutine(func)))
+        return jobs
+
+    def _settle_finished(self, slots: Slots, held: Dict[Any, Tuple[Claim, PyTask]], lookahead: Lookahead) -> None:
+        now = time.monotonic()
+        for job in slots.collect():
+            claim, task = held.pop(job.key)
+            claim.holding.settle(claim, self._settlement(task, job.outcome, job.started_at or now, claim.queue,
+                                                        job.result))
+            lookahead.finished(now - (job.started_at or now))
+        self.holding.unlock()
+        slots.enforce_limits(self._warn_overrun)
+
+    @staticmethod
+    def _warn_overrun(job: Job, overrun: float) -> None:
+        logger.warning("task %s:%s runs %.1f s past its time limit of %g s: a thread cannot be killed, so it "
+                       "stays held (its keep-alive goes on) and keeps its slot; interrupting it again",
+                       job.func.__module__, job.func.__name__, overrun, job.limit)
+
+    def _adapt_batch(self, claimed: int, elapsed: float) -> None:
+        if elapsed > BATCH_TIME:
+            self._batch = max(1, self._batch // 2)
+        elif claimed == self._batch:
+            self._batch = min(self._max_batch, self._batch * 2)
+
+    def execute(self, blob: bytes, queue: Optional[Queue] = None) -> Settlement:
+        """Run the task in blob, claimed from queue (default: the first), here if it may run; say how
+        to settle it. Never raises for a task's fault."""
+        queue = queue or self.queue
+        prepared = self._prepare(blob, queue)
+        if isinstance(prepared, Settlement):
+            return self._unrunnable(prepared, queue)
+        task, func = prepared
+        limit = task.time_limit or self.time_limit
+        started = time.monotonic() if self._timed or ID_OPTION in task.options else 0.0
+        try:
+            if self._is_coroutine(func):
+                result = self._event_loop().run_until_complete(within(func(*task.args, **task.kwargs), limit))
+            else:
+                if limit:
+                    result = call_limited(self._alarm(limit), func, task.args, task.kwargs)
+                else:
+                    result = func(*task.args, **task.kwargs)
+                if result is not None and inspect.isawaitable(result):
+                    result = self._event_loop().run_until_complete(within(result, limit))
+        except (Exception, TimeLimitExceeded) as exc:
+            return self._settlement(task, exc, started, queue)
+        return self._settlement(task, None, started, queue, result)
+
+    def _is_coroutine(self, func: Callable[..., Any]) -> bool:
+        coroutine = self._coroutines.get(func)
+        if coroutine is None:
+            coroutine = self._coroutines[func] = inspect.iscoroutinefunction(func)
+        return coroutine
+
+    def _prepare(self, blob: bytes, queue: Queue) -> Union[Settlement, Tuple[PyTask, Callable[..., Any]]]:
+        """The task and its function, or how to settle a task that cannot run."""
+        if len(blob) > queue.max_task_size:
+            return self._bury(queue, blob, "too_large", f"{len(blob)} bytes, over {queue.max_task_size}")
+        try:
+            task = PyTask.deserialize(blob)
+        except MalformedTaskError as exc:
+            return self._bury(queue, blob, exc.reason, str(exc), exc.func_path)
+        try:
+            func = self.functions.resolve(task.func_path)
+        except FunctionNotAllowedError as exc:
+            return self._bury(queue, blob, "not_allowed", str(exc), task.func_path)
+        return task, func
+
+    def _unrunnable(self, settlement: Settlement, queue: Queue) -> Settlement:
+        """A task that cannot run (dead-lettered), told to the observe hook and the task log."""
+        if self.observe is not None:
+            self.observe(queue.name, "", "dead", None)
+        if self.log_tasks and isinstance(settlement, Bury):
+            task_logger.info("task %s %s dead", settlement.tracked.task_id if settlement.tracked else "-",
+                             dead_letter.func_of(settlement.letter[dead_letter.TASK]) or "?")
+        return settlement
+
+    def _settlement(self, task: PyTask, outcome: Optional[BaseException], started: float,
+                    queue: Queue, result: Any = None) -> Settlement:
+        """How to settle a task that ran, since started (time.monotonic(); 0.0: not timed): outcome is
+        None if it returned result, else what it raised. Told to the observe hook and the task log
+        (with threads > 1, a run ends when the main thread collects it: up to POLL late while that
+        thread waits on Redis)."""
+        observe = self.observe
+        ran = time.monotonic() - started if started else 0.0  # before the failure is logged
+        settlement = RELEASE if outcome is None else self._failed(task, outcome, queue)
+        if observe is not None:
+            observe(queue.name, task.func_path, OUTCOMES[type(settlement)], ran)
+        if self.log_tasks:
+            task_logger.info("task %s %s %s in %.1f ms", task.options.get(ID_OPTION, "-"), task.func_path,
+                             OUTCOMES[type(settlement)], ran * 1000)
+        options = task.options
+        if not options:  # most tasks: nothing more to carry
+            return settlement
+        if "unique_key" in options and isinstance(settlement, (Release, Bury)):
+            settlement = replace(settlement, lock=(options["unique_key"], options.get("unique_token", "")))
+        task_id = options.get(ID_OPTION)
+        if task_id is not None:
+            settlement = self._track(settlement, task_id, result, outcome, ran, queue)
+        return settlement
+
+    @staticmethod
+    def _track(settlement: Settlement, task_id: str, result: Any, outcome: Optional[BaseException], ran: float,
+               queue: Queue) -> Settlement:
+        """A tracked task's settlement, carrying what its record gets: the result (a release), or the
+        error of a run that is retried (a dead letter's tracking was added by _bury)."""
+        if isinstance(settlement, Release):
+            data, note = tracking.pack_result(result, queue.max_task_size)
+            return Release(settlement.lock, Tracked(task_id, ran, data, note))
+        if isinstance(settlement, (Requeue, Reschedule)):
+            return replace(settlement, tracked=Tracked(task_id, ran, error=message_of(outcome) if outcome else ""))
+        return settlement
+
+    def _alarm(self, limit: Optional[float]) -> Optional[float]:
+        """The limit SIGALRM can enforce on a plain call: None outside the main thread (said once)."""
+        if limit and not can_enforce():
+            if not self._warned_time_limit:
+                logger.warning("time limits of plain functions are not enforced: the worker does not run "
+                               "in the main thread")
+                self._warned_time_limit = True
+            return None
+        return limit
+
+    def _failed(self, task: PyTask, exc: BaseException, queue: Queue) -> Settlement:
+        error = message_of(exc)
+        if isinstance(exc, TypeError) and _raised_by_the_call(exc):
+            # The call itself raised, before the function's first line: its arguments do not fit.
+            return self._bury(queue, task.serialize(), "bad_arguments", error, task.func_path)
+        if isinstance(exc, SkipRetry):
+            pass
+        elif "max_retries" in task.options:
+            attempt = task.options.get("attempt", 0) + 1
+            if attempt <= task.options["max_retries"]:
+                delay = backoff_seconds(task.options.get("backoff"), attempt, self.functions.resolve)
+                logger.error("task %s failed (attempt %d of %d); next attempt in %.1f s", task.func_path,
+                             attempt, task.options["max_retries"] + 1, delay, exc_info=exc)
+                return Reschedule(task.with_options(attempt=attempt).serialize(), time.time() + delay)
+        elif task.retry < 0:
+            delay = self._forever.next_delay(task.serialize())
+            logger.error("task %s failed; retrying forever, next in %.1f s", task.func_path, delay, exc_info=exc)
+            return Reschedule(task.serialize(), time.time() + delay)
+        elif task.retry:
+            logger.error("task %s failed; retrying (%s left)", task.func_path, task.retry - 1, exc_info=exc)
+            return Requeue(task.with_retry(task.retry - 1).serialize())
+        logger.error("task %s failed; dead-lettered in %s", task.func_path, queue.keys.dead_letters, exc_info=exc)
+        reason = "timed_out" if isinstance(exc, TimeLimitExceeded) else "failed"
+        trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        return self._bury(queue, task.serialize(), reason, error, task.func_path, trace)
+
+    def _bury(self, queue: Queue, blob: bytes, reason: str, error: str, func: Optional[str] = None,
+              trace: Optional[str] = None) -> Bury:
+        if reason not in ("failed", "timed_out"):
+            logger.error("dead-lettered a task in %s (%s): %s", queue.keys.dead_letters, reason, error)
+        task_id = tracking.task_id(blob)
+        tracked = None if task_id is None else Tracked(task_id, status="failed" if reason in RAN else "dead",
+                                                       error=error)
+        return Bury(dead_letter.record(reason=reason, error=error, blob=blob, queue=queue.name,
+                                       worker=self.id, func=func, traceback=trace), tracked=tracked)
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+        return self._loop
+
