@@ -27,7 +27,7 @@ import redis
 
 import common
 from delayed import PyTask, Queue
-from delayed.connection import connect
+from delayed.protocol.connection import connect
 from delayed.testing import RedisCluster, RedisServer
 
 QUEUES = 6
