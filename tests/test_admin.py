@@ -81,10 +81,10 @@ def test_dead_list_show_requeue_purge(conn, redis_server, busy):
     requeued = delayed(redis_server.url, "dead", "requeue", rows[0]["id"], "--queue", "q")
     assert requeued.strip() == "requeued 1 tasks into q"
     assert conn.lrange("q", -1, -1) == [PyTask("os:system", ["x"]).serialize()] and conn.llen("q_noti") == 3
-    assert [row["reason"] for row in Queue("q", conn).dead_letters()] == ["malformed"]
+    assert [row["reason"] for row in Queue("q", conn).dead.list()] == ["malformed"]
 
     status, output = delayed(redis_server.url, "dead", "purge", "--queue", "q", check=False)
-    assert status == 2 and "--yes" in output and Queue("q", conn).dead_count() == 1
+    assert status == 2 and "--yes" in output and Queue("q", conn).dead.count() == 1
     assert json.loads(delayed(redis_server.url, "dead", "purge", "--queue", "q", "--yes", "--json")) == {"purged": 1}
     assert not conn.exists("q_dead", "q_dead_letters")
 

@@ -6,6 +6,7 @@ import redis.cluster
 
 from delayed import PyTask, Queue
 from delayed.protocol.connection import connect, sent_once
+from delayed.protocol.worker_ops import WorkerOps
 
 from .conftest import wait_for
 
@@ -117,7 +118,7 @@ def test_redirects_are_followed_after_a_clean_failover(cluster):
     queue.enqueue_many([ONE, ONE])
     queue.enqueue(ONE, delay=60)
     assert queue.len() == 4
-    assert queue.dead_count() == 0  # a non-transactional pipeline
+    assert queue.dead.count() == 0  # a non-transactional pipeline
     check = nodes_client(cluster)
     assert check.llen("{q}_noti") == 4 and check.zcard("{q}_scheduled") == 1
 
@@ -183,7 +184,7 @@ def test_a_worker_with_several_ids_goes_offline_on_a_cluster(cluster):
     queue.keep_alive(ids)
     check = nodes_client(cluster)
     assert sum(check.exists(worker_id) for worker_id in ids) == 3 and check.zcard("{offline}_workers") == 1
-    queue.go_offline(ids)
+    WorkerOps(queue).go_offline(ids)
     assert sum(check.exists(worker_id) for worker_id in ids) == 0 and check.zcard("{offline}_workers") == 0
 
 
@@ -194,8 +195,8 @@ def test_a_tracked_task_s_record_lives_in_its_queue_s_slot(cluster):
     handle, waiting = queue.enqueue_many([ONE, ONE], result_ttl=60)
     assert cluster.primary_for(f"{{orders}}_task:{handle.id}").port == cluster.primary_for("{orders}").port
     worker_id = "delayed-py-" + "5" * 32
-    [(_, blob)] = queue.claim_batch((), (worker_id,)).tasks  # the script finds the record from the blob
+    [(_, blob)] = WorkerOps(queue).claim_batch((), (worker_id,)).tasks  # the script finds the record from the blob
     assert handle.status() == "running"
     assert queue.cancel(waiting.id) and waiting.status() == "cancelled"
-    queue.claim_batch((worker_id,), (), {worker_id: Tracked(handle.id, 0.01, *pack_result(42, 1000))})
+    WorkerOps(queue).claim_batch((worker_id,), (), {worker_id: Tracked(handle.id, 0.01, *pack_result(42, 1000))})
     assert handle.result(timeout=1) == 42

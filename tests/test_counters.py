@@ -15,6 +15,8 @@ from delayed.wire.dead_letter import record
 from delayed.wire.keys import new_worker_id
 from delayed.scheduler import Periodic, Scheduler
 from delayed.testing import RedisServer
+from delayed.protocol.worker_ops import WorkerOps
+from delayed.protocol.sweeper_ops import SweeperOps
 
 from . import tasks
 from .conftest import ROOT, results, wait_for
@@ -66,8 +68,8 @@ def test_moving_due_tasks_and_giving_back_are_not_counted_again(conn, queue):
     queue.enqueue_many([PyTask("m:f", [i]) for i in range(3)], delay=0.05)
     time.sleep(0.1)
     assert queue.move_due() == 3
-    [(worker_id, blob)] = queue.claim_batch((), (new_worker_id(),)).tasks
-    assert queue.give_back([(worker_id, blob)]) == 1
+    [(worker_id, blob)] = WorkerOps(queue).claim_batch((), (new_worker_id(),)).tasks
+    assert WorkerOps(queue).give_back([(worker_id, blob)]) == 1
     assert counts(conn) == {"enqueued": 3}
 
 
@@ -75,7 +77,7 @@ def test_go_delayed_producers_and_releases_do_not_count(conn, queue):
     blob = PyTask("m:f", [1]).serialize()
     conn.rpush("q", blob)  # go-delayed's producer: two pushes of its own
     conn.rpush("q_noti", "1")
-    assert queue.claim() == blob
+    assert WorkerOps(queue).claim() == blob
     conn.hdel("q_processing", queue.worker_id)  # go-delayed's release: a bare HDEL
     assert conn.exists("q_counts") == 0
 
@@ -83,10 +85,10 @@ def test_go_delayed_producers_and_releases_do_not_count(conn, queue):
 def test_releases_count_done_once_per_task_released_even_when_resent(conn, queue):
     queue.enqueue_many(PyTask("m:f", [i]) for i in range(5))
     ids = [new_worker_id() for _ in range(5)]
-    assert len(queue.claim_batch((), ids).tasks) == 5
-    queue.claim_batch(ids[:3], ()).tasks
+    assert len(WorkerOps(queue).claim_batch((), ids).tasks) == 5
+    WorkerOps(queue).claim_batch(ids[:3], ()).tasks
     assert counts(conn) == {"enqueued": 5, "done": 3}
-    queue.claim_batch(ids[:3], ()).tasks  # a release whose reply was lost, sent again: nothing left to release
+    WorkerOps(queue).claim_batch(ids[:3], ()).tasks  # a release whose reply was lost, sent again: nothing left to release
     assert counts(conn)["done"] == 3
     queue.release(ids[3])  # keakon's API counts as claim_batch does
     queue.release(ids[3])
@@ -97,15 +99,16 @@ def test_releases_count_done_once_per_task_released_even_when_resent(conn, queue
 def test_retries_and_dead_letters_count_once_and_not_when_fenced_off(conn, queue):
     queue.enqueue_many(PyTask("m:f", [i]) for i in range(3))
     ids = [new_worker_id() for _ in range(3)]
-    (a, blob_a), (b, blob_b), (c, blob_c) = queue.claim_batch((), ids).tasks
-    assert queue.requeue(blob_a, PyTask("m:f", [0], retry=0).serialize(), a)
-    assert queue.reschedule(blob_b, blob_b, time.time() + 3600, b)
-    assert queue.bury(blob_c, record(reason="failed", error="e", blob=blob_c, queue="q", worker=c, func="m:f"), c)
+    (a, blob_a), (b, blob_b), (c, blob_c) = WorkerOps(queue).claim_batch((), ids).tasks
+    assert WorkerOps(queue).requeue(blob_a, PyTask("m:f", [0], retry=0).serialize(), a)
+    assert WorkerOps(queue).reschedule(blob_b, blob_b, time.time() + 3600, b)
+    assert queue.dead.bury(c, blob_c, record(reason="failed", error="e", blob=blob_c, queue="q", worker=c, func="m:f"))
     assert counts(conn) == {"enqueued": 3, "retried": 2, "dead": 1}
     # the same calls again, as after a lost reply: fenced off (the ids hold nothing now), nothing counted
-    assert not queue.requeue(blob_a, blob_a, a)
-    assert not queue.reschedule(blob_b, blob_b, time.time(), b)
-    assert not queue.bury(blob_c, record(reason="failed", error="e", blob=blob_c, queue="q", worker=c, func="m:f"), c)
+    assert not WorkerOps(queue).requeue(blob_a, blob_a, a)
+    assert not WorkerOps(queue).reschedule(blob_b, blob_b, time.time(), b)
+    assert not queue.dead.bury(c, blob_c, record(reason="failed", error="e", blob=blob_c, queue="q", worker=c,
+                                                func="m:f"))
     assert counts(conn) == {"enqueued": 3, "retried": 2, "dead": 1}
 
 
@@ -125,26 +128,26 @@ def test_a_worker_counts_what_it_did_and_the_counters_balance_the_queue(conn, qu
 def test_crash_loops_count_as_dead_and_requeued_dead_letters_as_enqueued(conn, queue):
     blob = PyTask("m:f", [1], options={"crashes": 3}).serialize()
     conn.hset("q_processing", "delayed-py-" + "0" * 32, blob)  # a dead worker of ours held it, its 4th crash
-    sweep = queue.sweep(max_crashes=3)
+    sweep = SweeperOps(queue).sweep(max_crashes=3)
     assert [loop.buried for loop in sweep.crash_loops] == [True]
     assert counts(conn) == {"dead": 1}
-    [letter] = queue.dead_letters()
-    assert queue.requeue_dead([letter["id"]]) == 1
+    [letter] = queue.dead.list()
+    assert queue.dead.requeue([letter["id"]]) == 1
     assert counts(conn) == {"dead": 1, "enqueued": 1}
-    queue.bury(*_claim_and_letter(queue))
-    assert queue.requeue_all_dead() == 1
+    queue.dead.bury(*_claim_and_letter(queue))
+    assert queue.dead.requeue_all() == 1
     assert counts(conn) == {"dead": 2, "enqueued": 2}
 
 
 def _claim_and_letter(queue):
     """Claim the head of queue "q" and make a dead letter for it: bury's arguments."""
-    [(worker_id, blob)] = queue.claim_batch((), (new_worker_id(),)).tasks
-    return blob, record(reason="failed", error="e", blob=blob, queue="q", worker=worker_id, func="m:f"), worker_id
+    [(worker_id, blob)] = WorkerOps(queue).claim_batch((), (new_worker_id(),)).tasks
+    return worker_id, blob, record(reason="failed", error="e", blob=blob, queue="q", worker=worker_id, func="m:f")
 
 
 def test_the_sweeper_requeueing_a_lost_task_is_not_counted(conn, queue):
     queue.enqueue(PyTask("m:f", [1]))
-    queue.claim_batch((), ("delayed-py-" + "1" * 32,)).tasks  # its keep-alive key never existed: dead
+    WorkerOps(queue).claim_batch((), ("delayed-py-" + "1" * 32,)).tasks  # its keep-alive key never existed: dead
     assert queue.requeue_lost() == 1
     assert counts(conn) == {"enqueued": 1}
 
@@ -163,13 +166,13 @@ def test_stats_rows_carry_the_counters_and_with_rates_turns_them_into_in_and_out
     queue.enqueue_many(PyTask("m:f", [i]) for i in range(10))
     assert admin.queue_names(conn) == ["q"]
     ids = [new_worker_id() for _ in range(10)]
-    queue.claim_batch((), ids).tasks
-    queue.claim_batch(ids[:6], ()).tasks
+    WorkerOps(queue).claim_batch((), ids).tasks
+    WorkerOps(queue).claim_batch(ids[:6], ()).tasks
     before = admin.stats(conn, ["q"])
     queue.enqueue_many(PyTask("m:f", [i]) for i in range(20))
-    queue.claim_batch(ids[6:], ()).tasks
-    [(worker_id, blob)] = queue.claim_batch((), (new_worker_id(),)).tasks
-    queue.bury(blob, record(reason="failed", error="e", blob=blob, queue="q", worker=worker_id, func="m:f"), worker_id)
+    WorkerOps(queue).claim_batch(ids[6:], ()).tasks
+    [(worker_id, blob)] = WorkerOps(queue).claim_batch((), (new_worker_id(),)).tasks
+    queue.dead.bury(worker_id, blob, record(reason="failed", error="e", blob=blob, queue="q", worker=worker_id, func="m:f"))
     [row] = admin.with_rates(admin.stats(conn, ["q"]), before, 2.0)
     assert (row["enqueued_total"], row["done_total"], row["dead_total"]) == (30, 10, 1)
     assert (row["in_per_s"], row["out_per_s"], row["net_per_s"], row["dead_per_s"]) == (10.0, 2.5, 7.5, 0.5)
@@ -180,8 +183,8 @@ def test_stats_rows_carry_the_counters_and_with_rates_turns_them_into_in_and_out
 
 def test_a_queue_drained_empty_is_still_found_by_its_counters(conn, queue):
     queue.enqueue(PyTask("m:f", [1]))
-    [(worker_id, _)] = queue.claim_batch((), (new_worker_id(),)).tasks
-    queue.claim_batch((worker_id,), ()).tasks
+    [(worker_id, _)] = WorkerOps(queue).claim_batch((), (new_worker_id(),)).tasks
+    WorkerOps(queue).claim_batch((worker_id,), ()).tasks
     assert conn.keys("q*") == [b"q_counts"]
     conn.hset("cache_counts", "hits", 1)  # another program's hash with the same suffix is left alone
     assert admin.queue_names(conn) == ["q"]
@@ -194,9 +197,9 @@ def test_the_queue_exporter_exports_the_counters_as_prometheus_counters(conn, qu
 
     queue.enqueue_many(PyTask("m:f", [i]) for i in range(3))
     ids = [new_worker_id() for _ in range(3)]
-    (a, blob_a), _, _ = queue.claim_batch((), ids).tasks
-    queue.requeue(blob_a, blob_a, a)
-    queue.claim_batch(ids[1:], ()).tasks
+    (a, blob_a), _, _ = WorkerOps(queue).claim_batch((), ids).tasks
+    WorkerOps(queue).requeue(blob_a, blob_a, a)
+    WorkerOps(queue).claim_batch(ids[1:], ()).tasks
     registry = CollectorRegistry()
     registry.register(QueueCollector(conn, ["q"]))
     assert "# TYPE delayed_queue_events_total counter" in generate_latest(registry).decode()
@@ -229,10 +232,10 @@ def test_stats_watch_shows_rates_in_and_out(tmp_path):
         [filling] = rows(read_until(watch, lambda line: rows(line) and rows(line)[0]["enqueued_total"] == 500))
         assert filling["in_per_s"] > 0 and filling["out_per_s"] == 0
         # as many in as out: the counts end where they were, the counters do not
-        queue.claim_batch((), ids).tasks
+        WorkerOps(queue).claim_batch((), ids).tasks
         [held] = rows(read_until(watch, lambda line: rows(line) and rows(line)[0]["processing"] == 500))
         queue.enqueue_many(PyTask("m:f", [i]) for i in range(500))
-        queue.claim_batch(ids, ()).tasks
+        WorkerOps(queue).claim_batch(ids, ()).tasks
         moving = rows_until(watch, lambda row: row["done_total"] == 500)
         assert moving[-1]["pending"] + moving[-1]["processing"] == held["processing"] == 500
         assert any(row["in_per_s"] > 0 for row in moving) and any(row["out_per_s"] > 0 for row in moving)

@@ -20,6 +20,7 @@ from delayed.ops.dashboard.sampler import Sampler, rate_fields, sparkline
 from delayed.wire.dead_letter import record
 from delayed.wire.keys import LEGACY_PERIODIC_KEY
 from delayed.testing import RedisServer, free_port
+from delayed.protocol.worker_ops import WorkerOps
 
 from .conftest import ROOT, spawn, wait_for
 
@@ -150,20 +151,20 @@ def test_in_a_browser_requeue_delete_and_purge_dead_letters(conn, dashboard, bro
     wait_for(lambda: "requeued 1 task into default" in browser.page_source, what="the requeue's message")
     assert (count("default", "pending"), count("default", "dead")) == (2, 2)
     assert conn.llen("default") == 2 and conn.llen("default_noti") == 2
-    assert [entry["id"] for entry in queue.dead_letters()] == [second, third]
+    assert [entry["id"] for entry in queue.dead.list()] == [second, third]
 
     click(second, "delete")
     wait_for(lambda: "deleted 1 dead letter of default" in browser.page_source, what="the delete's message")
     assert (count("default", "pending"), count("default", "dead")) == (2, 1)
-    assert [entry["id"] for entry in queue.dead_letters()] == [third]
+    assert [entry["id"] for entry in queue.dead.list()] == [third]
 
     browser.find_element(By.CSS_SELECTOR, '.dead-queue[data-queue="default"] a.purge').click()
     wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "button.confirm-purge"), what="the confirm page")
     assert browser.find_element(By.CSS_SELECTOR, "strong.count").text == "1"
-    assert queue.dead_count() == 1  # the confirm page itself changes nothing
+    assert queue.dead.count() == 1  # the confirm page itself changes nothing
     browser.find_element(By.CSS_SELECTOR, "button.confirm-purge").click()
     wait_for(lambda: "purged 1 dead letter of default" in browser.page_source, what="the purge's message")
-    assert count("default", "dead") == 0 and queue.dead_count() == 0
+    assert count("default", "dead") == 0 and queue.dead.count() == 0
     assert "No dead letters." in browser.find_element(By.ID, "dead").text
 
 
@@ -475,7 +476,7 @@ def test_a_queue_is_paused_and_resumed_from_the_overview(conn, dashboard):
     status, headers, _ = web.request("POST", "/queue/pause", {"queue": "default", "paused": "yes",
                                                                "csrf": web.csrf()})
     assert status == 303 and headers["Location"].endswith("#queues")
-    assert queue.paused_since() is not None and queue.claim_batch([], ["w-1"]).tasks == []
+    assert queue.paused_since() is not None and WorkerOps(queue).claim_batch([], ["w-1"]).tasks == []
     status, page = web.get()
     assert '<span class="tag paused">paused</span>' in page and 'class="resume"' in page
     web.request("POST", "/queue/pause", {"queue": "default", "paused": "no", "csrf": web.csrf()})

@@ -15,6 +15,7 @@ from delayed.sweeper.cli import parser as sweeper_parser
 from delayed.wire.dead_letter import record as legacy_record_fields
 from delayed.wire.keys import new_worker_id
 from delayed.sweeper import Sweeper
+from delayed.protocol.worker_ops import WorkerOps
 
 from .conftest import ROOT, spawn, wait_for
 
@@ -43,9 +44,9 @@ def queue(conn):
 def bury(queue, task, reason="failed"):
     """Claim the next task and dead-letter it, as a worker does."""
     queue.enqueue(task)
-    held = queue.claim()
-    assert queue.bury(held, legacy_record_fields(reason=reason, error="e", blob=held, queue="q",
-                                                 worker=queue.worker_id, func=task.func_path))
+    held = WorkerOps(queue).claim()
+    assert queue.dead.bury(queue.worker_id, held, legacy_record_fields(reason=reason, error="e", blob=held, queue="q",
+                                                                       worker=queue.worker_id, func=task.func_path))
 
 
 def listed(url, *args):
@@ -126,23 +127,23 @@ def test_old_lists_are_migrated_on_first_touch_and_lose_nothing(conn, redis_serv
     bury(queue, PyTask("m:new"))                                # a new letter while the old list is there
     conn.rpush("q_dead", legacy(PyTask("m:late").serialize()))  # an old worker, still running, buries one
     # the old list's letters come after the ones written since: they get their ids as they move
-    assert [row["func"] for row in queue.dead_letters()] == ["m:new", "m:f", "m:f", "m:f", "m:f"]
+    assert [row["func"] for row in queue.dead.list()] == ["m:new", "m:f", "m:f", "m:f", "m:f"]
     assert not conn.exists("q_dead")
-    assert queue.dead_count() == 5
+    assert queue.dead.count() == 5
     status, out, err = delayed(redis_server.url, "dead", "requeue", "--all", "--queue", "q")
     assert status == 0 and out.strip() == "requeued 5 tasks into q", err
     assert sorted(conn.lrange("q", 0, -1)) == sorted(blobs + [PyTask("m:late").serialize(),
                                                               PyTask("m:new").serialize()])
-    assert conn.llen("q_noti") == 5 and queue.dead_count() == 0
+    assert conn.llen("q_noti") == 5 and queue.dead.count() == 0
 
 
 def test_purge_counts_and_deletes_old_and_new_letters(conn, redis_server, queue):
     conn.rpush("q_dead", legacy(b"x"))
     bury(queue, PyTask("m:f"))
     status, _, err = delayed(redis_server.url, "dead", "purge", "--queue", "q")
-    assert status == 2 and "--yes" in err and queue.dead_count() == 2
+    assert status == 2 and "--yes" in err and queue.dead.count() == 2
     status, out, _ = delayed(redis_server.url, "dead", "purge", "--queue", "q", "--yes", "--json")
-    assert status == 0 and json.loads(out) == {"purged": 2} and queue.dead_count() == 0
+    assert status == 0 and json.loads(out) == {"purged": 2} and queue.dead.count() == 0
 
 
 def test_retention_bounds_the_letters_by_count_and_by_age(conn):
@@ -150,8 +151,8 @@ def test_retention_bounds_the_letters_by_count_and_by_age(conn):
     counted.worker_id = new_worker_id()
     for n in range(400):
         bury(counted, PyTask("m:f", [n]))
-    assert 100 <= counted.dead_count() < 150  # trimmed as written, by whole stream nodes
-    assert counted.dead_letters(count=1)[0]["task"] != PyTask("m:f", [0]).serialize()
+    assert 100 <= counted.dead.count() < 150  # trimmed as written, by whole stream nodes
+    assert counted.dead.list(count=1)[0]["task"] != PyTask("m:f", [0]).serialize()
 
     conn.flushall()
     aged = Queue("q", conn, dead_max=0, dead_max_age=1)
@@ -160,7 +161,7 @@ def test_retention_bounds_the_letters_by_count_and_by_age(conn):
         bury(aged, PyTask("m:f", [n]))
     time.sleep(1.1)
     bury(aged, PyTask("m:f", ["fresh"]))
-    assert aged.dead_count() < 100
+    assert aged.dead.count() < 100
 
 
 def test_the_sweeper_logs_each_crash_loop_it_dead_letters(conn, queue, caplog):
@@ -180,7 +181,7 @@ def test_the_sweeper_logs_each_crash_loop_it_dead_letters(conn, queue, caplog):
     assert len(warnings) == 2, warnings
     assert "queue 'q'" in warnings[0] and "a task its worker died holding (malformed)" in warnings[0]
     assert "queue 'q'" in warnings[1] and "function m:poison" in warnings[1] and "died holding it 3 times" in warnings[1]
-    assert [(letter["reason"], letter["func"]) for letter in queue.dead_letters()] == [
+    assert [(letter["reason"], letter["func"]) for letter in queue.dead.list()] == [
         ("malformed", None), ("crash_loop", "m:poison")]
     assert conn.hlen("q_processing") == 0 and conn.lrange("q", 0, -1) == [PyTask("m:other").serialize()]
 
@@ -189,8 +190,8 @@ def test_show_and_requeue_of_one_letter_do_not_download_the_list(conn, redis_ser
     letter = legacy_record_fields(reason="failed", error="e", blob=b"x" * 20_000, queue="q", worker=None)
     for _ in range(300):
         queue.enqueue(PyTask("m:f", ["x" * 20_000]))
-        assert queue.bury(queue.claim(), letter)
-    [first] = queue.dead_letters(count=1)
+        assert queue.dead.bury(queue.worker_id, WorkerOps(queue).claim(), letter)
+    [first] = queue.dead.list(count=1)
 
     def sent(*args):
         before = int(conn.info("stats")["total_net_output_bytes"])
@@ -261,5 +262,5 @@ def test_the_worker_and_sweeper_command_lines_take_the_retention_bound(conn, red
     finally:
         worker.terminate()
         assert worker.wait(10) == 0
-    assert 100 <= Queue("q", conn).dead_count() < 150
+    assert 100 <= Queue("q", conn).dead.count() < 150
     assert sweeper_parser().parse_args(["--dead-max", "7", "--dead-max-age", "60"]).dead_max == 7

@@ -12,6 +12,7 @@ from delayed import AsyncQueue, PyTask, Queue, QueueFullError
 from delayed.protocol.connection import error_text
 from delayed.wire.keys import new_worker_id
 from delayed.testing import RedisServer
+from delayed.protocol.worker_ops import WorkerOps
 
 from .conftest import ROOT, finish, lost_and_duplicates, read_until, spawn, wait_for
 
@@ -91,7 +92,7 @@ def test_a_worker_started_on_a_full_redis_drains_it_and_a_sweeper_requeues_there
     queue = Queue("default", client)
     queue.enqueue(PyTask("tests.tasks:count", ["due"]), delay=0.5)
     queue.enqueue(PyTask("tests.tasks:count", ["lost"]))
-    assert queue.claim_batch((), (new_worker_id(),)).tasks  # held by a worker of ours that died at once
+    assert WorkerOps(queue).claim_batch((), (new_worker_id(),)).tasks  # held by a worker of ours that died at once
     queue.enqueue(PyTask("tests.tasks:fail_until", ["flaky", 1], retry=1))
     queue.enqueue(PyTask("tests.tasks:always_fail", ["doomed"]))
     filled = fill(queue)
@@ -110,4 +111,4 @@ def test_a_worker_started_on_a_full_redis_drains_it_and_a_sweeper_requeues_there
     for status, output in outputs:
         assert status == 0 and "retrying until it is back" not in output, output
     assert lost_and_duplicates(conn, filled + 2) == (0, 0)  # the filling tasks, "due" and "lost"
-    assert conn.get("flaky") == b"2" and [letter["func"] for letter in queue.dead_letters()] == ["tests.tasks:always_fail"]
+    assert conn.get("flaky") == b"2" and [letter["func"] for letter in queue.dead.list()] == ["tests.tasks:always_fail"]

@@ -170,7 +170,7 @@ def test_a_queue_full_of_garbage_is_drained_into_dead_letters(conn, garbage):
         worker.stop()
         thread.join(10)
     assert not thread.is_alive() or worker.lifecycle.stopping
-    dead = [letter["task"] for letter in queue.dead_letters()]
+    dead = [letter["task"] for letter in queue.dead.list()]
     ran = len(results(conn)) - 1  # random blobs that happened to call record() with fitting arguments
     assert len(dead) + ran == len(garbage)
     assert all(blob in garbage for blob in dead)

@@ -41,10 +41,10 @@ def test_poison_blobs_end_as_dead_letters_and_every_process_keeps_running(conn, 
         conn.zadd("default_scheduled", {b"\0" * 8 + DEEP_MAP: 4_102_444_800})  # due in 2100: stays there
         queue.enqueue(PyTask("tests.tasks:record", ["after"]))
         wait_for(lambda: "('after', (), {})" in results(conn), timeout=20, what="the task after the poison")
-        wait_for(lambda: queue.dead_count() == len(POISON), what="the poison dead-lettered")
+        wait_for(lambda: queue.dead.count() == len(POISON), what="the poison dead-lettered")
         for argv in (["stats"], ["stats", "--json"], ["dead", "list"], ["dead", "list", "--json"],
                      ["scheduled", "list"], ["scheduled", "list", "--json"],
-                     *(["dead", "show", letter["id"], *flag] for letter in queue.dead_letters() for flag in ([], ["--json"]))):
+                     *(["dead", "show", letter["id"], *flag] for letter in queue.dead.list() for flag in ([], ["--json"]))):
             done = run(*argv, url=redis_server.url)
             assert done.returncode == 0 and not done.stderr, (argv, done.stderr)
             if "--json" in argv:
@@ -53,7 +53,7 @@ def test_poison_blobs_end_as_dead_letters_and_every_process_keeps_running(conn, 
         try:
             assert dashboard.get("/")[0] == 200
             assert dashboard.get("/dead?queue=default")[0] == 200
-            for letter in queue.dead_letters():
+            for letter in queue.dead.list():
                 assert dashboard.get(f"/dead/show?queue=default&id={letter['id']}")[0] == 200
         finally:
             dashboard.stop()
@@ -66,7 +66,7 @@ def test_poison_blobs_end_as_dead_letters_and_every_process_keeps_running(conn, 
         assert status == 0, output
     assert "exited with" not in outputs[0][1]  # no worker process died: none was restarted
     assert "Traceback" not in outputs[1][1]    # (the worker logs the tracebacks of the tasks that failed)
-    reasons = sorted(letter["reason"] for letter in queue.dead_letters())
+    reasons = sorted(letter["reason"] for letter in queue.dead.list())
     assert reasons == ["bad_arguments", "failed", "failed", "malformed", "malformed"]
 
 
@@ -77,14 +77,14 @@ def test_a_sweeper_dead_letters_a_poison_blob_a_worker_of_ours_died_holding_and_
     conn.hset("default_processing", new_worker_id(), DEEP_MAP)
     sweeper = spawn("delayed.sweeper", "--interval", "0.2", redis_url=redis_server.url)
     try:
-        wait_for(lambda: queue.dead_count() == 1, what="the poison dead-lettered")
+        wait_for(lambda: queue.dead.count() == 1, what="the poison dead-lettered")
         conn.hset("default_processing", new_worker_id(), PyTask("tests.tasks:record", ["lost"]).serialize())
         wait_for(lambda: conn.llen("default") == 1, what="the next lost task requeued")
     finally:
         sweeper.terminate()
         status, output = finish(sweeper)
     assert status == 0 and "Traceback" not in output, output
-    [letter] = queue.dead_letters()
+    [letter] = queue.dead.list()
     assert letter["reason"] == "malformed" and letter["task"] == DEEP_MAP
 
 

@@ -141,7 +141,7 @@ def mix_runs(ok: int) -> Dict[str, float]:
 
 
 def wait_for_the_mix(conn: redis.Redis, ok: int) -> None:
-    wait_for(lambda: len(results(conn)) == ok + 3 and Queue("default", conn).dead_count() == 8, timeout=30,
+    wait_for(lambda: len(results(conn)) == ok + 3 and Queue("default", conn).dead.count() == 8, timeout=30,
              what="every task of the mix to be settled")
 
 
@@ -272,7 +272,7 @@ def test_metrics_text_in_detail(conn, threads):
     thread = threading.Thread(target=worker.run)
     thread.start()
     try:
-        wait_for(lambda: Queue(name, conn).dead_count() == 2 and len(results(conn)) == 3, timeout=20,
+        wait_for(lambda: Queue(name, conn).dead.count() == 2 and len(results(conn)) == 3, timeout=20,
                  what="the tasks to run")  # (a task records before the worker settles it: the counts may lag)
         outcomes = [("tests.tasks:slow", "done"), ("tests.tasks:record", "done"),
                     ("tests.tasks:always_fail", "failed"), ("tests.tasks:fail_until", "retried"),

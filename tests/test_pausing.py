@@ -4,6 +4,7 @@ import logging
 import time
 
 from delayed import PyTask, Queue
+from delayed.protocol.worker_ops import WorkerOps
 
 from . import tasks
 from .conftest import results, tags, wait_for
@@ -13,15 +14,15 @@ from .test_operating import run
 def test_a_paused_queue_gives_no_task_to_a_claim_but_an_id_gets_back_what_it_holds(conn):
     queue = Queue("q", conn)
     queue.enqueue_many([PyTask(tasks.record, ["a"]), PyTask(tasks.record, ["b"])])
-    [(_, held)] = queue.claim_batch([], ["w1"]).tasks
+    [(_, held)] = WorkerOps(queue).claim_batch([], ["w1"]).tasks
     assert queue.pause() and not queue.pause()
-    claimed = queue.claim_batch([], ["w1", "w2"])
+    claimed = WorkerOps(queue).claim_batch([], ["w1", "w2"])
     assert claimed.paused and claimed.tasks == [("w1", held)]  # a resent claim still gets its task
-    assert queue.claim("w3", timeout=0.05) is None  # the dequeue script puts the notification back
+    assert WorkerOps(queue).claim("w3", timeout=0.05) is None  # the dequeue script puts the notification back
     assert conn.llen("q") == conn.llen("q_noti") == 1
     assert queue.paused_since() is not None
     assert queue.resume() and not queue.resume()
-    claimed = queue.claim_batch([], ["w2"])
+    claimed = WorkerOps(queue).claim_batch([], ["w2"])
     assert not claimed.paused and len(claimed.tasks) == 1
 
 

@@ -38,7 +38,7 @@ def test_a_threaded_worker_drains_every_queue_and_settles_each_task_on_its_own_q
                                         + ["high-retried", "low-retried"])
     wait_for(lambda: drained(conn, "high", "low"), what="releases on both queues")
     for name in ("high", "low"):
-        [letter] = Queue(name, conn).dead_letters()
+        [letter] = Queue(name, conn).dead.list()
         assert (letter["reason"], letter["queue"]) == ("not_allowed", name)
         assert int(conn.hget(name + "_counts", "done")) == 21
 

@@ -123,14 +123,14 @@ def test_a_task_that_kills_its_workers_is_quarantined_and_the_rest_run(conn, red
     supervisor = worker(redis_server.url, "--concurrency", "2", "--batch", "1")
     sweeper = spawn("delayed.sweeper", "--interval", "0.2", "--max-crashes", "2", redis_url=redis_server.url)
     try:
-        wait_for(lambda: queue.dead_count(), timeout=60, what="the poison task to be quarantined")
+        wait_for(lambda: queue.dead.count(), timeout=60, what="the poison task to be quarantined")
         queue.enqueue(PyTask("tests.tasks:record", ["after"]))
         wait_for(lambda: results(conn), what="the next task")
     finally:
         for process in (supervisor, sweeper):
             process.terminate()
             assert finish(process)[0] == 0
-    [entry] = queue.dead_letters()
+    [entry] = queue.dead.list()
     assert (entry["reason"], entry["func"]) == ("crash_loop", "tests.tasks:kill_my_worker")
     # its third holder's death: the two before were counted in it as the sweeper requeued it
     assert entry["task"] == PyTask("tests.tasks:kill_my_worker", options={"crashes": 2}).serialize()
@@ -147,12 +147,12 @@ def test_time_limits_fail_hung_tasks_and_the_worker_goes_on(conn, redis_server):
     process = worker(redis_server.url, "--time-limit", "0.5")
     try:
         wait_for(lambda: len(results(conn)) == 2, timeout=20, what="the tasks that fit their limits")
-        wait_for(lambda: queue.dead_count() == 2, what="two dead letters")
+        wait_for(lambda: queue.dead.count() == 2, what="two dead letters")
     finally:
         process.terminate()
         assert finish(process)[0] == 0
     assert results(conn) == [repr(("long but allowed", (), {})), repr(("after", (), {}))]
-    entries = queue.dead_letters()
+    entries = queue.dead.list()
     assert [(entry["reason"], entry["func"]) for entry in entries] == [
         ("timed_out", "tests.tasks:stubborn"), ("timed_out", "tests.tasks:slow")]
     assert entries[0]["error"] == "TimeLimitExceeded: ran longer than its time limit of 0.5 s"

@@ -9,6 +9,8 @@ import redis.asyncio
 from delayed import AsyncQueue, GoTask, PyTask, Queue, TaskTooLargeError, delayed
 from delayed.wire.dead_letter import record
 from delayed.wire.keys import new_worker_id
+from delayed.protocol.worker_ops import WorkerOps
+from delayed.protocol.sweeper_ops import SweeperOps
 
 from . import tasks
 
@@ -49,7 +51,7 @@ def test_dequeue_times_out_with_none(queue):
 def test_a_notification_without_a_task_is_harmless(conn, queue):
     # go-delayed's script would HSET `false` here and error; ours returns nothing and holds nothing.
     conn.rpush("q_noti", 1)
-    assert queue.claim() is None
+    assert WorkerOps(queue).claim() is None
     assert conn.hlen("q_processing") == 0
 
 
@@ -72,9 +74,9 @@ def test_oversized_tasks_are_refused_before_touching_redis(conn):
 
 def test_requeue_releases_and_enqueues_atomically(conn, queue):
     queue.enqueue(PyTask("m:f", retry=2))
-    held = queue.claim()
+    held = WorkerOps(queue).claim()
     retried = PyTask.deserialize(held).with_retry(1).serialize()
-    assert queue.requeue(held, retried)
+    assert WorkerOps(queue).requeue(held, retried)
     assert conn.lrange("q", 0, -1) == [retried]
     assert conn.llen("q_noti") == 1
     assert conn.hlen("q_processing") == 0
@@ -82,8 +84,8 @@ def test_requeue_releases_and_enqueues_atomically(conn, queue):
 
 def test_bury_appends_the_record_and_releases(conn, queue):
     queue.enqueue(PyTask("m:f"))
-    held = queue.claim()
-    assert queue.bury(held, {"record": b'{"reason": "x"}', "task": held})
+    held = WorkerOps(queue).claim()
+    assert queue.dead.bury(queue.worker_id, held, {"record": b'{"reason": "x"}', "task": held})
     [(_, fields)] = conn.xrange("q_dead_letters")
     assert fields == {b"record": b'{"reason": "x"}', b"task": held}
     assert conn.hlen("q_processing") == 0
@@ -93,30 +95,30 @@ def test_retry_and_bury_are_fenced_once_a_sweeper_took_the_task(conn, queue):
     # The worker's keep-alive lapsed mid-task (it never went online here), a sweeper
     # requeued its task, another worker may be running it: this one must not add a copy.
     queue.enqueue(PyTask("m:f", retry=1))
-    held = queue.claim()
+    held = WorkerOps(queue).claim()
     assert queue.requeue_lost() == 1
-    assert not queue.requeue(held, PyTask("m:f").serialize())
-    assert not queue.bury(held, record(reason="failed", error="e", blob=held, queue="q", worker=None))
+    assert not WorkerOps(queue).requeue(held, PyTask("m:f").serialize())
+    assert not queue.dead.bury(queue.worker_id, held, record(reason="failed", error="e", blob=held, queue="q", worker=None))
     assert conn.lrange("q", 0, -1) == [PyTask("m:f", retry=1, options={"crashes": 1}).serialize()]  # one crash counted
     assert conn.llen("q_noti") == 1 and not conn.exists("q_dead_letters")
 
 
 def test_keep_alive_key_is_the_bare_worker_id(conn, queue):
-    assert queue.try_online()
+    assert WorkerOps(queue).try_online()
     assert queue.worker_id.startswith("delayed-py-") and len(queue.worker_id) == len("delayed-py-") + 32
     assert 0 < conn.pttl(queue.worker_id) <= 5000
-    assert not queue.try_online()  # a live worker's id cannot be claimed again
-    queue.go_offline()
+    assert not WorkerOps(queue).try_online()  # a live worker's id cannot be claimed again
+    WorkerOps(queue).go_offline()
     assert not conn.exists(queue.worker_id)
 
 
 def test_requeue_lost_moves_only_dead_workers_tasks(conn, queue):
     queue.enqueue_many([PyTask("m:dead"), PyTask("m:alive")])
-    queue.claim()                                  # held by a worker that never went online: dead
+    WorkerOps(queue).claim()                                  # held by a worker that never went online: dead
     alive = Queue("q", conn, dequeue_timeout=0.1)
     alive.worker_id = new_worker_id()
-    assert alive.try_online()
-    alive.claim()
+    assert WorkerOps(alive).try_online()
+    WorkerOps(alive).claim()
     assert queue.requeue_lost() == 1
     assert conn.lrange("q", 0, -1) == [PyTask("m:dead", options={"crashes": 1}).serialize()]
     assert conn.llen("q_noti") == 1
@@ -170,7 +172,7 @@ def test_a_moving_queue_is_not_topped_up(conn, queue):
 
 def test_requeued_task_runs_after_the_worker_that_held_it_died(conn, queue):
     queue.enqueue(PyTask("m:f", [7]))
-    queue.claim()                                  # the holder has no keep-alive key
+    WorkerOps(queue).claim()                                  # the holder has no keep-alive key
     queue.requeue_lost()
     other = Queue("q", conn, dequeue_timeout=0.1)
     other.worker_id = new_worker_id()
@@ -225,13 +227,13 @@ def test_claim_batch_releases_and_claims_under_distinct_ids_in_one_script(conn, 
     blobs = [PyTask("m:f", [i]).serialize() for i in range(5)]
     conn.rpush("q", *blobs)
     conn.rpush("q_noti", *[1] * 5)
-    assert queue.claim_batch([], ["a", "b", "c"]).tasks == [("a", blobs[0]), ("b", blobs[1]), ("c", blobs[2])]
+    assert WorkerOps(queue).claim_batch([], ["a", "b", "c"]).tasks == [("a", blobs[0]), ("b", blobs[1]), ("c", blobs[2])]
     assert conn.hgetall("q_processing") == {b"a": blobs[0], b"b": blobs[1], b"c": blobs[2]}
     assert conn.llen("q_noti") == 2  # one notification consumed per task claimed
-    assert queue.claim_batch(["a", "b"], ["a", "b", "d"]).tasks == [("a", blobs[3]), ("b", blobs[4])]
+    assert WorkerOps(queue).claim_batch(["a", "b"], ["a", "b", "d"]).tasks == [("a", blobs[3]), ("b", blobs[4])]
     assert conn.hgetall("q_processing") == {b"c": blobs[2], b"a": blobs[3], b"b": blobs[4]}
     assert conn.llen("q_noti") == 0
-    assert queue.claim_batch(["a", "b", "c"], ["a"]).tasks == []
+    assert WorkerOps(queue).claim_batch(["a", "b", "c"], ["a"]).tasks == []
     assert conn.hlen("q_processing") == 0
 
 
@@ -242,7 +244,7 @@ def test_claim_batch_takes_no_more_tasks_than_notifications_left(conn, queue):
     conn.rpush("q", *blobs)
     conn.rpush("q_noti", *[1] * 3)
     conn.lpop("q_noti")                   # a Go worker took one notification, not yet its task
-    assert queue.claim_batch([], ["a", "b", "c"]).tasks == [("a", blobs[0]), ("b", blobs[1])]
+    assert WorkerOps(queue).claim_batch([], ["a", "b", "c"]).tasks == [("a", blobs[0]), ("b", blobs[1])]
     assert conn.lrange("q", 0, -1) == [blobs[2]] and conn.llen("q_noti") == 0
 
 
@@ -250,12 +252,12 @@ def test_a_claim_whose_reply_was_lost_is_delivered_again_not_overwritten(conn, q
     blobs = [PyTask("m:f", [i]).serialize() for i in range(3)]
     conn.rpush("q", *blobs)
     conn.rpush("q_noti", *[1] * 3)
-    queue.claim_batch([], ["a", "b"]).tasks   # say the reply never arrived
-    assert queue.claim_batch([], ["a", "b", "c"]).tasks == [("a", blobs[0]), ("b", blobs[1]), ("c", blobs[2])]
+    WorkerOps(queue).claim_batch([], ["a", "b"]).tasks   # say the reply never arrived
+    assert WorkerOps(queue).claim_batch([], ["a", "b", "c"]).tasks == [("a", blobs[0]), ("b", blobs[1]), ("c", blobs[2])]
     assert conn.llen("q_noti") == 0
     queue.worker_id = "a"
     conn.rpush("q_noti", 1)
-    assert queue.claim() == blobs[0]     # the single claim, too, re-delivers what "a" holds
+    assert WorkerOps(queue).claim() == blobs[0]     # the single claim, too, re-delivers what "a" holds
 
 
 def test_a_claim_id_that_still_holds_a_task_leaves_the_head_of_the_queue_to_the_next_id(conn, queue):
@@ -263,7 +265,7 @@ def test_a_claim_id_that_still_holds_a_task_leaves_the_head_of_the_queue_to_the_
     conn.rpush("q", *blobs)
     conn.rpush("q_noti", *[1] * 3)
     conn.hset("q_processing", "b", b"held since a lost reply")
-    assert queue.claim_batch([], ["a", "b", "c"]).tasks == [("a", blobs[0]), ("b", b"held since a lost reply"),
+    assert WorkerOps(queue).claim_batch([], ["a", "b", "c"]).tasks == [("a", blobs[0]), ("b", b"held since a lost reply"),
                                                       ("c", blobs[1])]
     assert conn.lrange("q", 0, -1) == [blobs[2]] and conn.llen("q_noti") == 1
 
@@ -272,16 +274,16 @@ def test_give_back_returns_unstarted_tasks_to_the_head_in_order(conn, queue):
     blobs = [PyTask("m:f", [i]).serialize() for i in range(4)]
     conn.rpush("q", *blobs)
     conn.rpush("q_noti", *[1] * 4)
-    queue.claim_batch([], ["a", "b", "c"]).tasks
+    WorkerOps(queue).claim_batch([], ["a", "b", "c"]).tasks
     conn.hset("q_processing", "c", b"someone else's")  # only exact holdings are given back
-    assert queue.give_back([("b", blobs[1]), ("c", blobs[2])]) == 1
+    assert WorkerOps(queue).give_back([("b", blobs[1]), ("c", blobs[2])]) == 1
     assert conn.lrange("q", 0, -1) == [blobs[1], blobs[3]]
     assert conn.hgetall("q_processing") == {b"a": blobs[0], b"c": b"someone else's"}
 
 
 def die_holding(queue):
     """A worker of ours takes the task at the head of the queue and dies (it never had a keep-alive key)."""
-    return queue.claim_batch((), (new_worker_id(),)).tasks[0][1]
+    return WorkerOps(queue).claim_batch((), (new_worker_id(),)).tasks[0][1]
 
 
 def test_a_task_that_keeps_killing_workers_is_quarantined(conn, queue):
@@ -295,7 +297,7 @@ def test_a_task_that_keeps_killing_workers_is_quarantined(conn, queue):
     held = die_holding(queue)
     assert queue.requeue_lost(max_crashes=3) == 0      # the 4th crash: dead-lettered, not requeued
     assert conn.lrange("q", 0, -1) == [PyTask("m:other").serialize()] and conn.hlen("q_processing") == 0
-    [entry] = queue.dead_letters()
+    [entry] = queue.dead.list()
     assert entry["reason"] == "crash_loop" and entry["worker"].startswith("delayed-py-")
     assert entry["task"] == held
     assert entry["func"] == "m:f"
@@ -319,11 +321,11 @@ def test_a_blob_that_is_not_a_pytask_is_dead_lettered_at_its_first_crash(conn, q
         conn.rpush("q", blob)
         conn.rpush("q_noti", 1)
         die_holding(queue)
-        sweep = queue.sweep(max_crashes=3)
+        sweep = SweeperOps(queue).sweep(max_crashes=3)
         assert sweep.notified == 0 and [(loop.reason, loop.buried) for loop in sweep.crash_loops] == [(reason, True)]
-    assert [(entry["reason"], entry["task"]) for entry in queue.dead_letters()] == [
+    assert [(entry["reason"], entry["task"]) for entry in queue.dead.list()] == [
         ("malformed", b"\x00\xff\xc1"), ("go_task", GoTask("main.F", 1).serialize())]
-    assert all(entry["error"].startswith("its worker died holding it") for entry in queue.dead_letters())
+    assert all(entry["error"].startswith("its worker died holding it") for entry in queue.dead.list())
 
 
 def test_crash_counting_can_be_turned_off_and_leaves_blobs_as_they_are(conn, queue):
@@ -375,7 +377,7 @@ def _slowest_sweep_command(conn, queue):
     conn.config_set("slowlog-max-len", 100_000)
     conn.slowlog_reset()
     try:
-        sweep = queue.sweep(max_crashes=3, notify_after=0)
+        sweep = SweeperOps(queue).sweep(max_crashes=3, notify_after=0)
         entries = conn.slowlog_get(100_000)
     finally:
         conn.config_set("slowlog-log-slower-than", 10_000)

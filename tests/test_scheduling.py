@@ -10,6 +10,7 @@ import redis.asyncio
 
 from delayed import AsyncQueue, GoTask, PyTask, Queue, Worker
 from delayed.worker.retry import exponential_with_jitter
+from delayed.protocol.worker_ops import WorkerOps
 
 from .conftest import results, spawn, wait_for
 
@@ -126,18 +127,18 @@ def test_a_failed_attempt_waits_its_backoff_in_the_scheduled_set(conn, queue, ru
 def test_retries_with_backoff_end_in_the_dead_letter_list(conn, queue, run_worker):
     queue.enqueue(PyTask("tests.tasks:always_fail", ["boom"], max_retries=2, backoff="tests.tasks:tenth_of_attempt"))
     run_worker()
-    wait_for(lambda: queue.dead_count(), what="a dead letter")
+    wait_for(lambda: queue.dead.count(), what="a dead letter")
     assert conn.get("boom") == b"3"  # the first run and two retries
-    [entry] = queue.dead_letters()
+    [entry] = queue.dead.list()
     assert entry["reason"] == "failed" and PyTask.deserialize(entry["task"]).options["attempt"] == 2
 
 
 def test_skip_retry_dead_letters_at_once(conn, queue, run_worker):
     queue.enqueue(PyTask("tests.tasks:give_up", ["skip"], max_retries=5, retry=5))
     run_worker()
-    wait_for(lambda: queue.dead_count(), what="a dead letter")
+    wait_for(lambda: queue.dead.count(), what="a dead letter")
     assert conn.get("skip") == b"1" and not conn.exists("q_scheduled")
-    assert queue.dead_letters()[0]["error"] == "SkipRetry: skip: not worth retrying"
+    assert queue.dead.list()[0]["error"] == "SkipRetry: skip: not worth retrying"
 
 
 def test_the_default_backoff_is_exponential_with_jitter():
@@ -149,7 +150,7 @@ def test_the_default_backoff_is_exponential_with_jitter():
 def test_reschedule_is_fenced(conn, queue):
     queue.enqueue(PyTask("m:f", max_retries=1))
     queue.worker_id = "w"
-    held = queue.claim_batch([], ["w"]).tasks[0][1]
-    assert not queue.reschedule(b"another blob", held, time.time())
-    assert queue.reschedule(held, held, time.time() + 60)
+    held = WorkerOps(queue).claim_batch([], ["w"]).tasks[0][1]
+    assert not WorkerOps(queue).reschedule(b"another blob", held, time.time())
+    assert WorkerOps(queue).reschedule(held, held, time.time() + 60)
     assert conn.zcard("q_scheduled") == 1 and conn.hlen("q_processing") == 0

@@ -18,7 +18,7 @@ def queue(conn):
 
 
 def dead(conn):
-    return Queue("q", conn).dead_letters()
+    return Queue("q", conn).dead.list()
 
 
 def drained(conn):

@@ -37,7 +37,7 @@ def test_a_coroutine_past_its_time_limit_is_cancelled_not_left_running(conn, que
     run_worker()
     wait_for(lambda: results(conn), what="the next coroutine")
     assert results(conn) == [repr(("next", (), {}))]  # "late" never resumed during "next"
-    [entry] = queue.dead_letters()
+    [entry] = queue.dead.list()
     assert entry["reason"] == "timed_out" and entry["func"] == "tests.tasks:async_slow"
 
 

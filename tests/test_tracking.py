@@ -18,6 +18,8 @@ from delayed.runtime.lifecycle import Lifecycle
 from delayed.wire.task import decode_task
 from delayed.protocol.handles import AsyncTaskHandle, TaskHandle
 from delayed.wire.record import pack_result
+from delayed.protocol.worker_ops import WorkerOps
+from delayed.protocol.sweeper_ops import SweeperOps
 
 from .conftest import results, spawn, wait_for
 
@@ -111,10 +113,10 @@ def test_pack_result_bounds_the_size_and_survives_a_failing_repr():
 
 def test_a_retried_task_says_retrying_with_its_error_then_failed_with_its_letter(conn, queue, run_worker):
     handle = queue.enqueue(PyTask("tests.tasks:always_fail", ["f"], retry=1), result_ttl=60)
-    claim = Claim("delayed-py-" + "0" * 32, queue.claim("delayed-py-" + "0" * 32, timeout=1),
+    claim = Claim("delayed-py-" + "0" * 32, WorkerOps(queue).claim("delayed-py-" + "0" * 32, timeout=1),
                   Holding(queue, 1, Lifecycle("worker")))
     assert handle.status() == "running"  # claimed by dequeue.lua, as an idle worker claims
-    assert Worker(queue, ["tests.tasks"]).execute(claim.blob).apply(queue, claim)
+    assert Worker(queue, ["tests.tasks"]).execute(claim.blob).apply(WorkerOps(queue), claim)
     info = handle.info()
     assert (info.status, info.error, info.attempts) == ("retrying", "ValueError: f always fails", 1)
     assert info.due <= time.time() and info.worker is None
@@ -123,7 +125,7 @@ def test_a_retried_task_says_retrying_with_its_error_then_failed_with_its_letter
         handle.result(timeout=10)
     info = handle.info()
     assert (info.status, info.attempts) == ("failed", 2)
-    assert info.letter == queue.dead_letters()[0]["id"] and info.expires_in > 50
+    assert info.letter == queue.dead.list()[0]["id"] and info.expires_in > 50
 
 
 def test_a_task_retried_with_backoff_says_when_it_runs_next(queue, run_worker):
@@ -233,7 +235,7 @@ def test_a_sweep_puts_a_killed_worker_s_tracked_task_back_to_pending(conn, redis
     finally:
         process.kill()
         process.communicate()
-    wait_for(lambda: queue.sweep().notified, timeout=5, what="a sweep to requeue it")
+    wait_for(lambda: SweeperOps(queue).sweep().notified, timeout=5, what="a sweep to requeue it")
     info = handle.info()
     assert (info.status, info.worker, info.attempts) == ("pending", None, 1)
     run_worker()
@@ -244,18 +246,18 @@ def test_a_sweep_puts_a_killed_worker_s_tracked_task_back_to_pending(conn, redis
 def test_a_crash_loop_dead_letters_a_tracked_task_as_dead(conn, queue):
     handle = queue.enqueue(PyTask("tests.tasks:slow", ["k", 0.5]), result_ttl=60)
     for crash in range(2):
-        assert queue.claim_batch((), ("delayed-py-" + "1" * 32,)).tasks  # held under an id whose key never existed
+        assert WorkerOps(queue).claim_batch((), ("delayed-py-" + "1" * 32,)).tasks  # held under an id whose key never existed
         assert handle.status() == "running"
-        assert queue.sweep(max_crashes=1).notified == (1 if crash == 0 else 0)
+        assert SweeperOps(queue).sweep(max_crashes=1).notified == (1 if crash == 0 else 0)
     info = handle.info()
     assert (info.status, info.error) == ("dead", "its workers died running it 2 times")
 
 
 def test_a_task_given_back_unstarted_is_pending_and_not_counted(queue):
     handle = queue.enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=60)
-    held = queue.claim_batch((), ("delayed-py-" + "2" * 32,)).tasks
+    held = WorkerOps(queue).claim_batch((), ("delayed-py-" + "2" * 32,)).tasks
     assert handle.info().attempts == 1
-    assert queue.give_back(held) == 1
+    assert WorkerOps(queue).give_back(held) == 1
     info = handle.info()
     assert (info.status, info.attempts, info.worker) == ("pending", 0, None)
 
@@ -366,7 +368,7 @@ def test_delayed_cancel(conn, redis_server, queue, capsys):
     waiting, running = queue.enqueue_many([PyTask("m:f", [1]), PyTask("m:f", [2])], result_ttl=60)
     assert main(["cancel", waiting.id, "--queue", "q", "--redis-url", redis_server.url]) == 0
     assert capsys.readouterr().out == f"cancelled task {waiting.id} (pending) in q\n"
-    queue.claim_batch((), ("delayed-py-" + "3" * 32,))
+    WorkerOps(queue).claim_batch((), ("delayed-py-" + "3" * 32,))
     assert main(["cancel", running.id, "--queue", "q", "--json", "--redis-url", redis_server.url]) == 1
     out, err = capsys.readouterr()
     assert json.loads(out) == {"cancelled": False, "status": "running",
@@ -412,7 +414,7 @@ def test_the_id_ends_the_blob_whatever_options_come_after_it(conn, queue):
     retried = decode_task(blob).with_options(attempt=1)  # a retry adds its attempt after the id
     assert list(retried.options) == ["max_retries", "id", "attempt"]
     assert retried.serialize().endswith(handle.id.encode()) and decode_task(retried.serialize()) == retried
-    queue.claim_batch((), ("delayed-py-" + "4" * 32,))
+    WorkerOps(queue).claim_batch((), ("delayed-py-" + "4" * 32,))
     assert handle.status() == "running"  # bytes arguments too (Redis's cmsgpack cannot read msgpack bin)
 
 

@@ -4,6 +4,7 @@ import time
 import pytest
 
 from delayed import DuplicateTaskError, GoTask, PyTask, Queue
+from delayed.protocol.worker_ops import WorkerOps
 
 from .conftest import results, wait_for
 
@@ -63,7 +64,7 @@ def test_the_lock_holds_through_retries_and_goes_with_the_dead_letter(conn, queu
     wait_for(lambda: conn.get("u") == b"1", what="the first failure")
     with pytest.raises(DuplicateTaskError):  # waiting for its retry: still held
         queue.enqueue(PyTask("tests.tasks:always_fail", ["u"], max_retries=2, backoff=0.3), unique_for=60)
-    wait_for(lambda: queue.dead_count(), what="the dead letter")
+    wait_for(lambda: queue.dead.count(), what="the dead letter")
     wait_for(lambda: not conn.keys("q_unique:*"), what="the lock released")
 
 
@@ -73,5 +74,5 @@ def test_a_stale_worker_does_not_release_a_newer_lock(conn, queue):
                       for v in [conn.get(k)]]
     time.sleep(0.15)
     queue.enqueue(PyTask("m:f"), unique_for=60)  # the old lock expired; a new task holds a new one
-    assert queue.unlock([(key, token)]) == 0
+    assert WorkerOps(queue).unlock([(key, token)]) == 0
     assert conn.exists(f"q_unique:{key}")

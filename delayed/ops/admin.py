@@ -80,7 +80,7 @@ def _first_letter_is_ours(conn: redis.Redis, name: str) -> bool:
     """Whether N_dead_letters starts with a dead letter of ours: its record read as a preview (its task
     may be of any size)."""
     try:
-        letters = Queue(name, conn).dead_letters(count=1, migrate=False, head=PREVIEW_BYTES)
+        letters = Queue(name, conn).dead.list(count=1, migrate=False, head=PREVIEW_BYTES)
     except ValueError:  # a name without a hash tag, on a Redis Cluster: no queue of ours
         return False
     return bool(letters) and letters[0]["reason"] != UNDECODABLE
@@ -294,13 +294,13 @@ def dead_letters(conn: redis.Redis, name: str, after: Optional[str] = None, coun
     """Up to count dead letters after the letter id `after` (default: from the oldest), parsed, with
     their ids, each task read up to PREVIEW_BYTES (see Queue.dead_letters' head). migrate=False never
     writes: letters still in an old N_dead list are then not moved, nor listed."""
-    return Queue(name, conn).dead_letters(after, count, migrate, head=PREVIEW_BYTES)
+    return Queue(name, conn).dead.list(after, count, migrate, head=PREVIEW_BYTES)
 
 
 def dead_letter(conn: redis.Redis, name: str, letter_id: str, migrate: bool = True, whole: bool = False) -> Row:
     """One dead letter, parsed, its task read up to PREVIEW_BYTES (whole: all of it); DeadLetterError
     if there is none with this id (migrate: as dead_letters)."""
-    return Queue(name, conn).dead_letter(letter_id, migrate, head=None if whole else PREVIEW_BYTES)
+    return Queue(name, conn).dead.show(letter_id, migrate, head=None if whole else PREVIEW_BYTES)
 
 
 def requeue_dead(conn: redis.Redis, name: str, letter_ids: Optional[Sequence[str]] = None,
@@ -309,17 +309,17 @@ def requeue_dead(conn: redis.Redis, name: str, letter_ids: Optional[Sequence[str
     queue, each task with its notification; returns how many moved. A missing id: DeadLetterError,
     and nothing moves."""
     queue = Queue(name, conn)
-    return queue.requeue_all_dead(progress) if letter_ids is None else queue.requeue_dead(letter_ids)
+    return queue.dead.requeue_all(progress) if letter_ids is None else queue.dead.requeue(letter_ids)
 
 
 def delete_dead(conn: redis.Redis, name: str, letter_ids: Sequence[str]) -> int:
     """Delete these dead letters; a missing id: DeadLetterError, and nothing is deleted."""
-    return Queue(name, conn).delete_dead(letter_ids)
+    return Queue(name, conn).dead.delete(letter_ids)
 
 
 def purge_dead(conn: redis.Redis, name: str) -> int:
     """Delete every dead letter of the queue; returns how many there were."""
-    return Queue(name, conn).purge_dead()
+    return Queue(name, conn).dead.purge()
 
 
 def set_paused(conn: redis.Redis, name: str, paused: bool) -> bool:

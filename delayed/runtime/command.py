@@ -15,7 +15,7 @@ from redis.sentinel import MasterNotFoundError
 from ..protocol.connection import (DEFAULT_REDIS_URL, RedisURLError, connect, is_cluster, misplaced_password, redacted,
                                    scrubbed, secrets_of, sentinels_say)
 from ..protocol.eviction import eviction_policy
-from ..protocol.queue import DEFAULT_DEAD_MAX, DEFAULT_DEAD_MAX_AGE
+from ..protocol.dead_letters import DEFAULT_DEAD_MAX, DEFAULT_DEAD_MAX_AGE
 from ..wire.keys import check_cluster_name
 from . import cmdline
 from .lifecycle import Lifecycle

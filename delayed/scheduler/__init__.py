@@ -15,9 +15,9 @@ from typing import Dict, Optional, Sequence, Union, cast
 import croniter
 import redis
 
-from ..protocol import scripts
+from ..protocol.periodic import Ticks
 from ..protocol.connection import Backoff, is_cluster
-from ..wire.keys import LEGACY_PERIODIC_KEY, QueueKeys, check_cluster_name
+from ..wire.keys import QueueKeys, check_cluster_name
 from ..runtime.lifecycle import Lifecycle
 from ..wire.task import GoTask, PyTask
 
@@ -76,12 +76,11 @@ class Scheduler:
     def __init__(self, conn: redis.Redis, entries: Sequence[Periodic], poll: float = 0.5) -> None:
         self.conn = conn
         self.entries = list(entries)
-        self._legacy = () if is_cluster(conn) else (LEGACY_PERIODIC_KEY,)  # one hash spans slots
         if is_cluster(conn):
             for entry in self.entries:
                 check_cluster_name(entry.queue)
         self.poll = min([poll] + [entry.every / 4 for entry in self.entries if entry.every])
-        self._script = scripts.register(conn)["tick"]
+        self._ticks = Ticks(conn)
         self._seen: Dict[str, float] = {}
         self.lifecycle = Lifecycle("scheduler")
         self._backoff = Backoff(logger, "scheduler", wait=self.lifecycle.wait)
@@ -95,9 +94,7 @@ class Scheduler:
             if tick <= self._seen.get(entry.name, -math.inf):
                 continue
             run = entry.missed == "once" or now - tick <= entry.grace
-            keys = QueueKeys.of(entry.queue)
-            if self._script(keys=(keys.periodic, keys.name, keys.noti, keys.counts, *self._legacy),
-                            args=(entry.name, repr(tick), entry.blob(), int(run))):
+            if self._ticks.claim(QueueKeys.of(entry.queue), entry.name, tick, entry.blob(), run):
                 logger.info("%s: tick %s %s", entry.name, repr(tick), "enqueued" if run else "missed, skipped")
                 enqueued += run
             self._seen[entry.name] = tick

@@ -9,7 +9,8 @@ import redis
 from ..wire import dead_letter
 from ..protocol.connection import Backoff
 from ..runtime.due import FORWARD_INTERVAL, forward
-from ..protocol.queue import DEFAULT_MAX_CRASHES, Queue
+from ..protocol.queue import Queue
+from ..protocol.sweeper_ops import DEFAULT_MAX_CRASHES, SweeperOps
 from ..runtime.lifecycle import Lifecycle
 
 logger = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ class Sweeper:
         total = 0
         for queue in self.queues:
             try:
-                swept = queue.sweep(self.max_crashes)
+                swept = SweeperOps(queue).sweep(self.max_crashes)
             except redis.RedisError:
                 raise  # Redis is away, or refuses: run() waits it out
             except Exception:  # a bug, not data (decoding never raises): the other queues are still swept

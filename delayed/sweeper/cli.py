@@ -3,7 +3,8 @@ import argparse
 import logging
 from typing import List, Optional, Sequence
 
-from ..protocol.queue import DEFAULT_MAX_CRASHES, Queue
+from ..protocol.queue import Queue
+from ..protocol.sweeper_ops import DEFAULT_MAX_CRASHES
 from ..runtime.command import (add_connection_options, add_dead_options, add_eviction_option, check_cluster_names,
                                connect_unless_stopped, positive, run_command)
 from ..runtime.lifecycle import Lifecycle

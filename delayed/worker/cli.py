@@ -6,7 +6,8 @@ import os
 import sys
 from typing import List, Optional, Sequence
 
-from ..protocol.queue import DEFAULT_MAX_TASK_SIZE, Queue
+from ..protocol.producer import DEFAULT_MAX_TASK_SIZE
+from ..protocol.queue import Queue
 from ..runtime.command import (CommandError, add_connection_options, add_dead_options, add_eviction_option, client,
                                check_cluster_names, connect_unless_stopped, metrics_unavailable, positive, run_command)
 from ..runtime.lifecycle import Lifecycle

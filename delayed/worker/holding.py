@@ -22,7 +22,8 @@ import redis
 from ..protocol.connection import Backoff, error_text
 from ..wire.dead_letter import Letter
 from ..runtime.lifecycle import Lifecycle
-from ..protocol.queue import Queue, wait_for_notification
+from ..protocol.queue import Queue
+from ..protocol.worker_ops import WorkerOps, wait_for_notification
 from ..wire.record import Tracked
 
 logger = logging.getLogger(__name__)
@@ -54,7 +55,7 @@ class Settlement:
     lock: Optional[Lock] = None
     tracked: Optional[Tracked] = None
 
-    def apply(self, queue: Queue, claim: Claim) -> bool:
+    def apply(self, ops: WorkerOps, claim: Claim) -> bool:
         """Settle the claim; False if the claim's id no longer holds its blob (fenced off)."""
         raise NotImplementedError
 
@@ -66,8 +67,8 @@ class Release(Settlement):
     lock: Optional[Lock] = None
     tracked: Optional[Tracked] = None
 
-    def apply(self, queue: Queue, claim: Claim) -> bool:
-        queue.release(claim.worker_id)
+    def apply(self, ops: WorkerOps, claim: Claim) -> bool:
+        ops.release(claim.worker_id)
         return True
 
 
@@ -78,8 +79,8 @@ class Requeue(Settlement):
     blob: bytes
     tracked: Optional[Tracked] = None
 
-    def apply(self, queue: Queue, claim: Claim) -> bool:
-        return queue.requeue(claim.blob, self.blob, claim.worker_id, self.tracked)
+    def apply(self, ops: WorkerOps, claim: Claim) -> bool:
+        return ops.requeue(claim.blob, self.blob, claim.worker_id, self.tracked)
 
 
 @dataclass(frozen=True)
@@ -90,8 +91,8 @@ class Reschedule(Settlement):
     due: float
     tracked: Optional[Tracked] = None
 
-    def apply(self, queue: Queue, claim: Claim) -> bool:
-        return queue.reschedule(claim.blob, self.blob, self.due, claim.worker_id, self.tracked)
+    def apply(self, ops: WorkerOps, claim: Claim) -> bool:
+        return ops.reschedule(claim.blob, self.blob, self.due, claim.worker_id, self.tracked)
 
 
 @dataclass(frozen=True)
@@ -103,8 +104,8 @@ class Bury(Settlement):
     lock: Optional[Lock] = None
     tracked: Optional[Tracked] = None
 
-    def apply(self, queue: Queue, claim: Claim) -> bool:
-        return queue.bury(claim.blob, self.letter, claim.worker_id, self.tracked)
+    def apply(self, ops: WorkerOps, claim: Claim) -> bool:
+        return ops.queue.dead.bury(claim.worker_id, claim.blob, self.letter, self.tracked)
 
 
 class Holding:
@@ -121,6 +122,7 @@ class Holding:
 
     def __init__(self, queue: Queue, capacity: int, lifecycle: Lifecycle, backoff: Optional[Backoff] = None) -> None:
         self.queue = queue
+        self.ops = WorkerOps(queue)
         self.ids: List[str] = []
         self._capacity = capacity
         self._lifecycle = lifecycle
@@ -145,7 +147,7 @@ class Holding:
         while not self._lifecycle.stopping:
             ids = self.queue.keys.worker_ids(2 * self._capacity)
             try:
-                if self.queue.try_online(ids):
+                if self.ops.try_online(ids):
                     self.ids = ids
                     self._backoff.succeeded()
                     return True
@@ -155,14 +157,14 @@ class Holding:
 
     def keep_alive(self) -> None:
         """Refresh every id's keep-alive key (raises redis errors: the caller rides them out)."""
-        self.queue.keep_alive(self.ids)
+        self.ops.keep_alive(self.ids)
 
     def go_offline(self) -> None:
         """Delete the keep-alive keys, unless tasks may still be held: then let them expire for a sweeper."""
         if self._finished or self._abandoned or self._held or not self.ids:
             return
         try:
-            self.queue.go_offline(self.ids)
+            self.ops.go_offline(self.ids)
         except redis.RedisError as exc:
             logger.warning("worker %s could not go offline (%s); its keys expire by themselves", self.id,
                            error_text(exc))
@@ -177,7 +179,7 @@ class Holding:
             if not claim_ids and not self._finished:
                 return []
             try:
-                claimed = self.queue.claim_batch(self._finished, claim_ids, self._results)
+                claimed = self.ops.claim_batch(self._finished, claim_ids, self._results)
             except redis.RedisError as exc:
                 self._failed(claim_ids, exc)
                 return []
@@ -187,13 +189,13 @@ class Holding:
 
     def claim_notified(self) -> List[Claim]:
         """Claim the task at the head of the queue for one free id, once a notification of this queue
-        was taken (see delayed.queue.wait_for_notification). [] if the queue was empty, or after a Redis error."""
+        was taken (see delayed.protocol.worker_ops.wait_for_notification). [] if the queue was empty, or after a Redis error."""
         with self._lock:
             claim_ids = self._claim_ids(1)
             if not claim_ids:
                 return []
             try:
-                blob = self.queue.take_head(claim_ids[0])
+                blob = self.ops.take_head(claim_ids[0])
             except redis.RedisError as exc:
                 self._failed(claim_ids, exc)
                 return []
@@ -236,7 +238,7 @@ class Holding:
                 self._results[claim.worker_id] = settlement.tracked
             return
         with self._lock:
-            applied = self._persist(settlement.apply, self.queue, claim)
+            applied = self._persist(settlement.apply, self.ops, claim)
             if applied is None:
                 return
             self._held.pop(claim.worker_id, None)
@@ -251,21 +253,21 @@ class Holding:
             if not claims:
                 return
             pairs = [(claim.worker_id, claim.blob) for claim in claims]
-            if self._persist(self.queue.give_back, pairs) is not None:
+            if self._persist(self.ops.give_back, pairs) is not None:
                 for claim in claims:
                     self._held.pop(claim.worker_id, None)
 
     def flush(self) -> None:
         """Send what waits for a round trip: releases (at stop) and the locks of unique tasks that ended."""
         with self._lock:
-            if self._finished and self._persist(self.queue.claim_batch, self._finished, (), self._results) is not None:
+            if self._finished and self._persist(self.ops.claim_batch, self._finished, (), self._results) is not None:
                 self._finished, self._results = [], {}
             self.unlock()
 
     def unlock(self) -> None:
         """Release the locks of the unique tasks that ended (done, or dead-lettered)."""
         with self._lock:
-            if self._unlocks and self._persist(self.queue.unlock, self._unlocks) is not None:
+            if self._unlocks and self._persist(self.ops.unlock, self._unlocks) is not None:
                 self._unlocks = []
 
     def _persist(self, apply: Callable[..., Any], *args: Any) -> Any:

@@ -28,7 +28,8 @@ from .allowlist import Allowed, FunctionRegistry
 from .holding import Bury, Claim, Holdings, Release, Requeue, Reschedule, Settlement
 from .keepalive import KeepAlive
 from ..runtime.lifecycle import Lifecycle
-from ..protocol.queue import Queue, server_of
+from ..protocol.queue import Queue
+from ..protocol.worker_ops import server_of
 from .retry import backoff_seconds
 from .slots import CALLERS as SLOT_CALLERS
 from .slots import Job, Slots

@@ -1,11 +1,12 @@
 -- Move a worker's task to the dead letters and release it, atomically, trimming the letters to the
 -- queue's retention bound as it writes (approximately: whole stream nodes, so never more work than one node).
 -- Fenced as requeue.lua is: only if the worker's id still holds the blob it claimed.
--- KEYS[1] dead-letter stream, KEYS[2] processing hash, KEYS[3] counts hash (adds 1 to 'dead'),
--- KEYS[4] (a tracked task only) its record, which ends as ARGV[5] says (see tracking.lua)
--- ARGV[1] worker id, ARGV[2] the blob it claimed, ARGV[3] most letters kept (0: no bound),
--- ARGV[4] ms a letter is kept (0: no bound), ARGV[5] the record's status (failed or dead; '' untracked),
--- ARGV[6] the record's error, ARGV[7..] the letter: field, value, field, value, ...
+-- KEYS: dead_letters processing counts record...
+-- ARGV: worker_id claimed dead_max dead_max_age_ms status error letter...
+-- counts: adds 1 to 'dead'; record: a tracked task's record (none untracked), which ends as status
+-- (failed or dead; '' untracked) says, with error (see tracking.lua); dead_max: most letters kept,
+-- dead_max_age_ms: ms a letter is kept (0: no bound); letter: field, value, field, value, ...
+-- uses: tracking
 -- Returns 1, or 0 when fenced off.
 if redis.call('hget', KEYS[2], ARGV[1]) ~= ARGV[2] then
     return 0

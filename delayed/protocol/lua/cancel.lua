@@ -4,7 +4,8 @@
 -- go-delayed's) between its BLPOP and its pop of the queue's head takes one of the first
 -- (tasks - notifications) tasks; removing one of those would leave that worker a notification
 -- without a task (go-delayed's dequeue then errors and backs off). Such a task is being taken.
--- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] scheduled sorted set, KEYS[4] the record
+-- KEYS: name noti scheduled record
+-- uses: tracking
 -- Returns {outcome, the record's status}: outcome 'cancelled', 'missing' (no record), 'not_waiting'
 -- (it runs or ended), 'taking' (a worker is taking it), or 'lost' (the record says it waits but it
 -- is nowhere to be found: a worker that does not track took it).

@@ -21,11 +21,12 @@
 -- its record, if it has one, says running (the one key a script of ours writes undeclared: found
 -- in the blob, it cannot be named before the claim; named after the queue, it is in the queue's
 -- slot, which Redis Cluster accepts). Untracked traffic costs one EXISTS per claim.
--- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] processing hash, KEYS[4] counts hash,
--- KEYS[5] paused key, KEYS[6] the queue's tracked marker, KEYS[7 .. t+6] the records of the tracked releases
--- ARGV[1] record key prefix, ARGV[2] r, the number of untracked ids to release, ARGV[3] t, the
--- number of tracked ones; ARGV[4 .. r+3] the untracked ids; then per tracked release: its id, the
--- result, the note, the seconds it ran; then the ids to claim tasks for
+-- KEYS: name noti processing counts paused tracked records...
+-- ARGV: task_prefix released_count tracked_count released... results... claim_ids...
+-- records: those of the tracked releases; released_count: the untracked ids to release (released...);
+-- tracked_count: the tracked ones, each in results... as its id, the result, the note, the seconds
+-- it ran; claim_ids: the ids to claim tasks for
+-- uses: tracking
 -- Returns paused (1 or 0), then id1, blob1, id2, blob2, ...: the tasks now held, in queue order.
 local released, tracked = tonumber(ARGV[2]), tonumber(ARGV[3])
 local done = 0

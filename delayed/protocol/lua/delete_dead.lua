@@ -1,6 +1,6 @@
 -- Delete dead letters named by id: all of them, or, if any id names no letter, none.
--- KEYS[1] dead-letter stream
--- ARGV the letter ids
+-- KEYS: dead_letters
+-- ARGV: letter_ids...
 -- Returns {count deleted}, or {0, missing id, ...} having changed nothing.
 local missing, seen, ids = {}, {}, {}
 for _, id in ipairs(ARGV) do

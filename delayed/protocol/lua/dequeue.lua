@@ -1,9 +1,9 @@
 -- Claim the task at the head of the queue for a worker.
 -- A paused queue (its paused key exists) gives no task: the notification taken for it is put back.
 -- A tracked task's record (see tracking.lua) says running (undeclared, as in claim_batch.lua).
--- KEYS[1] queue list, KEYS[2] processing hash, KEYS[3] notification list, KEYS[4] paused key,
--- KEYS[5] the queue's tracked marker
--- ARGV[1] worker id, ARGV[2] record key prefix
+-- KEYS: name processing noti paused tracked
+-- ARGV: worker_id task_prefix
+-- uses: tracking
 -- Returns the blob, or false when the queue is empty (go-delayed tests
 -- `task == nil`, which never holds in Redis Lua, and then HSETs false).
 -- A worker that lost the reply to its last claim asks again with the same id:

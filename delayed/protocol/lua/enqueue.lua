@@ -1,7 +1,8 @@
 -- Append tasks and one notification each, atomically, in one command
 -- (used for single tasks: unpack() takes no more than a few thousand values).
--- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] counts hash (adds the tasks to 'enqueued')
--- ARGV: the blobs
+-- KEYS: name noti counts
+-- ARGV: blobs...
+-- counts: adds the tasks to 'enqueued'
 redis.call('rpush', KEYS[1], unpack(ARGV))
 local notifications = {}
 for i = 1, #ARGV do

@@ -1,9 +1,11 @@
 -- Enqueue (or schedule) tracked tasks, each with its record, atomically (see tracking.lua); sets the
 -- queue's tracked marker, so claims look for tracked tasks from now on.
--- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] scheduled sorted set, KEYS[4] counts hash
--- (adds the tasks to 'enqueued'), KEYS[5] the queue's tracked marker, KEYS[6..] the tasks' records
--- ARGV[1] seconds a record is kept once its task ended, ARGV[2] due (unix seconds) or '' for now,
--- then per task: its func path, its blob, its scheduled-set member ('' for now)
+-- KEYS: name noti scheduled counts tracked records...
+-- ARGV: ttl due tasks...
+-- counts: adds the tasks to 'enqueued'; records: the tasks' records; ttl: seconds a record is kept
+-- once its task ended; due: unix seconds, or '' for now; tasks: per task its func path, its blob,
+-- its scheduled-set member ('' for now)
+-- uses: tracking
 -- Returns the number of tasks enqueued.
 redis.call('set', KEYS[5], '1')
 local track = tracking('')

@@ -2,9 +2,11 @@
 -- queue, in their order, with their notifications, releasing them.
 -- A task is returned only if its id still holds exactly that blob.
 -- A tracked task's record (see tracking.lua) says pending again, its claim not counted as a run.
--- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] processing hash, KEYS[4 ..] the records of
--- the tracked tasks among them
--- ARGV: per task in queue order: its id, its blob, and the index in KEYS of its record (0: untracked)
+-- KEYS: name noti processing records...
+-- ARGV: held...
+-- records: those of the tracked tasks among them; held: per task in queue order, its id, its blob,
+-- and the index in KEYS of its record (0: untracked)
+-- uses: tracking
 -- Returns the number of tasks returned.
 local count = 0
 local track = #KEYS > 3 and tracking('')

@@ -1,13 +1,14 @@
--- A worker's keep-alive keys: with ARGV[4] "claim" (going online), set each of its ids' keys unless
+-- A worker's keep-alive keys: with action "claim" (going online), set each of its ids' keys unless
 -- one is taken; with "refresh", set them whatever they hold; and list the worker in the queue's
 -- workers set.
 -- The first write frees memory (our lapsed workers leave the set), so that a Redis at its
 -- maxmemory (noeviction) still lets a worker go online and refresh its keys, and so drain the
 -- queue that would free it: Redis refuses a script's first write that would grow memory, not the
 -- later ones (see claim_batch.lua).
--- KEYS[1] our workers sorted set, KEYS[2 ..] the worker's ids (its main id first)
--- ARGV[1] ms the keys live, ARGV[2] now (unix seconds), ARGV[3] when they lapse (unix seconds),
--- ARGV[4] "claim" or "refresh"
+-- KEYS: workers ids...
+-- ARGV: ttl_ms now lapse_at action
+-- ids: the worker's ids (its main id first); ttl_ms: how long the keys live; now, lapse_at:
+-- unix seconds; action: "claim" or "refresh"
 -- Returns 1, or 0 when an id was taken (then nothing is set).
 redis.call('zremrangebyscore', KEYS[1], '-inf', ARGV[2])
 if ARGV[4] == 'claim' then

@@ -1,8 +1,9 @@
 -- Move the head of an old dead-letter list (versions before the stream) into the stream, as letters
 -- the client converted: fenced on the entries it read, so two operators migrating at once move each once.
--- KEYS[1] old list, KEYS[2] dead-letter stream
--- ARGV[1] n, the entries read from the head, ARGV[2..n+1] their sha1 (hex), then per entry:
--- a field count k and k field, value pairs
+-- KEYS: dead dead_letters
+-- ARGV: count hashes... letters...
+-- count: n, the entries read from the head; hashes: their sha1 (hex); letters: per entry a field
+-- count k and k field, value pairs
 -- Returns 1, or 0 (nothing changed) when the head is no longer what the client read.
 local n = tonumber(ARGV[1])
 local head = redis.call('lrange', KEYS[1], 0, n - 1)

@@ -1,7 +1,7 @@
 -- Move tasks that are due from the scheduled set to the queue, with their
--- notifications, atomically; at most ARGV[2] per call so a burst never blocks Redis long.
--- KEYS[1] scheduled sorted set, KEYS[2] queue list, KEYS[3] notification list
--- ARGV[1] now (unix seconds), ARGV[2] most tasks to move
+-- notifications, atomically; at most limit per call so a burst never blocks Redis long.
+-- KEYS: scheduled name noti
+-- ARGV: now limit
 -- Returns how many were moved.
 local due = redis.call('zrangebyscore', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
 if #due == 0 then

@@ -1,15 +1,16 @@
 -- Top the notification list up to the length of the queue (go-delayed's sweep does), and drop our
 -- workers whose keep-alive lapsed from the queue's workers set.
 -- Unlike go-delayed, notifications are topped up only once the queue's head has stood still for
--- ARGV[1] ms: a worker between its BLPOP and its dequeue also leaves a task without a notification,
+-- still_ms: a worker between its BLPOP and its dequeue also leaves a task without a notification,
 -- for a round trip, and a notification pushed for that task would wake a worker with no task behind
--- it (go-delayed's dequeue then errors and backs off 1 s, 2 s, ...). At most ARGV[2] are pushed per
+-- it (go-delayed's dequeue then errors and backs off 1 s, 2 s, ...). At most limit are pushed per
 -- call, so that no call keeps Redis busy for long: the caller calls again while some are missing.
 -- The first write frees memory (lapsed workers), so that a full Redis (maxmemory, noeviction) still
 -- lets the script push: Redis refuses a script's first write that would grow memory, not the later ones.
--- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] the unnotified marker ("<sha1 of the queue's
--- head>:<unix ms first seen>"), KEYS[4] our workers sorted set
--- ARGV[1] ms the head must stand still, ARGV[2] most notifications to push, ARGV[3] now (unix seconds)
+-- KEYS: name noti unnotified workers
+-- ARGV: still_ms limit now
+-- unnotified: "<sha1 of the queue's head>:<unix ms first seen>"; still_ms: how long the head must
+-- stand still; limit: most notifications to push; now: unix seconds
 -- Returns {notifications pushed, notifications still missing}.
 redis.call('zremrangebyscore', KEYS[4], '-inf', ARGV[3])
 local deficit = redis.call('llen', KEYS[1]) - redis.call('llen', KEYS[2])

@@ -1,8 +1,9 @@
 -- Dead letters for people to look at: each letter's fields cut to their first bytes, with their full
 -- lengths, so that a reader never downloads a large task (a too_large letter holds the whole blob).
--- KEYS[1] dead-letter stream
--- ARGV[1] start ('-', '(' .. id, or an id), ARGV[2] end ('+', or an id), ARGV[3] most letters (0: all),
--- ARGV[4] most bytes of each field returned
+-- KEYS: dead_letters
+-- ARGV: start end count head
+-- start: '-', '(' .. id, or an id; end: '+' or an id; count: most letters (0: all); head: most
+-- bytes of each field returned
 -- Returns per letter: {id, {field, head, field, head, ...}, {field, length, field, length, ...}}
 local limit = tonumber(ARGV[4])
 local entries

@@ -2,9 +2,11 @@
 -- so a crash can neither lose the task nor leave two copies. Fenced: nothing
 -- happens unless the worker's id still holds the blob it claimed (a sweeper
 -- that took the worker for dead has already requeued that task).
--- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] processing hash, KEYS[4] counts hash (adds 1 to 'retried'),
--- KEYS[5] (a tracked task only) its record, which says retrying (see tracking.lua)
--- ARGV[1] worker id, ARGV[2] the blob it claimed, ARGV[3] the blob to enqueue, ARGV[4] (tracked) the error
+-- KEYS: name noti processing counts record...
+-- ARGV: worker_id claimed blob error...
+-- counts: adds 1 to 'retried'; record: a tracked task's record, which says retrying, with error
+-- (see tracking.lua); blob: the blob to enqueue
+-- uses: tracking
 -- Returns 1, or 0 when fenced off.
 if redis.call('hget', KEYS[3], ARGV[1]) ~= ARGV[2] then
     return 0

@@ -1,8 +1,9 @@
 -- Move dead letters, named by id, back into the queue, each task with its notification: all of them,
 -- or, if any id names no letter or a letter without a task, none.
--- KEYS[1] dead-letter stream, KEYS[2] queue list, KEYS[3] notification list,
--- KEYS[4] counts hash (adds the tasks moved to 'enqueued': they come into the queue again)
--- ARGV[1] the task field of a letter, ARGV[2..] letter ids
+-- KEYS: dead_letters name noti counts
+-- ARGV: task_field letter_ids...
+-- counts: adds the tasks moved to 'enqueued' (they come into the queue again); task_field: the
+-- field of a letter that holds its task
 -- Returns {count requeued}, or {0, id, problem, id, problem, ...} having changed nothing.
 local tasks, problems, seen = {}, {}, {}
 for i = 2, #ARGV do

@@ -1,10 +1,11 @@
 -- Move the next dead letters after a cursor back into the queue, each task with its notification,
 -- until a bound on letters or on bytes is reached: one chunk of `dead requeue --all`, so that no call
 -- keeps Redis busy for long. Letters without a task stay where they are.
--- KEYS[1] dead-letter stream, KEYS[2] queue list, KEYS[3] notification list,
--- KEYS[4] counts hash (adds the tasks moved to 'enqueued': they come into the queue again)
--- ARGV[1] the task field of a letter, ARGV[2] the id after which to start ('-': the first letter),
--- ARGV[3] most letters to move, ARGV[4] most task bytes to move (at least one letter moves)
+-- KEYS: dead_letters name noti counts
+-- ARGV: task_field after most_letters most_bytes
+-- counts: adds the tasks moved to 'enqueued'; task_field: the field of a letter that holds its
+-- task; after: the id after which to start ('-': the first letter); most_letters, most_bytes: the
+-- most letters and task bytes to move (at least one letter moves)
 -- Returns {moved, skipped, the last id looked at ('' when there were none)}.
 local max_letters, max_bytes = tonumber(ARGV[3]), tonumber(ARGV[4])
 local moved, skipped, bytes, last = 0, 0, 0, ''

@@ -1,22 +1,22 @@
 -- One chunk of the sweeper's pass, with go-delayed's semantics: a task held by a worker whose
 -- keep-alive key is gone goes back to the tail of the queue with a notification.
--- When crashes are counted (ARGV[1] is "1"), a task one of our workers on this queue (ids made of
--- ARGV[2], hex digits, maybe "-" and a number, then ARGV[4]: see keys.py) died holding stays where
+-- When crashes are counted (counting is "1"), a task one of our workers on this queue (ids made of
+-- worker_id_prefix, hex digits, maybe "-" and a number, then worker_id_suffix: see wire/keys.py) died holding stays where
 -- it is and is returned instead. The caller counts the crash in the task itself and calls again
 -- with, for that id, the blob it held and the blob to requeue it as (requeued only if the id still
 -- holds that blob), or dead-letters it (bury.lua). A go-delayed worker never releases its last
 -- task, so every clean stop of one leaves a task under a dead id, and that is not a crash.
 -- The caller hands the holders over a chunk at a time, so no call does more than a chunk's work.
--- KEYS[1] queue list, KEYS[2] notification list, KEYS[3] processing hash,
--- KEYS[4] the queue's tracked marker: a tracked task it requeues is pending again (see tracking.lua;
--- its record, named after the queue, is in the queue's slot but not declared: the ids holding tasks
--- are read before the sweep, their blobs are not),
--- KEYS[5 ..] ids that held tasks when the caller read the processing hash: each is a field of it and
--- that worker's keep-alive key, so every key the script reads is declared (Redis Cluster)
--- ARGV[1] "1" to return our dead workers' tasks, "0" to requeue them too, ARGV[2] our worker ids'
--- prefix, ARGV[3] record key prefix, ARGV[4] what our worker ids on this queue end with,
--- ARGV[5 ..] (a call that requeues counted crashes) per id of KEYS[5 ..]: the blob it held, the
--- blob to requeue it as
+-- KEYS: name noti processing tracked holders...
+-- ARGV: counting worker_id_prefix task_prefix worker_id_suffix rewrites...
+-- tracked: a tracked task it requeues is pending again (see tracking.lua; its record, named after
+-- the queue, is in the queue's slot but not declared: the ids holding tasks are read before the
+-- sweep, their blobs are not); holders: ids that held tasks when the caller read the processing
+-- hash, each a field of it and that worker's keep-alive key, so every key the script reads is
+-- declared (Redis Cluster); counting: "1" to return our dead workers' tasks, "0" to requeue them
+-- too; rewrites: (a call that requeues counted crashes) per holder, the blob it held and the blob
+-- to requeue it as
+-- uses: tracking
 -- Returns {how many tasks it requeued, then per task of ours left in place: worker id, blob}.
 local counting, prefix, suffix = ARGV[1] == '1', ARGV[2], ARGV[4]
 local track = redis.call('exists', KEYS[4]) == 1 and tracking(ARGV[3])

@@ -1,9 +1,10 @@
 -- Hold a failed task for a later attempt (a retry with backoff) and release it, atomically.
 -- Fenced as requeue.lua is: only if the worker's id still holds the blob it claimed.
--- KEYS[1] processing hash, KEYS[2] scheduled sorted set, KEYS[3] counts hash (adds 1 to 'retried'),
--- KEYS[4] (a tracked task only) its record, which says retrying (see tracking.lua)
--- ARGV[1] worker id, ARGV[2] the blob it claimed, ARGV[3] due (unix seconds), ARGV[4] the member to add,
--- ARGV[5] (tracked) the error
+-- KEYS: processing scheduled counts record...
+-- ARGV: worker_id claimed due member error...
+-- counts: adds 1 to 'retried'; record: a tracked task's record, which says retrying, with error
+-- (see tracking.lua); due: unix seconds; member: the scheduled-set member to add
+-- uses: tracking
 -- Returns 1, or 0 when fenced off.
 if redis.call('hget', KEYS[1], ARGV[1]) ~= ARGV[2] then
     return 0

@@ -1,11 +1,11 @@
 -- Claim one tick of a periodic entry and enqueue its task, atomically: of all the
 -- scheduler replicas that see the same tick, exactly one enqueues it.
--- KEYS[1] the queue's periodic hash (entry name -> last tick claimed), KEYS[2] queue list,
--- KEYS[3] notification list, KEYS[4] the queue's counts hash (adds 1 to 'enqueued' when it enqueues),
--- KEYS[5] (optional, outside a cluster) the hash of every queue's ticks older versions kept: its
--- tick counts for an entry the queue's own hash does not know yet
--- ARGV[1] entry name, ARGV[2] tick (unix seconds), ARGV[3] blob, ARGV[4] "1" to enqueue,
--- "0" to claim the tick without enqueueing (a missed tick the entry skips)
+-- KEYS: periodic name noti counts legacy...
+-- ARGV: entry tick blob enqueue
+-- periodic: the queue's hash, entry name -> last tick claimed; counts: adds 1 to 'enqueued' when it
+-- enqueues; legacy: (outside a cluster) the hash of every queue's ticks older versions kept, whose
+-- tick counts for an entry the queue's own hash does not know yet; tick: unix seconds; enqueue: "1"
+-- to enqueue, "0" to claim the tick without enqueueing (a missed tick the entry skips)
 -- Returns 1 if this call claimed the tick, 0 if another replica already had.
 local last = tonumber(redis.call('hget', KEYS[1], ARGV[1]))
 if not last and KEYS[5] then

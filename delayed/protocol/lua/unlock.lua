@@ -1,6 +1,8 @@
 -- Release unique tasks' locks, each only if it still holds that task's token (it may have
 -- expired and been taken by a newer identical task).
--- KEYS: the locks; ARGV: their tokens, in the same order
+-- KEYS: locks...
+-- ARGV: tokens...
+-- tokens: the locks' tokens, in the same order
 -- Returns how many were released.
 local released = 0
 for i, lock in ipairs(KEYS) do

@@ -1,0 +1,139 @@
+"""What producers send: the blobs, due times and scheduled-set members of an enqueue, the
+arguments of the enqueue scripts, and the MULTI that enqueues a batch; shared by Queue and AsyncQueue."""
+import contextlib
+import datetime
+import hashlib
+import math
+import os
+import time
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+import redis
+
+from ..errors import DuplicateTaskError, QueueFullError, TaskNotFoundError, TaskTooLargeError
+from ..wire import record as tracking
+from ..wire.keys import QueueKeys
+from ..wire.record import TaskInfo
+from ..wire.task import ID_OPTION, GoTask, PyTask
+from .scripts import Script
+
+Task = Union[PyTask, GoTask]
+
+DEFAULT_MAX_TASK_SIZE = 1024 * 1024
+"""Bytes; larger blobs are refused at enqueue and dead-lettered when found in a queue."""
+
+NOTIFICATION = b"1"
+
+ENQUEUE = Script("enqueue")
+ENQUEUE_UNIQUE = Script("enqueue_unique")
+ENQUEUE_TRACKED = Script("enqueue_tracked")
+CANCEL = Script("cancel")
+
+
+def blobs_of(tasks: Iterable[Task], max_task_size: int) -> List[bytes]:
+    """Serialize tasks, refusing oversized ones before anything reaches Redis."""
+    blobs = []
+    for task in tasks:
+        blob = task.serialize()
+        if len(blob) > max_task_size:
+            raise TaskTooLargeError(
+                f"{task.func_path}: {len(blob)} bytes is over the queue's max_task_size of {max_task_size}"
+            )
+        blobs.append(blob)
+    return blobs
+
+
+def due_time(delay: Optional[float], at: Optional[datetime.datetime]) -> Optional[float]:
+    """The unix time a task becomes due, or None to enqueue it now (no delay, or one already past)."""
+    if delay is not None and at is not None:
+        raise ValueError("give delay or at, not both")
+    if at is not None:
+        due = at.timestamp()  # a naive datetime is taken as local time
+    elif delay is not None:
+        due = time.time() + delay
+    else:
+        return None
+    if not math.isfinite(due):  # inf would park the task forever; nan would be due never and always
+        raise ValueError(f"a task's due time must be finite, got delay={delay!r}, at={at!r}")
+    return due if due > time.time() else None
+
+
+def scheduled_members(blobs: Sequence[bytes], due: float) -> Dict[bytes, float]:
+    """Scheduled-set members for blobs: a random prefix keeps identical tasks apart."""
+    return {os.urandom(8) + blob: due for blob in blobs}
+
+
+def unique_call(keys: QueueKeys, task: Task, delay: Optional[float], at: Optional[datetime.datetime],
+                 unique_for: float, unique_key: Optional[str], max_task_size: int,
+                 track: Optional[Tuple[str, int]] = None) -> Dict[str, Any]:
+    """The enqueue_unique script's arguments: the lock is keyed by unique_key, or by the
+    task's own digest; the task carries the lock's key and token so its worker can release it.
+    track: (task id, record ttl) of a tracked task (the digest is the untracked task's)."""
+    if not isinstance(task, PyTask):
+        raise TypeError("unique_for is for PyTasks: a go-delayed worker would never release the lock")
+    key = unique_key or hashlib.sha1(task.serialize()).hexdigest()
+    token = os.urandom(8).hex()
+    tracked = {} if track is None else {ID_OPTION: track[0]}
+    [blob] = blobs_of((task.with_options(unique_key=key, unique_token=token, **tracked),), max_task_size)
+    due = due_time(delay, at)
+    member = b"" if due is None else next(iter(scheduled_members((blob,), due)))
+    return dict(lock=keys.unique(key), lock_ms=max(1, int(unique_for * 1000)), token=token, blob=blob,
+                due="" if due is None else due, member=member,
+                tracking_keys=() if track is None else (keys.tracked, keys.task(track[0])),
+                tracking_args=() if track is None else (task.func_path, track[1]))
+
+
+def tracked_call(keys: QueueKeys, tasks: Iterable[Task], due: Optional[float], ttl: int,
+                  max_task_size: int) -> Tuple[List[str], Dict[str, Any]]:
+    """The ids of tracked tasks and the enqueue_tracked script's arguments to enqueue them."""
+    ids, func_paths, tracked = [], [], []
+    for task in tasks:
+        if not isinstance(task, PyTask):
+            raise TypeError("result_ttl is for PyTasks: a go-delayed worker would not write the record")
+        ids.append(tracking.new_id())
+        func_paths.append(task.func_path)
+        tracked.append(task.with_options(**{ID_OPTION: ids[-1]}))
+    blobs = blobs_of(tracked, max_task_size)
+    members = [b""] * len(blobs) if due is None else list(scheduled_members(blobs, due))
+    per_task = [item for entry in zip(func_paths, blobs, members) for item in entry]
+    return ids, dict(records=[keys.task(task_id) for task_id in ids], ttl=ttl, due="" if due is None else due,
+                     tasks=per_task)
+
+
+def task_info_of(keys: QueueKeys, task_id: str, fields: Dict[bytes, bytes], ttl: int) -> TaskInfo:
+    if not fields:
+        raise TaskNotFoundError(f"no record of task {task_id} in {keys.name}: never tracked (enqueued without "
+                                "result_ttl), or it expired result_ttl seconds after the task ended")
+    return tracking.parse(task_id, keys.name, fields, ttl)
+
+
+def check_unique(reply: int, call: Dict[str, Any]) -> None:
+    """DuplicateTaskError unless enqueue_unique took the lock (its reply: 1, else the lock's ms left, negated)."""
+    if reply != 1:
+        raise DuplicateTaskError(f"{call['lock']} is held by a task queued or running; "
+                                 f"it expires in {-reply / 1000:.1f} s")
+
+
+@contextlib.contextmanager
+def refused_when_full(queue: str) -> Iterator[None]:
+    """QueueFullError for an enqueue Redis refused for want of memory (at maxmemory, with a policy
+    that evicts nothing): nothing of it was applied (a script's first write, or a MULTI's command,
+    was refused). redis-py's own message would quote the command, the task's bytes included."""
+    try:
+        yield
+    except redis.exceptions.OutOfMemoryError:
+        raise QueueFullError(f"{queue}: Redis is full (its used memory is over maxmemory and it evicts nothing): "
+                             "the task was not enqueued; drain the queues or give Redis more memory") from None
+
+
+def stage_enqueue(pipe: Any, keys: QueueKeys, blobs: Sequence[bytes], due: Optional[float]) -> None:
+    """Queue a batch's commands on a MULTI pipeline: the blobs and one notification each (or, with
+    a due time, the blobs into the scheduled set), then their count added to "enqueued".
+
+    (A script would be one command, but Lua's unpack() tops out near 8,000 values.)"""
+    if due is None:
+        pipe.rpush(keys.name, *blobs)
+        pipe.rpush(keys.noti, *([NOTIFICATION] * len(blobs)))
+    else:
+        pipe.zadd(keys.scheduled, scheduled_members(blobs, due))
+    pipe.hincrby(keys.counts, "enqueued", len(blobs))

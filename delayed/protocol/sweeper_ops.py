@@ -1,0 +1,159 @@
+"""What a sweeper sends: requeue the tasks of dead workers (counting our workers' crashes in the
+tasks, dead-lettering crash loops) and top up missing notifications, as go-delayed's sweep does."""
+import time
+from dataclasses import dataclass
+from typing import List, Sequence, Tuple, Union, cast
+
+import redis
+from redis.crc import key_slot
+
+from ..errors import MalformedTaskError, message_of
+from ..wire import dead_letter
+from ..wire import record as tracking
+from ..wire.keys import WORKER_ID_PREFIX
+from ..wire.record import Tracked
+from ..wire.task import CRASHES_OPTION, PyTask
+from .base import QueueBase
+from .connection import is_cluster
+from .scripts import Script
+
+DEFAULT_MAX_CRASHES = 3
+"""A task is dead-lettered when its workers die holding it more often than this."""
+NOTIFY_AFTER = 1.0
+"""Seconds the head of a queue short of notifications must stand still before a sweep tops them up."""
+SWEEP_CHUNK = 100
+"""Holders one sweep script looks at, and crashed tasks one requeues: each call stays well under a
+millisecond of Redis's time, however many workers died."""
+NOTIFY_CHUNK = 5000
+"""Notifications one sweep script pushes at most (the sweep calls it again while some are missing)."""
+
+REQUEUE_LOST = Script("requeue_lost")
+NOTIFY_MISSING = Script("notify_missing")
+
+
+@dataclass(frozen=True)
+class CrashLoop:
+    """A task one of our workers died holding that a sweep dead-lettered: one its workers died holding
+    more than max_crashes times (reason "crash_loop"), or one that cannot count its crashes, not being
+    a PyTask (the reason a worker would have given it: "malformed", "go_task"). buried is False if
+    another sweeper took it first."""
+
+    worker_id: str
+    blob: bytes
+    crashes: int
+    buried: bool
+    reason: str = "crash_loop"
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """What one sweep of a queue did: notifications pushed (go-delayed's count: the missing ones and one
+    per task requeued), crash loops dead-lettered, and the held tasks it could not handle (worker id,
+    why), left where they are for the next sweep."""
+
+    notified: int
+    crash_loops: List[CrashLoop]
+    failures: List[Tuple[str, str]]
+
+
+class SweeperOps:
+    """A sweeper's commands on one queue."""
+
+    def __init__(self, queue: QueueBase) -> None:
+        self.queue = queue
+        self._requeue_lost_script = REQUEUE_LOST.bind(queue.conn, queue.keys)
+        self._notify_missing_script = NOTIFY_MISSING.bind(queue.conn, queue.keys)
+
+    def requeue_lost(self, max_crashes: int = DEFAULT_MAX_CRASHES, notify_after: float = NOTIFY_AFTER) -> int:
+        """sweep(), returning the number of notifications pushed, as go-delayed's requeue-lost does."""
+        return self.sweep(max_crashes, notify_after).notified
+
+    def sweep(self, max_crashes: int = DEFAULT_MAX_CRASHES, notify_after: float = NOTIFY_AFTER) -> Sweep:
+        """Requeue the tasks of dead workers and top up notifications (go-delayed's sweep).
+
+        The crashes of a task are counted in the task itself: each time one of our workers dies
+        holding it, its blob comes back with its `crashes` option one higher, so identical tasks
+        count apart. One that reaches more than max_crashes is dead-lettered instead, fenced as a
+        worker's bury; a blob that is not a PyTask (it cannot count) at its first crash, as a worker
+        would have (0 turns counting off: every task is requeued as it is). Only our workers'
+        deaths count: a go-delayed worker never releases its last task, so one that stopped cleanly
+        leaves a task behind too.
+        The ids holding tasks are read first, so each script declares every keep-alive key it reads
+        (a Redis Cluster needs that); an id that appears in between waits for the next sweep. They
+        are handed over SWEEP_CHUNK at a time, and notifications pushed NOTIFY_CHUNK at a time, so
+        no command of a sweep keeps Redis busy for long, however much lapsed.
+        Tasks without notifications (a producer or worker died between two commands) get them
+        from the first sweep that finds the queue's head where a sweep saw it short of
+        notifications at least notify_after seconds before: sooner, a worker caught between
+        its BLPOP and its dequeue would later find a stray notification.
+        A held task it cannot handle (a bug: decoding never raises) is left where it is and listed
+        in the Sweep's failures; the sweep goes on with the rest.
+        """
+        holders = cast(List[bytes], self.queue.conn.hkeys(self.queue.keys.processing))
+        if is_cluster(self.queue.conn):  # only ids in the queue's slot can be declared (ours carry its tag)
+            holders = [worker_id for worker_id in holders if key_slot(worker_id) == self.queue.slot]
+        requeued, crashed = 0, []
+        for start in range(0, len(holders), SWEEP_CHUNK):
+            moved, left = self._requeue_lost(holders[start:start + SWEEP_CHUNK], max_crashes > 0)
+            requeued += moved
+            crashed += left
+        crash_loops: List[CrashLoop] = []
+        failures: List[Tuple[str, str]] = []
+        again: List[Tuple[str, bytes, bytes]] = []
+        for worker_id, blob in crashed:
+            try:
+                outcome = self._crashed(worker_id, blob, max_crashes)
+            except redis.RedisError:
+                raise  # Redis is away: the whole sweep is retried
+            except Exception as exc:  # never let one task stop the sweep
+                failures.append((worker_id, message_of(exc)))
+                continue
+            if isinstance(outcome, CrashLoop):
+                crash_loops.append(outcome)
+            else:
+                again.append((worker_id, blob, outcome))
+        for start in range(0, len(again), SWEEP_CHUNK):
+            chunk = again[start:start + SWEEP_CHUNK]
+            requeued += self._requeue_lost([worker_id for worker_id, _, _ in chunk], True,
+                                           [blob for _, held, rewritten in chunk for blob in (held, rewritten)])[0]
+        return Sweep(requeued + self._notify_missing(notify_after), crash_loops, failures)
+
+    def _requeue_lost(self, holders: Sequence[Union[str, bytes]], counting: bool,
+                      rewrites: Sequence[bytes] = ()) -> Tuple[int, List[Tuple[str, bytes]]]:
+        """One requeue_lost call on holders: how many tasks it requeued, and the (id, blob) of our dead
+        workers it left in place (counting). rewrites: per holder, the blob it held and the blob to
+        requeue it as (its crash counted)."""
+        reply = self._requeue_lost_script(holders=holders, counting=int(counting), worker_id_prefix=WORKER_ID_PREFIX,
+                                          rewrites=rewrites)
+        return int(reply[0]), [(reply[i].decode(), reply[i + 1]) for i in range(1, len(reply), 2)]
+
+    def _crashed(self, worker_id: str, blob: bytes, max_crashes: int) -> Union[CrashLoop, bytes]:
+        """A task one of our workers died holding: the blob to requeue it as (one more crash counted
+        in it), or, dead-lettered, its CrashLoop."""
+        try:
+            task = PyTask.deserialize(blob)
+        except MalformedTaskError as exc:  # a worker of ours would dead-letter it: it cannot count crashes
+            letter = dead_letter.record(reason=exc.reason, error=f"its worker died holding it; {exc}", blob=blob,
+                                        queue=self.queue.name, worker=worker_id, func=exc.func_path)
+            return CrashLoop(worker_id, blob, 1, self._bury_crashed(worker_id, blob, letter, 1), exc.reason)
+        crashes = task.options.get(CRASHES_OPTION, 0) + 1
+        if crashes <= max_crashes:
+            return task.with_options(**{CRASHES_OPTION: crashes}).serialize()
+        letter = dead_letter.crash_loop(blob, self.queue.name, worker_id, crashes, max_crashes)
+        return CrashLoop(worker_id, blob, crashes, self._bury_crashed(worker_id, blob, letter, crashes))
+
+    def _bury_crashed(self, worker_id: str, blob: bytes, letter: dead_letter.Letter, crashes: int) -> bool:
+        task_id = tracking.task_id(blob)
+        tracked = None if task_id is None else Tracked(
+            task_id, status="dead", error=f"its workers died running it {crashes} times")
+        return self.queue.dead.bury(worker_id, blob, letter, tracked)
+
+    def _notify_missing(self, notify_after: float) -> int:
+        """Top up the missing notifications, NOTIFY_CHUNK per call; returns how many were pushed."""
+        pushed = 0
+        while True:
+            chunk, missing = self._notify_missing_script(still_ms=int(notify_after * 1000), limit=NOTIFY_CHUNK,
+                                                         now=int(time.time()))
+            pushed += int(chunk)
+            if not chunk or not missing:
+                return pushed

@@ -1,0 +1,189 @@
+"""What a worker sends: claim tasks, settle them (release, requeue, reschedule; a dead letter is
+written by DeadLetters.bury), give back what it will not run, and keep its ids alive."""
+import time
+from dataclasses import dataclass
+from typing import Any, List, Mapping, Optional, Sequence, Tuple, cast
+
+from ..wire import record as tracking
+from ..wire.keys import QueueKeys
+from ..wire.record import Tracked
+from .base import QueueBase
+from .connection import is_cluster
+from .producer import scheduled_members
+from .scripts import Script
+
+DEQUEUE = Script("dequeue")
+CLAIM_BATCH = Script("claim_batch")
+GIVE_BACK = Script("give_back")
+GIVE_BACK_FIXED_KEYS = len(GIVE_BACK.keys) - 1
+"""give_back.lua's keys before the records (its ARGV points at a record by its index in KEYS)."""
+UNLOCK = Script("unlock")
+REQUEUE = Script("requeue")
+RESCHEDULE = Script("reschedule")
+KEEP_ALIVE = Script("keep_alive")
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """What a claim_batch round trip gave: whether the queue is paused, and (worker id, blob) pairs."""
+
+    paused: bool
+    tasks: List[Tuple[str, bytes]]
+
+
+class WorkerOps:
+    """A worker's commands on one queue. A worker may hold several ids, each its own processing
+    field and keep-alive key; methods taking worker_id(s) default to queue.worker_id (keakon's API)."""
+
+    def __init__(self, queue: QueueBase) -> None:
+        self.queue = queue
+        conn, keys = queue.conn, queue.keys
+        self._dequeue = DEQUEUE.bind(conn, keys)
+        self._claim_batch = CLAIM_BATCH.bind(conn, keys)
+        self._give_back = GIVE_BACK.bind(conn, keys)
+        self._unlock = UNLOCK.bind(conn, keys)
+        self._requeue = REQUEUE.bind(conn, keys)
+        self._reschedule = RESCHEDULE.bind(conn, keys)
+        self._keep_alive_script = KEEP_ALIVE.bind(conn, keys)
+
+    def claim(self, worker_id: Optional[str] = None, timeout: Optional[float] = None) -> Optional[bytes]:
+        """Wait up to timeout (default dequeue_timeout) seconds for a task and hold it as worker_id's;
+        the raw blob or None.
+
+        If worker_id already holds a task (the reply to the last claim was lost), that task.
+        """
+        if wait_for_notification([self.queue], timeout) is None:
+            return None
+        return self.take_head(worker_id)
+
+    def take_head(self, worker_id: Optional[str] = None) -> Optional[bytes]:
+        """Hold the task at the head of the queue as worker_id's, once its notification was taken
+        (go-delayed's dequeue script); the raw blob, or None if the queue was empty. If worker_id
+        already holds a task, that task."""
+        return self._dequeue(worker_id=self.queue.id_or_own(worker_id))
+
+    def claim_batch(self, release_ids: Sequence[str], claim_ids: Sequence[str],
+                    tracked: Mapping[str, Tracked] = {}) -> Claimed:
+        """Release the tasks of release_ids (done: counted) and claim up to one task per claim id,
+        without blocking; a paused queue gives none. tracked: what the release of a tracked task's
+        id writes into its record.
+
+        One round trip. A claim id that still holds a task (the reply to the previous claim was
+        lost) returns that task again, paused or not.
+        """
+        if tracked:
+            untracked = [worker_id for worker_id in release_ids if worker_id not in tracked]
+            reply = self._claim_batch(
+                records=[self.queue.keys.task(done.task_id) for done in tracked.values()],
+                released_count=len(untracked), tracked_count=len(tracked), released=untracked,
+                results=[item for worker_id, done in tracked.items()
+                         for item in (worker_id, done.result, done.note, done.seconds)], claim_ids=claim_ids)
+        else:  # the hot path: nothing tracked to release
+            reply = self._claim_batch(records=(), released_count=len(release_ids), tracked_count=0,
+                                      released=release_ids, results=(), claim_ids=claim_ids)
+        return Claimed(bool(reply[0]), [(reply[i].decode(), reply[i + 1]) for i in range(1, len(reply), 2)])
+
+    def give_back(self, held: Sequence[Tuple[str, bytes]]) -> int:
+        """Return (worker id, blob) pairs not yet started to the head of the queue, in order (a tracked
+        one's record says pending again: declared, as every key the script writes)."""
+        records: List[str] = []
+        per_task: List[Any] = []
+        for worker_id, blob in held:
+            task_id = tracking.task_id(blob)
+            if task_id is not None:
+                records.append(self.queue.keys.task(task_id))
+            per_task += (worker_id, blob, 0 if task_id is None else GIVE_BACK_FIXED_KEYS + len(records))
+        return self._give_back(records=records, held=per_task)
+
+    def unlock(self, locks: Sequence[Tuple[str, str]]) -> int:
+        """Release unique tasks' locks, given as (unique key, token) pairs; each only if still its own."""
+        return self._unlock(locks=[self.queue.keys.unique(key) for key, _ in locks], tokens=[token for _, token in locks])
+
+    def release(self, worker_id: Optional[str] = None) -> None:
+        """Forget the task the worker holds: it is done (and counted, as claim_batch's releases are).
+
+        Needs no fence: a processing field belongs to one worker id, and the only
+        other writer, a sweeper, deletes it; releasing a field it took does nothing.
+        """
+        self.claim_batch((self.queue.id_or_own(worker_id),), ())
+
+    def requeue(self, claimed: bytes, blob: bytes, worker_id: Optional[str] = None,
+                tracked: Optional[Tracked] = None) -> bool:
+        """Enqueue blob (a retry of the held task) and release the held task, atomically; a tracked
+        task's record says retrying, with tracked's error.
+
+        Fenced: False, and nothing done, if the worker no longer holds `claimed`.
+        """
+        return bool(self._requeue(record=_record(self.queue.keys, tracked), worker_id=self.queue.id_or_own(worker_id),
+                                  claimed=claimed, blob=blob, error=_error(tracked)))
+
+    def reschedule(self, claimed: bytes, blob: bytes, due: float, worker_id: Optional[str] = None,
+                   tracked: Optional[Tracked] = None) -> bool:
+        """Hold blob (the next attempt of the held task) until due and release the held task,
+        atomically; fenced and tracked as requeue."""
+        [member] = scheduled_members((blob,), due)
+        return bool(self._reschedule(record=_record(self.queue.keys, tracked), worker_id=self.queue.id_or_own(worker_id),
+                                     claimed=claimed, due=due, member=member, error=_error(tracked)))
+
+    def try_online(self, worker_ids: Optional[Sequence[str]] = None) -> bool:
+        """Claim the ids' keep-alive keys, and list the worker in <name>_workers, in one script that a
+        full Redis still runs; False (nothing set) if a live worker already had one of the ids."""
+        return self._keep_alive("claim", worker_ids)
+
+    def keep_alive(self, worker_ids: Optional[Sequence[str]] = None) -> None:
+        """Refresh the ids' keep-alive keys and the worker's entry in <name>_workers (a full Redis too)."""
+        self._keep_alive("refresh", worker_ids)
+
+    def _keep_alive(self, action: str, worker_ids: Optional[Sequence[str]]) -> bool:
+        ids = worker_ids or (self.queue.id_or_own(None),)
+        now = time.time()
+        return bool(self._keep_alive_script(ids=ids, ttl_ms=self._keep_alive_ms, now=now,
+                                            lapse_at=now + self.queue.keep_alive_timeout, action=action))
+
+    def go_offline(self, worker_ids: Optional[Sequence[str]] = None) -> None:
+        """Delete the ids' keep-alive keys (they hold nothing and are leaving) and the worker's entry."""
+        ids = worker_ids or (self.queue.id_or_own(None),)
+        with self.queue.conn.pipeline(transaction=False) as pipe:
+            for worker_id in ids:  # one DEL each: a cluster pipeline refuses a DEL of several keys
+                pipe.delete(worker_id)
+            pipe.zrem(self.queue.keys.workers, ids[0])
+            pipe.execute()
+
+    @property
+    def _keep_alive_ms(self) -> int:
+        return max(1, int(self.queue.keep_alive_timeout * 1000))
+
+
+def _record(keys: QueueKeys, tracked: Optional[Tracked]) -> Tuple[str, ...]:
+    """The record key a settling script takes last among its keys, for a tracked task."""
+    return () if tracked is None else (keys.task(tracked.task_id),)
+
+
+def _error(tracked: Optional[Tracked]) -> Tuple[str, ...]:
+    return () if tracked is None else (tracked.error,)
+
+
+def server_of(queue: QueueBase) -> Tuple[Any, ...]:
+    """Where queue's Redis is (host, port, unix socket path, db), as its connection pool says; for a
+    Redis Cluster, which cluster (the nodes its client was started from): a cluster client has no
+    single pool."""
+    if is_cluster(queue.conn):
+        return ("cluster", *sorted(node.name for node in cast(Any, queue.conn).nodes_manager.startup_nodes.values()))
+    kwargs = getattr(queue.conn.connection_pool, "connection_kwargs", {})
+    return tuple(kwargs.get(name) for name in ("host", "port", "path", "db"))
+
+
+def wait_for_notification(queues: Sequence[QueueBase], timeout: Optional[float] = None) -> Optional[QueueBase]:
+    """Wait up to timeout (default: the first queue's dequeue_timeout) seconds for a notification on
+    any of the queues (all on the first one's Redis) and take it: the first of them that had one, in
+    the order given (BLPOP's), or None. The caller then takes its task (Queue.take_head).
+    On a Redis Cluster one BLPOP cannot span slots: it waits on the queues in the first one's slot."""
+    first = queues[0]
+    if is_cluster(first.conn):
+        queues = [queue for queue in queues if queue.slot == first.slot]
+    by_key = {queue.keys.noti: queue for queue in queues}
+    popped = first.conn.blpop(list(by_key), first.dequeue_timeout if timeout is None else timeout)
+    if not popped:
+        return None
+    key = popped[0]
+    return by_key[key.decode() if isinstance(key, bytes) else key]
