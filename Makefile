@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: test interop demo bench chaos redis-server prometheus chromium clean
+.PHONY: test interop demo bench ab chaos redis-server prometheus chromium clean
 
 test: $(INSTALLED) redis-server prometheus chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -30,6 +30,11 @@ chaos: $(INSTALLED) redis-server
 # Us and our peers side by side on one throwaway Redis; writes BENCHMARKS.md (about 14 minutes).
 bench: $(INSTALLED) redis-server
 	BENCH_COMMAND="make bench" $(PY) bench/run.py $(BENCH_ARGS)
+
+# In-process A/B of the no-op and tracked drains: a git ref against the working tree, runs alternating
+# (about 70 s); AB_ARGS names the ref, e.g. make ab AB_ARGS="--base fc1c7ee".
+ab: $(INSTALLED) redis-server
+	$(PY) bench/ab.py $(AB_ARGS)
 
 $(INSTALLED): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
