@@ -9,11 +9,12 @@ import msgpack
 import redis
 
 from ..wire import preview
+from ..protocol import inspect
 from ..protocol.connection import is_cluster
 from ..wire.dead_letter import UNDECODABLE
 from ..errors import MalformedTaskError
-from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, LEGACY_PERIODIC_KEY,
-                         NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_SUFFIX, WORKER_ID_PREFIX, WORKERS_SUFFIX, QueueKeys)
+from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, LEGACY_PERIODIC_KEY, NOTI_SUFFIX, PROCESSING_SUFFIX,
+                         SCHEDULED_SUFFIX, WORKER_ID_PREFIX, WORKERS_SUFFIX, QueueKeys)
 from ..protocol.queue import Queue
 from ..wire.task import GoTask, decode_task
 
@@ -21,8 +22,6 @@ Row = Dict[str, Any]
 # Replies are cast to what a connection that does not decode responses returns (ours never do).
 
 
-_SUFFIXES = (NOTI_SUFFIX, PROCESSING_SUFFIX, DEAD_SUFFIX, DEAD_LETTERS_SUFFIX, SCHEDULED_SUFFIX, WORKERS_SUFFIX,
-             COUNTS_SUFFIX)
 _WORKER_ID = re.compile(r"([0-9a-fA-F]{32}|" + re.escape(WORKER_ID_PREFIX) + r"[0-9a-f]{32}(-[0-9]+)?(:\{[^{}]+\})?)")
 """go-delayed's worker ids (32 hex digits) and ours (delayed-py-, 32 hex digits, maybe -N for an extra slot,
 then the queue's hash tag if it has one)."""
@@ -36,42 +35,12 @@ def queue_names(conn: redis.Redis) -> List[str]:
     sorted set whose first member is one of our worker ids; `N_scheduled` a sorted set whose
     first member is 8 bytes and a task blob; `N_dead_letters` a stream (or `N_dead`, as older
     versions kept them, a list) whose first entry is a dead-letter record; `N_counts` a hash
-    whose first fields are counted events (a queue drained empty keeps its counters). Cost: one SCAN,
-    one pipeline of TYPEs and one of samples, and a script per dead-letter stream of a name nothing
-    else showed to be a queue (reading the head of its first letter); never a whole key read.
+    whose first fields are counted events (a queue drained empty keeps its counters). Cost: those
+    of inspect.candidates, and a script per dead-letter stream of a name nothing else showed to be
+    a queue (reading the head of its first letter); never a whole key read.
     """
-    candidates: Dict[str, List[str]] = {}
-    for raw in conn.scan_iter(count=1000):
-        key = raw.decode(errors="replace")
-        for suffix in _SUFFIXES:
-            if key.endswith(suffix) and len(key) > len(suffix):
-                candidates.setdefault(key[: -len(suffix)], []).append(suffix)
-    names = sorted(candidates)
-    probed = [(name, suffix) for name in names for suffix in candidates[name]]
-    with conn.pipeline(transaction=False) as pipe:
-        for name, suffix in probed:
-            pipe.type(name + suffix)
-        for name in names:
-            pipe.type(name)
-        types = [kind.decode() if isinstance(kind, bytes) else kind for kind in pipe.execute()]
-    list_names = {name for name, kind in zip(names, types[len(probed):]) if kind == "list"}
-    expected = {NOTI_SUFFIX: "list", PROCESSING_SUFFIX: "hash", DEAD_SUFFIX: "list", DEAD_LETTERS_SUFFIX: "stream",
-                SCHEDULED_SUFFIX: "zset", WORKERS_SUFFIX: "zset", COUNTS_SUFFIX: "hash"}
-    typed = [(name, suffix) for (name, suffix), kind in zip(probed, types) if kind == expected[suffix]]
-    streams = [name for name, suffix in typed if suffix == DEAD_LETTERS_SUFFIX]
-    typed = [(name, suffix) for name, suffix in typed if suffix != DEAD_LETTERS_SUFFIX]
-    with conn.pipeline(transaction=False) as pipe:
-        for name, suffix in typed:
-            key = name + suffix
-            if suffix in (PROCESSING_SUFFIX, COUNTS_SUFFIX):
-                pipe.hscan(key, 0, count=10)
-            elif suffix in (SCHEDULED_SUFFIX, WORKERS_SUFFIX):
-                pipe.zrange(key, 0, 0)
-            else:
-                pipe.lindex(key, 0)
-        samples = pipe.execute()
-    found = {name for (name, suffix), sample in zip(typed, samples)
-             if _looks_ours(suffix, sample, name in list_names)}
+    samples, streams = inspect.candidates(conn)
+    found = {sample.name for sample in samples if _looks_ours(sample)}
     found.update(name for name in streams if name not in found and _first_letter_is_ours(conn, name))
     return sorted(found)
 
@@ -86,21 +55,22 @@ def _first_letter_is_ours(conn: redis.Redis, name: str) -> bool:
     return bool(letters) and letters[0]["reason"] != UNDECODABLE
 
 
-def _looks_ours(suffix: str, sample: Any, name_is_list: bool) -> bool:
+def _looks_ours(sample: inspect.Sample) -> bool:
     """Whether a key of the right type holds what our (or go-delayed's) queues put there."""
+    suffix, head = sample.suffix, sample.head
     if suffix == NOTI_SUFFIX:
-        return name_is_list and sample == b"1"
+        return sample.name_is_list and head == [b"1"]
     if suffix == PROCESSING_SUFFIX:
-        return any(_WORKER_ID.fullmatch(field.decode(errors="replace")) for field in sample[1])
+        return any(_WORKER_ID.fullmatch(field.decode(errors="replace")) for field in head)
     if suffix == COUNTS_SUFFIX:
-        return bool(sample[1]) and all(field.decode(errors="replace") in COUNTED_EVENTS for field in sample[1])
+        return bool(head) and all(field.decode(errors="replace") in COUNTED_EVENTS for field in head)
     if suffix == WORKERS_SUFFIX:
-        return bool(sample) and _WORKER_ID.fullmatch(sample[0].decode(errors="replace")) is not None
+        return bool(head) and _WORKER_ID.fullmatch(head[0].decode(errors="replace")) is not None
     if suffix == SCHEDULED_SUFFIX:
-        return bool(sample) and "undecodable" not in describe_task(sample[0][8:])
+        return bool(head) and "undecodable" not in describe_task(head[0])
     try:  # N_dead, the letters of older versions
-        entry = json.loads(sample)
-    except (TypeError, ValueError, RecursionError):
+        entry = json.loads(head[0])
+    except (IndexError, ValueError, RecursionError):
         return False
     return isinstance(entry, dict) and "reason" in entry and "task" in entry
 

@@ -1,0 +1,96 @@
+"""The operators' reads of Redis: which keys may be queues', each queue's counts, its workers and who
+holds what, its scheduled tasks and periodic entries. Replies come back as plain data; what to show
+and how is delayed.ops.admin's."""
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, NamedTuple, Sequence, Tuple, cast
+
+import redis
+
+from ..wire.keys import (COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, NOTI_SUFFIX, PROCESSING_SUFFIX,
+                         SCHEDULED_PREFIX_BYTES, SCHEDULED_SUFFIX, WORKERS_SUFFIX)
+
+# Replies are cast to what a connection that does not decode responses returns (ours never do).
+
+KEY_TYPES = {NOTI_SUFFIX: "list", PROCESSING_SUFFIX: "hash", DEAD_SUFFIX: "list", DEAD_LETTERS_SUFFIX: "stream",
+             SCHEDULED_SUFFIX: "zset", WORKERS_SUFFIX: "zset", COUNTS_SUFFIX: "hash"}
+"""The keys of a queue N that tell it is there, by suffix, with the type our queues give each."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    """The head of key name + suffix, one of a would-be queue's keys that has its type (KEY_TYPES):
+    a hash's first fields (one HSCAN page of 10), a sorted set's first member (a scheduled task's
+    blob, its prefix cut off) or a list's first item; none if it is empty. name_is_list: whether
+    the key `name` itself is a list, as a queue's is."""
+
+    name: str
+    suffix: str
+    head: List[bytes]
+    name_is_list: bool
+
+
+class Candidates(NamedTuple):
+    """The would-be queues a SCAN found: samples of their keys, and the names with a dead-letter
+    stream (N_dead_letters), to be read through Queue.dead_letters."""
+
+    samples: List[Sample]
+    streams: List[str]
+
+
+def candidates(conn: redis.Redis) -> Candidates:
+    """Every name N with a key N + suffix (KEY_TYPES) of the type our queues give it, sampled.
+
+    Cost: one SCAN, one pipeline of TYPEs (the keys, and the names themselves) and one of
+    samples; never a whole key read."""
+    found: Dict[str, List[str]] = {}
+    for key in _keys(conn):
+        for suffix in KEY_TYPES:
+            if key.endswith(suffix) and len(key) > len(suffix):
+                found.setdefault(key[: -len(suffix)], []).append(suffix)
+    names = sorted(found)
+    probed = [(name, suffix) for name in names for suffix in found[name]]
+    types = _types(conn, [name + suffix for name, suffix in probed] + names)
+    list_names = {name for name, kind in zip(names, types[len(probed):]) if kind == "list"}
+    typed = [(name, suffix) for (name, suffix), kind in zip(probed, types) if kind == KEY_TYPES[suffix]]
+    streams = [name for name, suffix in typed if suffix == DEAD_LETTERS_SUFFIX]
+    typed = [(name, suffix) for name, suffix in typed if suffix != DEAD_LETTERS_SUFFIX]
+    with conn.pipeline(transaction=False) as pipe:
+        for name, suffix in typed:
+            kind = KEY_TYPES[suffix]
+            if kind == "hash":
+                pipe.hscan(name + suffix, 0, count=10)
+            elif kind == "zset":
+                pipe.zrange(name + suffix, 0, 0)
+            else:
+                pipe.lindex(name + suffix, 0)
+        replies = pipe.execute()
+    samples = [Sample(name, suffix, _head(suffix, reply), name in list_names)
+               for (name, suffix), reply in zip(typed, replies)]
+    return Candidates(samples, streams)
+
+
+def _keys(conn: redis.Redis) -> Iterator[str]:
+    """Every key in the database (every node's, on a cluster), decoded."""
+    for raw in conn.scan_iter(count=1000):
+        yield cast(bytes, raw).decode(errors="replace")
+
+
+def _types(conn: redis.Redis, keys: Sequence[str]) -> List[str]:
+    """The type of each key ("none" for a missing one), in one round trip."""
+    with conn.pipeline(transaction=False) as pipe:
+        for key in keys:
+            pipe.type(key)
+        return [kind.decode() if isinstance(kind, bytes) else kind for kind in pipe.execute()]
+
+
+def _head(suffix: str, reply: object) -> List[bytes]:
+    """A sample's reply as the Sample.head of a key with this suffix."""
+    kind = KEY_TYPES[suffix]
+    if kind == "hash":  # HSCAN: (cursor, {field: value})
+        return list(cast(Tuple[int, Dict[bytes, bytes]], reply)[1])
+    if kind == "zset":
+        members = cast(List[bytes], reply)
+        return [member[SCHEDULED_PREFIX_BYTES:] for member in members] if suffix == SCHEDULED_SUFFIX else members
+    return [] if reply is None else [cast(bytes, reply)]
+
+
