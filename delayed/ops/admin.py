@@ -85,29 +85,10 @@ def stats(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List[
     the queue's counters (COUNTER_FIELDS: tasks our scripts enqueued, released done, retried and
     dead-lettered since its counts hash was created, 0 without one);
     with heads, also "head": the blob at the head of the queue (None if empty)."""
-    per_queue = 9 if heads else 8
-    with conn.pipeline(transaction=False) as pipe:
-        for keys in map(QueueKeys.of, names):
-            pipe.llen(keys.name)
-            pipe.hlen(keys.processing)
-            pipe.zcard(keys.scheduled)
-            pipe.xlen(keys.dead_letters)
-            pipe.llen(keys.dead)  # letters of older versions, not yet moved into dead_letters
-            pipe.zcount(keys.workers, time.time(), "+inf")
-            pipe.hmget(keys.counts, COUNTED_EVENTS)
-            pipe.exists(keys.paused)
-            if heads:
-                pipe.lindex(keys.name, 0)
-        replies = pipe.execute()
-    rows = []
-    for i, name in enumerate(names):
-        pending, processing, scheduled, dead_letters, dead, workers, counts, paused, *head = \
-            replies[i * per_queue:(i + 1) * per_queue]
-        rows.append({"queue": name, "pending": pending, "processing": processing, "scheduled": scheduled,
-                     "dead": dead_letters + dead, "workers": workers, "paused": bool(paused),
-                     **{field: int(count or 0) for field, count in zip(COUNTER_FIELDS, counts)},
-                     **({"head": head[0]} if heads else {})})
-    return rows
+    return [{"queue": name, "pending": counts.pending, "processing": counts.processing, "scheduled": counts.scheduled,
+             "dead": counts.dead, "workers": counts.workers, "paused": counts.paused,
+             **dict(zip(COUNTER_FIELDS, counts.events)), **({"head": counts.head} if heads else {})}
+            for name, counts in zip(names, inspect.counts(conn, names, heads))]
 
 
 def with_rates(rows: List[Row], previous: List[Row], seconds: float) -> List[Row]:

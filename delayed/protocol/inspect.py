@@ -1,13 +1,14 @@
 """The operators' reads of Redis: which keys may be queues', each queue's counts, its workers and who
 holds what, its scheduled tasks and periodic entries. Replies come back as plain data; what to show
 and how is delayed.ops.admin's."""
+import time
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, NamedTuple, Sequence, Tuple, cast
+from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, cast
 
 import redis
 
-from ..wire.keys import (COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, NOTI_SUFFIX, PROCESSING_SUFFIX,
-                         SCHEDULED_PREFIX_BYTES, SCHEDULED_SUFFIX, WORKERS_SUFFIX)
+from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, NOTI_SUFFIX,
+                         PROCESSING_SUFFIX, SCHEDULED_PREFIX_BYTES, SCHEDULED_SUFFIX, WORKERS_SUFFIX, QueueKeys)
 
 # Replies are cast to what a connection that does not decode responses returns (ours never do).
 
@@ -92,5 +93,47 @@ def _head(suffix: str, reply: object) -> List[bytes]:
         members = cast(List[bytes], reply)
         return [member[SCHEDULED_PREFIX_BYTES:] for member in members] if suffix == SCHEDULED_SUFFIX else members
     return [] if reply is None else [cast(bytes, reply)]
+
+
+@dataclass(frozen=True)
+class Counts:
+    """A queue's numbers: tasks pending, held by workers (processing), scheduled and dead (in the
+    dead-letter stream and in an N_dead list of older versions, not yet moved); our live workers;
+    whether it is paused; its counters by COUNTED_EVENTS (0 without a counts hash); with heads,
+    the blob at the head of the queue (else, or if it is empty, None)."""
+
+    pending: int
+    processing: int
+    scheduled: int
+    dead: int
+    workers: int
+    paused: bool
+    events: Tuple[int, ...]
+    head: Optional[bytes] = None
+
+
+def counts(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List[Counts]:
+    """The Counts of each queue, in one round trip."""
+    per_queue = 9 if heads else 8
+    with conn.pipeline(transaction=False) as pipe:
+        for keys in map(QueueKeys.of, names):
+            pipe.llen(keys.name)
+            pipe.hlen(keys.processing)
+            pipe.zcard(keys.scheduled)
+            pipe.xlen(keys.dead_letters)
+            pipe.llen(keys.dead)
+            pipe.zcount(keys.workers, time.time(), "+inf")
+            pipe.hmget(keys.counts, COUNTED_EVENTS)
+            pipe.exists(keys.paused)
+            if heads:
+                pipe.lindex(keys.name, 0)
+        replies = pipe.execute()
+    found = []
+    for i in range(len(names)):
+        pending, processing, scheduled, dead_letters, dead, workers, events, paused, *head = \
+            replies[i * per_queue:(i + 1) * per_queue]
+        found.append(Counts(pending, processing, scheduled, dead_letters + dead, workers, bool(paused),
+                            tuple(int(count or 0) for count in events), *head))
+    return found
 
 
