@@ -129,13 +129,11 @@ def workers(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
     """Our live workers per queue: id, seconds until their keep-alive lapses, tasks they hold now."""
     now = time.time()
     rows = []
-    for keys in map(QueueKeys.of, names):
-        held = [field.decode(errors="replace") for field in cast(List[bytes], conn.hkeys(keys.processing))]
-        live = cast(List[Tuple[bytes, float]], conn.zrangebyscore(keys.workers, now, "+inf", withscores=True))
-        for member, expires in live:
-            worker_id = member.decode(errors="replace")
-            rows.append({"queue": keys.name, "worker": worker_id, "expires_in": round(expires - now, 1),
-                         "holding": sum(field.startswith(worker_id) for field in held)})
+    for name in names:
+        held = inspect.holder_ids(conn, name)
+        for worker in inspect.live_workers(conn, name, now):
+            rows.append({"queue": name, "worker": worker.id, "expires_in": round(worker.expires - now, 1),
+                         "holding": sum(field.startswith(worker.id) for field in held)})
     return rows
 
 
@@ -147,20 +145,9 @@ def holders(conn: redis.Redis, names: Sequence[str], limit: int = 200) -> List[R
     field of N_processing (at most limit per queue, read with HSCAN) whose keep-alive key (the bare
     worker id) exists. Rows: queue, worker, "go" (a go-delayed id: 32 hex digits), task (described).
     A field whose keep-alive is gone is a lapsed worker's task that a sweeper will requeue: left out."""
-    rows = []
-    for keys in map(QueueKeys.of, names):
-        held: List[Tuple[str, bytes]] = []
-        for field, blob in conn.hscan_iter(keys.processing, count=100):
-            held.append((cast(bytes, field).decode(errors="replace"), cast(bytes, blob)))
-            if len(held) >= limit:
-                break
-        with conn.pipeline(transaction=False) as pipe:
-            for worker_id, _ in held:
-                pipe.exists(worker_id)
-            alive = pipe.execute()
-        rows += [{"queue": keys.name, "worker": worker_id, "go": _GO_WORKER_ID.fullmatch(worker_id) is not None,
-                  "task": describe_task(blob)} for (worker_id, blob), live in zip(held, alive) if live]
-    return rows
+    return [{"queue": name, "worker": worker_id, "go": _GO_WORKER_ID.fullmatch(worker_id) is not None,
+             "task": describe_task(blob)}
+            for name in names for worker_id, blob in inspect.live_holders(conn, name, limit)]
 
 
 def periodic(conn: redis.Redis, names: Sequence[str], limit: int = 1000) -> List[Row]:

@@ -137,3 +137,40 @@ def counts(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List
     return found
 
 
+class Worker(NamedTuple):
+    """One of our live workers on a queue: its id, and the unix time its keep-alive lapses."""
+
+    id: str
+    expires: float
+
+
+def holder_ids(conn: redis.Redis, name: str) -> List[str]:
+    """The worker ids that hold a task of the queue now (the fields of N_processing), any worker's."""
+    return [field.decode(errors="replace") for field in
+            cast(List[bytes], conn.hkeys(QueueKeys.of(name).processing))]
+
+
+def live_workers(conn: redis.Redis, name: str, now: float) -> List[Worker]:
+    """Our workers on the queue whose keep-alive lapses after now, soonest first."""
+    live = cast(List[Tuple[bytes, float]],
+                conn.zrangebyscore(QueueKeys.of(name).workers, now, "+inf", withscores=True))
+    return [Worker(member.decode(errors="replace"), expires) for member, expires in live]
+
+
+def live_holders(conn: redis.Redis, name: str, limit: int) -> List[Tuple[str, bytes]]:
+    """(worker id, blob) for the tasks held in the queue (at most limit, read with HSCAN) whose
+    worker's keep-alive key (its bare id) exists, go-delayed's workers included; a task whose
+    keep-alive is gone is a lapsed worker's, which a sweeper will requeue: left out. Two round
+    trips and those of the HSCAN."""
+    held: List[Tuple[str, bytes]] = []
+    for field, blob in conn.hscan_iter(QueueKeys.of(name).processing, count=100):
+        held.append((cast(bytes, field).decode(errors="replace"), cast(bytes, blob)))
+        if len(held) >= limit:
+            break
+    with conn.pipeline(transaction=False) as pipe:
+        for worker_id, _ in held:
+            pipe.exists(worker_id)
+        alive = pipe.execute()
+    return [task for task, live in zip(held, alive) if live]
+
+
