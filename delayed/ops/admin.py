@@ -3,24 +3,21 @@ import datetime
 import json
 import re
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import msgpack
 import redis
 
 from ..wire import preview
 from ..protocol import inspect
-from ..protocol.connection import is_cluster
 from ..wire.dead_letter import UNDECODABLE
 from ..errors import MalformedTaskError
-from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, LEGACY_PERIODIC_KEY, NOTI_SUFFIX, PROCESSING_SUFFIX,
-                         SCHEDULED_SUFFIX, WORKER_ID_PREFIX, WORKERS_SUFFIX, QueueKeys)
+from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_SUFFIX,
+                         WORKER_ID_PREFIX, WORKERS_SUFFIX)
 from ..protocol.queue import Queue
 from ..wire.task import GoTask, decode_task
 
 Row = Dict[str, Any]
-# Replies are cast to what a connection that does not decode responses returns (ours never do).
-
 
 _WORKER_ID = re.compile(r"([0-9a-fA-F]{32}|" + re.escape(WORKER_ID_PREFIX) + r"[0-9a-f]{32}(-[0-9]+)?(:\{[^{}]+\})?)")
 """go-delayed's worker ids (32 hex digits) and ours (delayed-py-, 32 hex digits, maybe -N for an extra slot,
@@ -155,22 +152,16 @@ def periodic(conn: redis.Redis, names: Sequence[str], limit: int = 1000) -> List
     outside a cluster, the one hash older versions kept: its entries the queues' hashes do not know),
     at most limit, by name: queue (None for an old entry), name, last_tick (ISO 8601, UTC; the raw
     value if it is not a unix time)."""
-    found: Dict[str, Row] = {}
-    sources: List[Tuple[Optional[str], str]] = [(name, QueueKeys.of(name).periodic) for name in names]
-    if not is_cluster(conn):
-        sources.append((None, LEGACY_PERIODIC_KEY))
-    for queue, key in sources:
-        for field, value in conn.hscan_iter(key, count=100):
-            entry = cast(bytes, field).decode(errors="replace")
-            text = cast(bytes, value).decode(errors="replace")
-            try:
-                tick = _when(float(text))
-            except ValueError:
-                tick = text
-            found.setdefault(entry, {"queue": queue, "name": entry, "last_tick": tick})
-            if len(found) >= limit:
-                break
-    return sorted(found.values(), key=lambda row: row["name"])
+    return [{"queue": tick.queue, "name": tick.name, "last_tick": _tick_time(tick.last_tick)}
+            for tick in sorted(inspect.periodic_ticks(conn, names, limit), key=lambda tick: tick.name)]
+
+
+def _tick_time(text: str) -> str:
+    """A periodic tick as stored (a unix time) in ISO 8601; the raw value if it is not a number."""
+    try:
+        return _when(float(text))
+    except ValueError:
+        return text
 
 
 PREVIEW_BYTES = 64 * 1024
@@ -269,9 +260,7 @@ def set_paused(conn: redis.Redis, name: str, paused: bool) -> bool:
 
 def scheduled(conn: redis.Redis, name: str, count: int = 20) -> List[Row]:
     """The next tasks to become due: when, and what."""
-    members = cast(List[Tuple[bytes, float]],
-                   conn.zrange(QueueKeys.of(name).scheduled, 0, count - 1, withscores=True))
-    return [{"due": _when(due), "task": describe_task(member[8:])} for member, due in members]
+    return [{"due": _when(due), "task": describe_task(blob)} for blob, due in inspect.next_scheduled(conn, name, count)]
 
 
 def _when(timestamp: float) -> str:

@@ -7,8 +7,10 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, 
 
 import redis
 
-from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, NOTI_SUFFIX,
-                         PROCESSING_SUFFIX, SCHEDULED_PREFIX_BYTES, SCHEDULED_SUFFIX, WORKERS_SUFFIX, QueueKeys)
+from .connection import is_cluster
+from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, LEGACY_PERIODIC_KEY,
+                         NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_PREFIX_BYTES, SCHEDULED_SUFFIX, WORKERS_SUFFIX,
+                         QueueKeys)
 
 # Replies are cast to what a connection that does not decode responses returns (ours never do).
 
@@ -174,3 +176,34 @@ def live_holders(conn: redis.Redis, name: str, limit: int) -> List[Tuple[str, by
     return [task for task, live in zip(held, alive) if live]
 
 
+class Tick(NamedTuple):
+    """A periodic entry and the last tick a scheduler claimed of it, as stored (a unix time, as
+    text); queue: whose N_periodic hash holds it, None for the one hash older versions kept."""
+
+    queue: Optional[str]
+    name: str
+    last_tick: str
+
+
+def periodic_ticks(conn: redis.Redis, names: Sequence[str], limit: int) -> List[Tick]:
+    """The entries of these queues' N_periodic hashes, then (outside a cluster) those of the old one
+    that the queues' hashes do not know, each entry once (the first found), read with HSCAN until
+    limit are found (each hash after that adds at most one more)."""
+    found: Dict[str, Tick] = {}
+    sources: List[Tuple[Optional[str], str]] = [(name, QueueKeys.of(name).periodic) for name in names]
+    if not is_cluster(conn):
+        sources.append((None, LEGACY_PERIODIC_KEY))
+    for queue, key in sources:
+        for field, value in conn.hscan_iter(key, count=100):
+            entry = cast(bytes, field).decode(errors="replace")
+            found.setdefault(entry, Tick(queue, entry, cast(bytes, value).decode(errors="replace")))
+            if len(found) >= limit:
+                break
+    return list(found.values())
+
+
+def next_scheduled(conn: redis.Redis, name: str, count: int) -> List[Tuple[bytes, float]]:
+    """The count scheduled tasks of the queue due soonest: (blob, unix time it is due), in that order."""
+    members = cast(List[Tuple[bytes, float]],
+                   conn.zrange(QueueKeys.of(name).scheduled, 0, count - 1, withscores=True))
+    return [(member[SCHEDULED_PREFIX_BYTES:], due) for member, due in members]
