@@ -3,26 +3,22 @@ import datetime
 import json
 import re
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import msgpack
 import redis
 
 from ..wire import preview
-from ..protocol.connection import is_cluster
+from ..protocol import inspect
 from ..wire.dead_letter import UNDECODABLE
 from ..errors import MalformedTaskError
-from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, LEGACY_PERIODIC_KEY,
-                         NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_SUFFIX, WORKER_ID_PREFIX, WORKERS_SUFFIX, QueueKeys)
+from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_SUFFIX,
+                         WORKER_ID_PREFIX, WORKERS_SUFFIX)
 from ..protocol.queue import Queue
 from ..wire.task import GoTask, decode_task
 
 Row = Dict[str, Any]
-# Replies are cast to what a connection that does not decode responses returns (ours never do).
 
-
-_SUFFIXES = (NOTI_SUFFIX, PROCESSING_SUFFIX, DEAD_SUFFIX, DEAD_LETTERS_SUFFIX, SCHEDULED_SUFFIX, WORKERS_SUFFIX,
-             COUNTS_SUFFIX)
 _WORKER_ID = re.compile(r"([0-9a-fA-F]{32}|" + re.escape(WORKER_ID_PREFIX) + r"[0-9a-f]{32}(-[0-9]+)?(:\{[^{}]+\})?)")
 """go-delayed's worker ids (32 hex digits) and ours (delayed-py-, 32 hex digits, maybe -N for an extra slot,
 then the queue's hash tag if it has one)."""
@@ -36,42 +32,12 @@ def queue_names(conn: redis.Redis) -> List[str]:
     sorted set whose first member is one of our worker ids; `N_scheduled` a sorted set whose
     first member is 8 bytes and a task blob; `N_dead_letters` a stream (or `N_dead`, as older
     versions kept them, a list) whose first entry is a dead-letter record; `N_counts` a hash
-    whose first fields are counted events (a queue drained empty keeps its counters). Cost: one SCAN,
-    one pipeline of TYPEs and one of samples, and a script per dead-letter stream of a name nothing
-    else showed to be a queue (reading the head of its first letter); never a whole key read.
+    whose first fields are counted events (a queue drained empty keeps its counters). Cost: those
+    of inspect.candidates, and a script per dead-letter stream of a name nothing else showed to be
+    a queue (reading the head of its first letter); never a whole key read.
     """
-    candidates: Dict[str, List[str]] = {}
-    for raw in conn.scan_iter(count=1000):
-        key = raw.decode(errors="replace")
-        for suffix in _SUFFIXES:
-            if key.endswith(suffix) and len(key) > len(suffix):
-                candidates.setdefault(key[: -len(suffix)], []).append(suffix)
-    names = sorted(candidates)
-    probed = [(name, suffix) for name in names for suffix in candidates[name]]
-    with conn.pipeline(transaction=False) as pipe:
-        for name, suffix in probed:
-            pipe.type(name + suffix)
-        for name in names:
-            pipe.type(name)
-        types = [kind.decode() if isinstance(kind, bytes) else kind for kind in pipe.execute()]
-    list_names = {name for name, kind in zip(names, types[len(probed):]) if kind == "list"}
-    expected = {NOTI_SUFFIX: "list", PROCESSING_SUFFIX: "hash", DEAD_SUFFIX: "list", DEAD_LETTERS_SUFFIX: "stream",
-                SCHEDULED_SUFFIX: "zset", WORKERS_SUFFIX: "zset", COUNTS_SUFFIX: "hash"}
-    typed = [(name, suffix) for (name, suffix), kind in zip(probed, types) if kind == expected[suffix]]
-    streams = [name for name, suffix in typed if suffix == DEAD_LETTERS_SUFFIX]
-    typed = [(name, suffix) for name, suffix in typed if suffix != DEAD_LETTERS_SUFFIX]
-    with conn.pipeline(transaction=False) as pipe:
-        for name, suffix in typed:
-            key = name + suffix
-            if suffix in (PROCESSING_SUFFIX, COUNTS_SUFFIX):
-                pipe.hscan(key, 0, count=10)
-            elif suffix in (SCHEDULED_SUFFIX, WORKERS_SUFFIX):
-                pipe.zrange(key, 0, 0)
-            else:
-                pipe.lindex(key, 0)
-        samples = pipe.execute()
-    found = {name for (name, suffix), sample in zip(typed, samples)
-             if _looks_ours(suffix, sample, name in list_names)}
+    samples, streams = inspect.candidates(conn)
+    found = {sample.name for sample in samples if _looks_ours(sample)}
     found.update(name for name in streams if name not in found and _first_letter_is_ours(conn, name))
     return sorted(found)
 
@@ -86,21 +52,22 @@ def _first_letter_is_ours(conn: redis.Redis, name: str) -> bool:
     return bool(letters) and letters[0]["reason"] != UNDECODABLE
 
 
-def _looks_ours(suffix: str, sample: Any, name_is_list: bool) -> bool:
+def _looks_ours(sample: inspect.Sample) -> bool:
     """Whether a key of the right type holds what our (or go-delayed's) queues put there."""
+    suffix, head = sample.suffix, sample.head
     if suffix == NOTI_SUFFIX:
-        return name_is_list and sample == b"1"
+        return sample.name_is_list and head == [b"1"]
     if suffix == PROCESSING_SUFFIX:
-        return any(_WORKER_ID.fullmatch(field.decode(errors="replace")) for field in sample[1])
+        return any(_WORKER_ID.fullmatch(field.decode(errors="replace")) for field in head)
     if suffix == COUNTS_SUFFIX:
-        return bool(sample[1]) and all(field.decode(errors="replace") in COUNTED_EVENTS for field in sample[1])
+        return bool(head) and all(field.decode(errors="replace") in COUNTED_EVENTS for field in head)
     if suffix == WORKERS_SUFFIX:
-        return bool(sample) and _WORKER_ID.fullmatch(sample[0].decode(errors="replace")) is not None
+        return bool(head) and _WORKER_ID.fullmatch(head[0].decode(errors="replace")) is not None
     if suffix == SCHEDULED_SUFFIX:
-        return bool(sample) and "undecodable" not in describe_task(sample[0][8:])
+        return bool(head) and "undecodable" not in describe_task(head[0])
     try:  # N_dead, the letters of older versions
-        entry = json.loads(sample)
-    except (TypeError, ValueError, RecursionError):
+        entry = json.loads(head[0])
+    except (IndexError, ValueError, RecursionError):
         return False
     return isinstance(entry, dict) and "reason" in entry and "task" in entry
 
@@ -115,29 +82,10 @@ def stats(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List[
     the queue's counters (COUNTER_FIELDS: tasks our scripts enqueued, released done, retried and
     dead-lettered since its counts hash was created, 0 without one);
     with heads, also "head": the blob at the head of the queue (None if empty)."""
-    per_queue = 9 if heads else 8
-    with conn.pipeline(transaction=False) as pipe:
-        for keys in map(QueueKeys.of, names):
-            pipe.llen(keys.name)
-            pipe.hlen(keys.processing)
-            pipe.zcard(keys.scheduled)
-            pipe.xlen(keys.dead_letters)
-            pipe.llen(keys.dead)  # letters of older versions, not yet moved into dead_letters
-            pipe.zcount(keys.workers, time.time(), "+inf")
-            pipe.hmget(keys.counts, COUNTED_EVENTS)
-            pipe.exists(keys.paused)
-            if heads:
-                pipe.lindex(keys.name, 0)
-        replies = pipe.execute()
-    rows = []
-    for i, name in enumerate(names):
-        pending, processing, scheduled, dead_letters, dead, workers, counts, paused, *head = \
-            replies[i * per_queue:(i + 1) * per_queue]
-        rows.append({"queue": name, "pending": pending, "processing": processing, "scheduled": scheduled,
-                     "dead": dead_letters + dead, "workers": workers, "paused": bool(paused),
-                     **{field: int(count or 0) for field, count in zip(COUNTER_FIELDS, counts)},
-                     **({"head": head[0]} if heads else {})})
-    return rows
+    return [{"queue": name, "pending": counts.pending, "processing": counts.processing, "scheduled": counts.scheduled,
+             "dead": counts.dead, "workers": counts.workers, "paused": counts.paused,
+             **dict(zip(COUNTER_FIELDS, counts.events)), **({"head": counts.head} if heads else {})}
+            for name, counts in zip(names, inspect.counts(conn, names, heads))]
 
 
 def with_rates(rows: List[Row], previous: List[Row], seconds: float) -> List[Row]:
@@ -178,13 +126,11 @@ def workers(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
     """Our live workers per queue: id, seconds until their keep-alive lapses, tasks they hold now."""
     now = time.time()
     rows = []
-    for keys in map(QueueKeys.of, names):
-        held = [field.decode(errors="replace") for field in cast(List[bytes], conn.hkeys(keys.processing))]
-        live = cast(List[Tuple[bytes, float]], conn.zrangebyscore(keys.workers, now, "+inf", withscores=True))
-        for member, expires in live:
-            worker_id = member.decode(errors="replace")
-            rows.append({"queue": keys.name, "worker": worker_id, "expires_in": round(expires - now, 1),
-                         "holding": sum(field.startswith(worker_id) for field in held)})
+    for name in names:
+        held = inspect.holder_ids(conn, name)
+        for worker in inspect.live_workers(conn, name, now):
+            rows.append({"queue": name, "worker": worker.id, "expires_in": round(worker.expires - now, 1),
+                         "holding": sum(field.startswith(worker.id) for field in held)})
     return rows
 
 
@@ -196,20 +142,9 @@ def holders(conn: redis.Redis, names: Sequence[str], limit: int = 200) -> List[R
     field of N_processing (at most limit per queue, read with HSCAN) whose keep-alive key (the bare
     worker id) exists. Rows: queue, worker, "go" (a go-delayed id: 32 hex digits), task (described).
     A field whose keep-alive is gone is a lapsed worker's task that a sweeper will requeue: left out."""
-    rows = []
-    for keys in map(QueueKeys.of, names):
-        held: List[Tuple[str, bytes]] = []
-        for field, blob in conn.hscan_iter(keys.processing, count=100):
-            held.append((cast(bytes, field).decode(errors="replace"), cast(bytes, blob)))
-            if len(held) >= limit:
-                break
-        with conn.pipeline(transaction=False) as pipe:
-            for worker_id, _ in held:
-                pipe.exists(worker_id)
-            alive = pipe.execute()
-        rows += [{"queue": keys.name, "worker": worker_id, "go": _GO_WORKER_ID.fullmatch(worker_id) is not None,
-                  "task": describe_task(blob)} for (worker_id, blob), live in zip(held, alive) if live]
-    return rows
+    return [{"queue": name, "worker": worker_id, "go": _GO_WORKER_ID.fullmatch(worker_id) is not None,
+             "task": describe_task(blob)}
+            for name in names for worker_id, blob in inspect.live_holders(conn, name, limit)]
 
 
 def periodic(conn: redis.Redis, names: Sequence[str], limit: int = 1000) -> List[Row]:
@@ -217,22 +152,16 @@ def periodic(conn: redis.Redis, names: Sequence[str], limit: int = 1000) -> List
     outside a cluster, the one hash older versions kept: its entries the queues' hashes do not know),
     at most limit, by name: queue (None for an old entry), name, last_tick (ISO 8601, UTC; the raw
     value if it is not a unix time)."""
-    found: Dict[str, Row] = {}
-    sources: List[Tuple[Optional[str], str]] = [(name, QueueKeys.of(name).periodic) for name in names]
-    if not is_cluster(conn):
-        sources.append((None, LEGACY_PERIODIC_KEY))
-    for queue, key in sources:
-        for field, value in conn.hscan_iter(key, count=100):
-            entry = cast(bytes, field).decode(errors="replace")
-            text = cast(bytes, value).decode(errors="replace")
-            try:
-                tick = _when(float(text))
-            except ValueError:
-                tick = text
-            found.setdefault(entry, {"queue": queue, "name": entry, "last_tick": tick})
-            if len(found) >= limit:
-                break
-    return sorted(found.values(), key=lambda row: row["name"])
+    return [{"queue": tick.queue, "name": tick.name, "last_tick": _tick_time(tick.last_tick)}
+            for tick in sorted(inspect.periodic_ticks(conn, names, limit), key=lambda tick: tick.name)]
+
+
+def _tick_time(text: str) -> str:
+    """A periodic tick as stored (a unix time) in ISO 8601; the raw value if it is not a number."""
+    try:
+        return _when(float(text))
+    except ValueError:
+        return text
 
 
 PREVIEW_BYTES = 64 * 1024
@@ -331,9 +260,7 @@ def set_paused(conn: redis.Redis, name: str, paused: bool) -> bool:
 
 def scheduled(conn: redis.Redis, name: str, count: int = 20) -> List[Row]:
     """The next tasks to become due: when, and what."""
-    members = cast(List[Tuple[bytes, float]],
-                   conn.zrange(QueueKeys.of(name).scheduled, 0, count - 1, withscores=True))
-    return [{"due": _when(due), "task": describe_task(member[8:])} for member, due in members]
+    return [{"due": _when(due), "task": describe_task(blob)} for blob, due in inspect.next_scheduled(conn, name, count)]
 
 
 def _when(timestamp: float) -> str:

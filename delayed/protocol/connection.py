@@ -90,6 +90,12 @@ def _sentinel(url: str, settings: dict) -> redis.Redis:
     return sentinel.master_for(master, connection_pool_class=_FollowingPool, **{**settings, **kwargs})
 
 
+def ping(client: Any) -> None:
+    """Have client connect and answer a PING: redis-py connects lazily, so a wrong address or password,
+    or a Redis that cannot be reached, raises here rather than at the first real command."""
+    client.ping()
+
+
 def sentinels_say(client: Any) -> str:
     """What each sentinel of client (a connect() of a redis+sentinel:// URL) says of its master, in
     one line: why they name no primary. redis-py's MasterNotFoundError shows their client objects,

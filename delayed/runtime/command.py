@@ -12,8 +12,8 @@ import redis
 from redis.exceptions import RedisClusterException
 from redis.sentinel import MasterNotFoundError
 
-from ..protocol.connection import (DEFAULT_REDIS_URL, RedisURLError, connect, is_cluster, misplaced_password, redacted,
-                                   scrubbed, secrets_of, sentinels_say)
+from ..protocol.connection import (DEFAULT_REDIS_URL, RedisURLError, connect, is_cluster, misplaced_password, ping,
+                                   redacted, scrubbed, secrets_of, sentinels_say)
 from ..protocol.eviction import eviction_policy
 from ..protocol.dead_letters import DEFAULT_DEAD_MAX, DEFAULT_DEAD_MAX_AGE
 from ..wire.keys import check_cluster_name
@@ -87,7 +87,7 @@ def connect_checked(args: argparse.Namespace) -> redis.Redis:
                            status=2)
     try:
         conn = client(args)
-        conn.ping()
+        ping(conn)
     except RedisURLError as exc:  # ours: says what is wrong, without the password
         raise CommandError(f"cannot reach Redis at {exc}") from None
     except (ValueError, TypeError) as exc:  # a URL that does not parse

@@ -26,6 +26,8 @@ TASK_INFIX = "_task:"
 PAUSED_SUFFIX = "_paused"
 
 WORKER_ID_PREFIX = "delayed-py-"
+SCHEDULED_PREFIX_BYTES = 8
+"""The random bytes before the blob in a member of a queue's scheduled set (see QueueKeys.scheduled)."""
 
 COUNTED_EVENTS = ("enqueued", "done", "retried", "dead")
 """The fields of a queue's counts hash (see QueueKeys.counts)."""

@@ -1,0 +1,209 @@
+"""The operators' reads of Redis: which keys may be queues', each queue's counts, its workers and who
+holds what, its scheduled tasks and periodic entries. Replies come back as plain data; what to show
+and how is delayed.ops.admin's."""
+import time
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, cast
+
+import redis
+
+from .connection import is_cluster
+from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, LEGACY_PERIODIC_KEY,
+                         NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_PREFIX_BYTES, SCHEDULED_SUFFIX, WORKERS_SUFFIX,
+                         QueueKeys)
+
+# Replies are cast to what a connection that does not decode responses returns (ours never do).
+
+KEY_TYPES = {NOTI_SUFFIX: "list", PROCESSING_SUFFIX: "hash", DEAD_SUFFIX: "list", DEAD_LETTERS_SUFFIX: "stream",
+             SCHEDULED_SUFFIX: "zset", WORKERS_SUFFIX: "zset", COUNTS_SUFFIX: "hash"}
+"""The keys of a queue N that tell it is there, by suffix, with the type our queues give each."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    """The head of key name + suffix, one of a would-be queue's keys that has its type (KEY_TYPES):
+    a hash's first fields (one HSCAN page of 10), a sorted set's first member (a scheduled task's
+    blob, its prefix cut off) or a list's first item; none if it is empty. name_is_list: whether
+    the key `name` itself is a list, as a queue's is."""
+
+    name: str
+    suffix: str
+    head: List[bytes]
+    name_is_list: bool
+
+
+class Candidates(NamedTuple):
+    """The would-be queues a SCAN found: samples of their keys, and the names with a dead-letter
+    stream (N_dead_letters), to be read through Queue.dead_letters."""
+
+    samples: List[Sample]
+    streams: List[str]
+
+
+def candidates(conn: redis.Redis) -> Candidates:
+    """Every name N with a key N + suffix (KEY_TYPES) of the type our queues give it, sampled.
+
+    Cost: one SCAN, one pipeline of TYPEs (the keys, and the names themselves) and one of
+    samples; never a whole key read."""
+    found: Dict[str, List[str]] = {}
+    for key in _keys(conn):
+        for suffix in KEY_TYPES:
+            if key.endswith(suffix) and len(key) > len(suffix):
+                found.setdefault(key[: -len(suffix)], []).append(suffix)
+    names = sorted(found)
+    probed = [(name, suffix) for name in names for suffix in found[name]]
+    types = _types(conn, [name + suffix for name, suffix in probed] + names)
+    list_names = {name for name, kind in zip(names, types[len(probed):]) if kind == "list"}
+    typed = [(name, suffix) for (name, suffix), kind in zip(probed, types) if kind == KEY_TYPES[suffix]]
+    streams = [name for name, suffix in typed if suffix == DEAD_LETTERS_SUFFIX]
+    typed = [(name, suffix) for name, suffix in typed if suffix != DEAD_LETTERS_SUFFIX]
+    with conn.pipeline(transaction=False) as pipe:
+        for name, suffix in typed:
+            kind = KEY_TYPES[suffix]
+            if kind == "hash":
+                pipe.hscan(name + suffix, 0, count=10)
+            elif kind == "zset":
+                pipe.zrange(name + suffix, 0, 0)
+            else:
+                pipe.lindex(name + suffix, 0)
+        replies = pipe.execute()
+    samples = [Sample(name, suffix, _head(suffix, reply), name in list_names)
+               for (name, suffix), reply in zip(typed, replies)]
+    return Candidates(samples, streams)
+
+
+def _keys(conn: redis.Redis) -> Iterator[str]:
+    """Every key in the database (every node's, on a cluster), decoded."""
+    for raw in conn.scan_iter(count=1000):
+        yield cast(bytes, raw).decode(errors="replace")
+
+
+def _types(conn: redis.Redis, keys: Sequence[str]) -> List[str]:
+    """The type of each key ("none" for a missing one), in one round trip."""
+    with conn.pipeline(transaction=False) as pipe:
+        for key in keys:
+            pipe.type(key)
+        return [kind.decode() if isinstance(kind, bytes) else kind for kind in pipe.execute()]
+
+
+def _head(suffix: str, reply: object) -> List[bytes]:
+    """A sample's reply as the Sample.head of a key with this suffix."""
+    kind = KEY_TYPES[suffix]
+    if kind == "hash":  # HSCAN: (cursor, {field: value})
+        return list(cast(Tuple[int, Dict[bytes, bytes]], reply)[1])
+    if kind == "zset":
+        members = cast(List[bytes], reply)
+        return [member[SCHEDULED_PREFIX_BYTES:] for member in members] if suffix == SCHEDULED_SUFFIX else members
+    return [] if reply is None else [cast(bytes, reply)]
+
+
+@dataclass(frozen=True)
+class Counts:
+    """A queue's numbers: tasks pending, held by workers (processing), scheduled and dead (in the
+    dead-letter stream and in an N_dead list of older versions, not yet moved); our live workers;
+    whether it is paused; its counters by COUNTED_EVENTS (0 without a counts hash); with heads,
+    the blob at the head of the queue (else, or if it is empty, None)."""
+
+    pending: int
+    processing: int
+    scheduled: int
+    dead: int
+    workers: int
+    paused: bool
+    events: Tuple[int, ...]
+    head: Optional[bytes] = None
+
+
+def counts(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List[Counts]:
+    """The Counts of each queue, in one round trip."""
+    per_queue = 9 if heads else 8
+    with conn.pipeline(transaction=False) as pipe:
+        for keys in map(QueueKeys.of, names):
+            pipe.llen(keys.name)
+            pipe.hlen(keys.processing)
+            pipe.zcard(keys.scheduled)
+            pipe.xlen(keys.dead_letters)
+            pipe.llen(keys.dead)
+            pipe.zcount(keys.workers, time.time(), "+inf")
+            pipe.hmget(keys.counts, COUNTED_EVENTS)
+            pipe.exists(keys.paused)
+            if heads:
+                pipe.lindex(keys.name, 0)
+        replies = pipe.execute()
+    found = []
+    for i in range(len(names)):
+        pending, processing, scheduled, dead_letters, dead, workers, events, paused, *head = \
+            replies[i * per_queue:(i + 1) * per_queue]
+        found.append(Counts(pending, processing, scheduled, dead_letters + dead, workers, bool(paused),
+                            tuple(int(count or 0) for count in events), *head))
+    return found
+
+
+class Worker(NamedTuple):
+    """One of our live workers on a queue: its id, and the unix time its keep-alive lapses."""
+
+    id: str
+    expires: float
+
+
+def holder_ids(conn: redis.Redis, name: str) -> List[str]:
+    """The worker ids that hold a task of the queue now (the fields of N_processing), any worker's."""
+    return [field.decode(errors="replace") for field in
+            cast(List[bytes], conn.hkeys(QueueKeys.of(name).processing))]
+
+
+def live_workers(conn: redis.Redis, name: str, now: float) -> List[Worker]:
+    """Our workers on the queue whose keep-alive lapses after now, soonest first."""
+    live = cast(List[Tuple[bytes, float]],
+                conn.zrangebyscore(QueueKeys.of(name).workers, now, "+inf", withscores=True))
+    return [Worker(member.decode(errors="replace"), expires) for member, expires in live]
+
+
+def live_holders(conn: redis.Redis, name: str, limit: int) -> List[Tuple[str, bytes]]:
+    """(worker id, blob) for the tasks held in the queue (at most limit, read with HSCAN) whose
+    worker's keep-alive key (its bare id) exists, go-delayed's workers included; a task whose
+    keep-alive is gone is a lapsed worker's, which a sweeper will requeue: left out. Two round
+    trips and those of the HSCAN."""
+    held: List[Tuple[str, bytes]] = []
+    for field, blob in conn.hscan_iter(QueueKeys.of(name).processing, count=100):
+        held.append((cast(bytes, field).decode(errors="replace"), cast(bytes, blob)))
+        if len(held) >= limit:
+            break
+    with conn.pipeline(transaction=False) as pipe:
+        for worker_id, _ in held:
+            pipe.exists(worker_id)
+        alive = pipe.execute()
+    return [task for task, live in zip(held, alive) if live]
+
+
+class Tick(NamedTuple):
+    """A periodic entry and the last tick a scheduler claimed of it, as stored (a unix time, as
+    text); queue: whose N_periodic hash holds it, None for the one hash older versions kept."""
+
+    queue: Optional[str]
+    name: str
+    last_tick: str
+
+
+def periodic_ticks(conn: redis.Redis, names: Sequence[str], limit: int) -> List[Tick]:
+    """The entries of these queues' N_periodic hashes, then (outside a cluster) those of the old one
+    that the queues' hashes do not know, each entry once (the first found), read with HSCAN until
+    limit are found (each hash after that adds at most one more)."""
+    found: Dict[str, Tick] = {}
+    sources: List[Tuple[Optional[str], str]] = [(name, QueueKeys.of(name).periodic) for name in names]
+    if not is_cluster(conn):
+        sources.append((None, LEGACY_PERIODIC_KEY))
+    for queue, key in sources:
+        for field, value in conn.hscan_iter(key, count=100):
+            entry = cast(bytes, field).decode(errors="replace")
+            found.setdefault(entry, Tick(queue, entry, cast(bytes, value).decode(errors="replace")))
+            if len(found) >= limit:
+                break
+    return list(found.values())
+
+
+def next_scheduled(conn: redis.Redis, name: str, count: int) -> List[Tuple[bytes, float]]:
+    """The count scheduled tasks of the queue due soonest: (blob, unix time it is due), in that order."""
+    members = cast(List[Tuple[bytes, float]],
+                   conn.zrange(QueueKeys.of(name).scheduled, 0, count - 1, withscores=True))
+    return [(member[SCHEDULED_PREFIX_BYTES:], due) for member, due in members]
