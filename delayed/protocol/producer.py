@@ -12,7 +12,7 @@ import redis
 
 from ..errors import DuplicateTaskError, QueueFullError, TaskNotFoundError, TaskTooLargeError
 from ..wire import record as tracking
-from ..wire.keys import QueueKeys
+from ..wire.keys import SCHEDULED_PREFIX_BYTES, QueueKeys
 from ..wire.record import TaskInfo
 from ..wire.task import ID_OPTION, GoTask, PyTask
 from .scripts import Script
@@ -60,7 +60,7 @@ def due_time(delay: Optional[float], at: Optional[datetime.datetime]) -> Optiona
 
 def scheduled_members(blobs: Sequence[bytes], due: float) -> Dict[bytes, float]:
     """Scheduled-set members for blobs: a random prefix keeps identical tasks apart."""
-    return {os.urandom(8) + blob: due for blob in blobs}
+    return {os.urandom(SCHEDULED_PREFIX_BYTES) + blob: due for blob in blobs}
 
 
 def unique_call(keys: QueueKeys, task: Task, delay: Optional[float], at: Optional[datetime.datetime],
