@@ -1,15 +1,18 @@
 """Real worker, supervisor and sweeper processes, real signals, a real Redis restart."""
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 
 import pytest
 import redis
 
 from delayed import PyTask, Queue
 
-from .conftest import ROOT, finish, read_until, results, spawn, wait_for
+from .conftest import ROOT, finish, read_until, results, spawn, tags, wait_for
 from delayed.testing import RedisServer, free_port
 
 KEEP_ALIVE = "1"  # seconds: a killed worker's task is recoverable after this
@@ -297,6 +300,65 @@ def test_unreachable_redis_is_one_line_and_a_nonzero_exit(redis_server):
         assert status == 1
         assert output.count("\n") == 1 and "cannot reach Redis at redis://:***@127.0.0.1" in output
         assert "secret" not in output and "Traceback" not in output
+
+
+@contextlib.contextmanager
+def dropping_the_first_connection(port: int):
+    """A loopback proxy to the Redis on port that closes the first connection it accepts, as a CLIENT
+    KILL or a restart would, and relays every later one; yields its port."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def relay(source: socket.socket, target: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    break
+                target.sendall(data)
+        with contextlib.suppress(OSError):
+            target.shutdown(socket.SHUT_WR)
+
+    def serve() -> None:
+        first = True
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            if first:
+                first = False
+                client.close()
+                continue
+            try:
+                upstream = socket.create_connection(("127.0.0.1", port))
+            except OSError:
+                client.close()
+                continue
+            for source, target in ((client, upstream), (upstream, client)):
+                threading.Thread(target=relay, args=(source, target), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        listener.close()
+
+
+@pytest.mark.parametrize("module", ["delayed.sweeper", "delayed.worker"])
+def test_a_role_starts_though_redis_drops_its_first_connection(conn, redis_server, module):
+    conn.rpush("a", PyTask("tests.tasks:record", ["dropped"]).serialize())  # no notification: the sweeper adds it
+    with dropping_the_first_connection(redis_server.port) as port:
+        args = ["--queue", "a", "--interval", "0.1"] if module == "delayed.sweeper" else ["--queue", "a", "tests.tasks"]
+        process = spawn(module, *args, redis_url=f"redis://127.0.0.1:{port}/0")
+        if module == "delayed.sweeper":
+            wait_for(lambda: conn.llen("a_noti") == 1 or process.poll() is not None, what="the queue swept")
+        else:
+            conn.rpush("a_noti", "1")
+            wait_for(lambda: tags(conn) == ["dropped"] or process.poll() is not None, what="the task run",
+                     timeout=5)
+        process.send_signal(signal.SIGINT)
+        status, output = finish(process)
+    assert status == 0 and "cannot reach Redis" not in output, output
 
 
 def test_an_unimportable_task_module_is_one_line_and_exit_2(redis_server):

@@ -6,7 +6,8 @@ import math
 import os
 import socket
 import sys
-from typing import Callable, Dict, Optional, Sequence
+import time
+from typing import Callable, Dict, Optional, Sequence, TypeVar
 
 import redis
 from redis.exceptions import RedisClusterException
@@ -20,6 +21,7 @@ from ..wire.keys import check_cluster_name
 from . import cmdline
 from .lifecycle import Lifecycle
 
+T = TypeVar("T")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s[%(process)d]: %(message)s"
 
 
@@ -87,7 +89,7 @@ def connect_checked(args: argparse.Namespace) -> redis.Redis:
                            status=2)
     try:
         conn = client(args)
-        ping(conn)
+        once_more_if_dropped(lambda: ping(conn))
     except RedisURLError as exc:  # ours: says what is wrong, without the password
         raise CommandError(f"cannot reach Redis at {exc}") from None
     except (ValueError, TypeError) as exc:  # a URL that does not parse
@@ -96,6 +98,21 @@ def connect_checked(args: argparse.Namespace) -> redis.Redis:
     except UNREACHABLE as exc:  # unreachable, refused, or refused our password
         raise _unreachable(url, exc, conn if isinstance(exc, MasterNotFoundError) else None) from None
     return conn
+
+
+DROPPED_PAUSE = 0.2
+"""Seconds before a start's check is sent again over a connection Redis dropped."""
+
+
+def once_more_if_dropped(check: Callable[[], T]) -> T:
+    """check(), sent once more if Redis dropped the connection (a CLIENT KILL, a restart, a
+    failover): a process starting at that moment starts all the same. A Redis that cannot be
+    reached fails the second time too, and the start ends with its one-line error."""
+    try:
+        return check()
+    except redis.ConnectionError:
+        time.sleep(DROPPED_PAUSE)
+        return check()
 
 
 UNREACHABLE = (redis.RedisError, RedisClusterException, OSError)
@@ -115,8 +132,8 @@ def _check_eviction(conn: redis.Redis, args: argparse.Namespace, logger: logging
     """Refuse (exit 2) a Redis whose maxmemory-policy evicts any key, unless args.allow_eviction;
     log one WARNING for any other risk (keys with a TTL evicted, a policy that could not be read)."""
     try:
-        policy = eviction_policy(conn)
-    except UNREACHABLE as exc:  # the connection lost since its PING
+        policy = once_more_if_dropped(lambda: eviction_policy(conn))
+    except UNREACHABLE as exc:  # the connection lost since its PING, twice
         raise _unreachable(args.redis_url, exc, conn) from None
     if policy.evicts_any_key and not args.allow_eviction:
         raise CommandError(f"{policy.risk} (or pass --allow-eviction to start anyway)", status=2)
