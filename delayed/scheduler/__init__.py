@@ -16,7 +16,8 @@ import croniter
 import redis
 
 from ..protocol import scripts
-from ..protocol.connection import Backoff, is_cluster
+from ..protocol.connection import is_cluster
+from ..runtime.backoff import OutageBackoff
 from ..wire.keys import LEGACY_PERIODIC_KEY, QueueKeys, check_cluster_name
 from ..runtime.lifecycle import Lifecycle
 from ..wire.task import GoTask, PyTask
@@ -84,7 +85,7 @@ class Scheduler:
         self._script = scripts.register(conn)["tick"]
         self._seen: Dict[str, float] = {}
         self.lifecycle = Lifecycle("scheduler")
-        self._backoff = Backoff(logger, "scheduler", wait=self.lifecycle.wait)
+        self._backoff = OutageBackoff(logger, "scheduler", wait=self.lifecycle.wait)
 
     def tick(self, now: Optional[float] = None) -> int:
         """Claim every entry's latest tick not yet seen here; returns how many this replica enqueued."""

@@ -7,7 +7,7 @@ from typing import Sequence
 import redis
 
 from ..wire import dead_letter
-from ..protocol.connection import Backoff
+from ..runtime.backoff import OutageBackoff
 from ..runtime.due import FORWARD_INTERVAL, forward
 from ..protocol.queue import DEFAULT_MAX_CRASHES, Queue
 from ..runtime.lifecycle import Lifecycle
@@ -30,7 +30,7 @@ class Sweeper:
         """Held tasks a sweep could not handle (left for the next sweep), and sweeps of a queue that
         failed other than by Redis, so far; each logged."""
         self.lifecycle = Lifecycle("sweeper")
-        self._backoff = Backoff(logger, "sweeper", wait=self.lifecycle.wait)
+        self._backoff = OutageBackoff(logger, "sweeper", wait=self.lifecycle.wait)
 
     def sweep(self) -> int:
         """One pass over every queue; returns the notifications pushed (requeued tasks included)."""

@@ -5,14 +5,14 @@ from typing import Any, Callable
 
 import redis
 
-from ..protocol.connection import Backoff
+from ..runtime.backoff import OutageBackoff
 
 logger = logging.getLogger(__name__)
 
 
 class Every(threading.Thread):
     """Calls duty() every interval seconds until stop(); Redis errors are ridden out with a
-    Backoff, which says once that Redis is gone and once that it is back."""
+    OutageBackoff, which says once that Redis is gone and once that it is back."""
 
     def __init__(self, interval: float, duty: Callable[[], Any], what: str) -> None:
         super().__init__(name=f"delayed {what}", daemon=True)
@@ -22,7 +22,7 @@ class Every(threading.Thread):
         self._stopped = threading.Event()
 
     def run(self) -> None:
-        backoff = Backoff(logger, self._what, wait=self._stopped.wait)
+        backoff = OutageBackoff(logger, self._what, wait=self._stopped.wait)
         while not self._stopped.wait(self._interval):
             try:
                 self._duty()
