@@ -108,7 +108,7 @@ def test_a_stop_cuts_short_the_wait_for_an_unreachable_redis():
     sweeper = Sweeper([Queue("default", conn)], interval=0.1)
     thread = threading.Thread(target=sweeper.run)
     thread.start()
-    wait_for(lambda: sweeper._backoff.failing, what="the sweeper to see Redis gone")
+    wait_for(lambda: sweeper.outage.failing, what="the sweeper to see Redis gone")
     time.sleep(2)  # the backoff has grown past a second
     started = time.monotonic()
     sweeper.stop()

@@ -17,9 +17,8 @@ import redis
 
 from ..protocol import scripts
 from ..protocol.connection import is_cluster
-from ..runtime.backoff import OutageBackoff
 from ..wire.keys import LEGACY_PERIODIC_KEY, QueueKeys, check_cluster_name
-from ..runtime.lifecycle import Lifecycle
+from ..runtime.role import Role
 from ..wire.task import GoTask, PyTask
 
 logger = logging.getLogger(__name__)
@@ -68,13 +67,14 @@ class Periodic:
         return croniter.croniter(self.cron, after).get_prev(float)  # strictly before `after`
 
 
-class Scheduler:
-    """Enqueues the ticks of `entries` until stopped; run as many replicas as you like.
+class Scheduler(Role):
+    """Enqueues the ticks of `entries` until stopped (run, stop: see Role); run as many replicas as you like.
 
     Each queue's last ticks live in its own hash (N_periodic), so on a Redis Cluster they share the
     queue's slot; there every entry's queue name needs a hash tag (ValueError otherwise)."""
 
     def __init__(self, conn: redis.Redis, entries: Sequence[Periodic], poll: float = 0.5) -> None:
+        super().__init__("scheduler", logger)
         self.conn = conn
         self.entries = list(entries)
         self._legacy = () if is_cluster(conn) else (LEGACY_PERIODIC_KEY,)  # one hash spans slots
@@ -84,8 +84,6 @@ class Scheduler:
         self.poll = min([poll] + [entry.every / 4 for entry in self.entries if entry.every])
         self._script = scripts.register(conn)["tick"]
         self._seen: Dict[str, float] = {}
-        self.lifecycle = Lifecycle("scheduler")
-        self._backoff = OutageBackoff(logger, "scheduler", wait=self.lifecycle.wait)
 
     def tick(self, now: Optional[float] = None) -> int:
         """Claim every entry's latest tick not yet seen here; returns how many this replica enqueued."""
@@ -104,29 +102,10 @@ class Scheduler:
             self._seen[entry.name] = tick
         return enqueued
 
-    def run(self, handle_signals: bool = True) -> int:
-        """Enqueue ticks until stop(); returns the exit status (0: a forced stop never returns).
-
-        handle_signals: in the main thread, SIGTERM, SIGINT and SIGHUP stop it after the current
-        tick and a second one exits at once (status 128 + signal), as for a worker.
-        """
-        status = self.lifecycle.run(self._run, handle_signals)
-        logger.info("scheduler stopped")
-        return status
-
-    def _run(self) -> None:
+    def starting(self) -> None:
         logger.info("scheduling %d entries", len(self.entries))
-        self.lifecycle.online()
-        while not self.lifecycle.stopping:
-            try:
-                self.tick()
-            except redis.RedisError as exc:
-                self._backoff.failed(exc)
-                continue
-            self._backoff.succeeded()
-            self.lifecycle.wait(self.poll)
 
-    def stop(self) -> None:
-        """Stop after the current tick (from any thread)."""
-        self.lifecycle.stop()
-
+    def round(self) -> float:
+        """Enqueue the ticks due; returns the seconds until the next look."""
+        self.tick()
+        return self.poll
