@@ -63,7 +63,7 @@ def test_a_worker_stopped_while_redis_is_away_returns_at_once_and_offline():
     status = []
     thread = threading.Thread(target=lambda: status.append(worker.run()))
     thread.start()
-    wait_for(lambda: worker.holding.failing, what="the worker to see Redis gone")
+    wait_for(lambda: worker.holdings.failing, what="the worker to see Redis gone")
     time.sleep(2)  # the backoff has grown past a second
     started = time.monotonic()
     worker.stop()

@@ -7,7 +7,7 @@ from typing import Sequence
 import redis
 
 from ..wire import dead_letter
-from ..runtime.due import FORWARD_INTERVAL, forward
+from ..runtime.due import MOVE_DUE_INTERVAL, move_due_tasks
 from ..protocol.queue import DEFAULT_MAX_CRASHES, Queue
 from ..runtime.role import Role
 
@@ -69,8 +69,8 @@ class Sweeper(Role):
 
     def round(self) -> float:
         """Move the due tasks, and sweep if a sweep is due; returns the seconds until the next round."""
-        forward(self.queues)  # due delayed tasks and retries, for Go workers too
+        move_due_tasks(self.queues)  # due delayed tasks and retries, for Go workers too
         if time.monotonic() >= self._next_sweep:
             self.sweep()
             self._next_sweep = time.monotonic() + self.interval
-        return max(0.0, min(FORWARD_INTERVAL, self._next_sweep - time.monotonic()))
+        return max(0.0, min(MOVE_DUE_INTERVAL, self._next_sweep - time.monotonic()))

@@ -122,7 +122,7 @@ def parse(task_id: str, queue: str, fields: Dict[bytes, bytes], ttl: int, now: O
 
     status, due = text.get("status", "?"), number("due")
     if status == "scheduled" and due is not None and due <= (time.time() if now is None else now):
-        status = "pending"  # due: the forwarder moves it into the queue, if it has not yet
+        status = "pending"  # due: moving due tasks puts it into the queue, if that has not happened yet
     result, note = _result(fields.get(b"result")), text.get("note") or None
     if result is _UNREADABLE:
         result, note = None, "the stored result is not msgpack"

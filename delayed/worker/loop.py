@@ -23,8 +23,8 @@ from ..wire import dead_letter, record as tracking
 from .background import Every
 from .batch import Batch, Lookahead
 from ..errors import FunctionNotAllowedError, MalformedTaskError, SkipRetry, message_of
-from ..runtime.due import FORWARD_INTERVAL, forward
-from .allowlist import Allowed, FunctionRegistry
+from ..runtime.due import MOVE_DUE_INTERVAL, move_due_tasks
+from .allowlist import Allowed, Allowlist
 from .holding import Bury, Claim, Holdings, Release, Requeue, Reschedule, Settlement
 from .keepalive import KeepAlive
 from ..runtime.lifecycle import Lifecycle
@@ -135,7 +135,7 @@ class Worker:
     def __init__(
         self,
         queue: Union[Queue, Sequence[Queue]],
-        allow: Union[None, FunctionRegistry, Iterable[Allowed]] = None,
+        allow: Union[None, Allowlist, Iterable[Allowed]] = None,
         keep_alive_interval: float = 15,
         batch: int = DEFAULT_BATCH,
         time_limit: Optional[float] = None,
@@ -161,7 +161,7 @@ class Worker:
         if len({server_of(queue) for queue in self.queues}) > 1:
             raise ValueError("a worker's queues must be on one Redis (it waits on them with one BLPOP)")
         self.queue = self.queues[0]
-        self.functions = allow if isinstance(allow, FunctionRegistry) else FunctionRegistry(allow)
+        self.allowlist = allow if isinstance(allow, Allowlist) else Allowlist(allow)
         self.keep_alive_interval = keep_alive_interval
         self.time_limit = time_limit
         self._warned_time_limit = False
@@ -175,7 +175,7 @@ class Worker:
         self._timed = observe is not None or log_tasks  # every run is timed, not only tracked ones
         # threaded: a task per slot, and as many again waiting ready for one (see Lookahead)
         capacity = batch if threads == 1 else 2 * threads
-        self.holding = Holdings(self.queues, capacity, self.lifecycle)
+        self.holdings = Holdings(self.queues, capacity, self.lifecycle)
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._forever = RetryForever()
         self._coroutines: Dict[Callable[..., Any], bool] = {}
@@ -184,12 +184,12 @@ class Worker:
     @property
     def id(self) -> Optional[str]:
         """The worker's main id (its other ids are this id with -1, -2, ... appended)."""
-        return self.holding.id
+        return self.holdings.id
 
     @property
     def ids(self) -> List[str]:
         """Every id the worker holds tasks under."""
-        return self.holding.ids
+        return self.holdings.ids
 
     def run(self, handle_signals: bool = True) -> int:
         """Work until stop() is called; then settle the current task, go offline and return the
@@ -201,17 +201,17 @@ class Worker:
         return self.lifecycle.run(self._run, handle_signals)
 
     def _run(self) -> None:
-        if not self.holding.go_online():
+        if not self.holdings.go_online():
             return  # stopped before Redis could be reached
         self.lifecycle.online()
         # forked first, before this worker starts threads of its own
-        keep_alive = KeepAlive(self.keep_alive_interval, self.holding.keep_alive, f"keep-alive of {self.id}")
-        forwarder = Every(FORWARD_INTERVAL, lambda: forward(self.queues), "forwarder")
+        keep_alive = KeepAlive(self.keep_alive_interval, self.holdings.keep_alive, f"keep-alive of {self.id}")
+        mover = Every(MOVE_DUE_INTERVAL, lambda: move_due_tasks(self.queues), "move due tasks")
         keep_alive.start()
-        forwarder.start()
+        mover.start()
         logger.info("worker %s online on %s %s, %d allowed functions", self.id,
                     "queues" if len(self.queues) > 1 else "queue", ", ".join(repr(queue.name) for queue in self.queues),
-                    len(self.functions))
+                    len(self.allowlist))
         try:
             if self.threads > 1:
                 self._work_concurrently()
@@ -219,15 +219,15 @@ class Worker:
                 while not self.lifecycle.stopping:
                     if not self.work_once() and self.burst and self._burst_done():
                         self.lifecycle.stop()
-            self.holding.flush()
+            self.holdings.flush()
         finally:
-            forwarder.stop()
+            mover.stop()
             keep_alive.stop()
             if self._loop is not None:
                 self._loop.close()
             if self._claimed is not None:
                 self._claimed.close()
-            self.holding.go_offline()
+            self.holdings.go_offline()
 
     def stop(self) -> None:
         """Ask the loop to stop after the current task (from any thread; not from a signal
@@ -241,8 +241,8 @@ class Worker:
         has run longer than BATCH_TIME, the batch's watcher gives the tasks behind it back.
         """
         if self._claimed is None:
-            self._claimed = Batch(self.holding.give_back, BATCH_TIME)
-        claims = self.holding.claim(self._batch, block=not self.burst)
+            self._claimed = Batch(self.holdings.give_back, BATCH_TIME)
+        claims = self.holdings.claim(self._batch, block=not self.burst)
         started = time.monotonic()
         self._claimed.load(claims)
         ran = 0
@@ -251,11 +251,11 @@ class Worker:
             if claim is None:
                 break
             if self.lifecycle.stopping:
-                self.holding.give_back([claim, *self._claimed.rest()])
+                self.holdings.give_back([claim, *self._claimed.rest()])
                 break
             claim.holding.settle(claim, self.execute(claim.blob, claim.queue))
             ran += 1
-        self.holding.unlock()
+        self.holdings.unlock()
         self._adapt_batch(len(claims), time.monotonic() - started)
         return ran
 
@@ -269,7 +269,7 @@ class Worker:
         held: Dict[Any, Tuple[Claim, PyTask]] = {}
 
         def give_back(jobs: List[Job]) -> None:
-            self.holding.give_back([held.pop(job.key)[0] for job in jobs])
+            self.holdings.give_back([held.pop(job.key)[0] for job in jobs])
 
         ready: Batch[Job] = Batch(give_back, BATCH_TIME)
         slots = Slots(self.threads, ready)
@@ -282,7 +282,7 @@ class Worker:
                 if wanted > 0:
                     block = slots.free > 0 and not ready.waiting  # a free slot and nothing ready
                     idle = not slots.running and not ready.waiting
-                    claims = self.holding.claim(wanted, block=block and not (self.burst and idle),
+                    claims = self.holdings.claim(wanted, block=block and not (self.burst and idle),
                                                 timeout=self._claim_timeout(slots, lookahead))
                     if not claims and idle and self.burst and self._burst_done():
                         break
@@ -304,7 +304,7 @@ class Worker:
         """With burst, after a claim that found nothing: True (said once) unless a due scheduled task
         was just moved into a queue, or Redis is failing (then it is not known to be empty)."""
         try:
-            if self.holding.failing or forward(self.queues):
+            if self.holdings.failing or move_due_tasks(self.queues):
                 return False
         except redis.RedisError:
             return False
@@ -345,7 +345,7 @@ class Worker:
             claim.holding.settle(claim, self._settlement(task, job.outcome, job.started_at or now, claim.queue,
                                                         job.result))
             lookahead.finished(now - (job.started_at or now))
-        self.holding.unlock()
+        self.holdings.unlock()
         slots.enforce_limits(self._warn_overrun)
 
     @staticmethod
@@ -399,7 +399,7 @@ class Worker:
         except MalformedTaskError as exc:
             return self._bury(queue, blob, exc.reason, str(exc), exc.func_path)
         try:
-            func = self.functions.resolve(task.func_path)
+            func = self.allowlist.resolve(task.func_path)
         except FunctionNotAllowedError as exc:
             return self._bury(queue, blob, "not_allowed", str(exc), task.func_path)
         return task, func
@@ -469,7 +469,7 @@ class Worker:
         elif "max_retries" in task.options:
             attempt = task.options.get("attempt", 0) + 1
             if attempt <= task.options["max_retries"]:
-                delay = backoff_seconds(task.options.get("backoff"), attempt, self.functions.resolve)
+                delay = backoff_seconds(task.options.get("backoff"), attempt, self.allowlist.resolve)
                 logger.error("task %s failed (attempt %d of %d); next attempt in %.1f s", task.func_path,
                              attempt, task.options["max_retries"] + 1, delay, exc_info=exc)
                 return Reschedule(task.with_options(attempt=attempt).serialize(), time.time() + delay)
