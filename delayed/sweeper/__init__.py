@@ -47,7 +47,7 @@ class Sweeper(Role):
             for loop in swept.crash_loops:
                 if not loop.buried:
                     continue
-                if loop.reason == "crash_loop":
+                if loop.reason == dead_letter.Reason.CRASH_LOOP:
                     logger.warning("queue %r: dead-lettered a crash loop in %s: function %s, its workers died "
                                    "holding it %d times (--max-crashes %d)", queue.name, queue.keys.dead_letters,
                                    dead_letter.func_of(loop.blob) or "<undecodable>", loop.crashes,

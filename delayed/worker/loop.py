@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 import redis
 
 from ..wire import dead_letter, record as tracking
+from ..wire.dead_letter import Reason
 from .background import Every
 from .batch import Batch, Lookahead
 from ..errors import FunctionNotAllowedError, MalformedTaskError, SkipRetry, message_of
@@ -35,7 +36,8 @@ from .slots import Job, Slots
 from ..wire.task import ID_OPTION, PyTask
 from .time_limit import TimeLimitExceeded, can_enforce, within
 from .time_limit import call as call_limited
-from ..wire.record import Tracked
+from ..wire.record import Status, Tracked
+from ..wire.strenum import StrEnum
 
 logger = logging.getLogger("delayed.worker")  # the name users configure; the loop is its module
 task_logger = logging.getLogger("delayed.worker.tasks")
@@ -57,14 +59,26 @@ RETRY_FOREVER_FIRST = 0.1
 RETRY_FOREVER_MAX = 60.0
 """A retry=-1 task that keeps failing waits 0.1 s, 0.2 s, 0.4 s ... up to a minute between runs."""
 
-Observe = Callable[[str, str, str, Optional[float]], None]
-"""A hook told each task's outcome as the worker decides it: (queue name, func path, outcome, seconds
-it ran).
-Outcomes, one per settled claim: "done" (it returned), "retried" (it raised and runs again),
-"failed" (it raised, or its arguments did not fit, and is dead-lettered), "dead" (dead-lettered
-without running: malformed, a GoTask, too large, not allowed; func path "", seconds None)."""
-OUTCOMES = {Release: "done", Requeue: "retried", Reschedule: "retried", Bury: "failed"}
-RAN = ("failed", "timed_out", "bad_arguments")
+
+class Outcome(StrEnum):
+    """How the worker settled a claim (one outcome each): what the observe hook is told, and the
+    metrics' outcome label."""
+
+    DONE = "done"
+    """It returned."""
+    RETRIED = "retried"
+    """It raised and runs again."""
+    FAILED = "failed"
+    """It raised, or its arguments did not fit, and is dead-lettered."""
+    DEAD = "dead"
+    """Dead-lettered without running: malformed, a GoTask, too large, not allowed."""
+
+
+Observe = Callable[[str, str, Outcome, Optional[float]], None]
+"""A hook told each task's Outcome as the worker decides it: (queue name, func path, outcome, seconds
+it ran); func path "" and seconds None for a dead one."""
+OUTCOMES = {Release: Outcome.DONE, Requeue: Outcome.RETRIED, Reschedule: Outcome.RETRIED, Bury: Outcome.FAILED}
+RAN = (Reason.FAILED, Reason.TIMED_OUT, Reason.BAD_ARGUMENTS)
 """Dead-letter reasons of a task that ran (or was called): its record says failed; any other, dead."""
 
 
@@ -393,24 +407,24 @@ class Worker:
     def _prepare(self, blob: bytes, queue: Queue) -> Union[Settlement, Tuple[PyTask, Callable[..., Any]]]:
         """The task and its function, or how to settle a task that cannot run."""
         if len(blob) > queue.max_task_size:
-            return self._bury(queue, blob, "too_large", f"{len(blob)} bytes, over {queue.max_task_size}")
+            return self._bury(queue, blob, Reason.TOO_LARGE, f"{len(blob)} bytes, over {queue.max_task_size}")
         try:
             task = PyTask.deserialize(blob)
         except MalformedTaskError as exc:
-            return self._bury(queue, blob, exc.reason, str(exc), exc.func_path)
+            return self._bury(queue, blob, Reason(exc.reason), str(exc), exc.func_path)
         try:
             func = self.allowlist.resolve(task.func_path)
         except FunctionNotAllowedError as exc:
-            return self._bury(queue, blob, "not_allowed", str(exc), task.func_path)
+            return self._bury(queue, blob, Reason.NOT_ALLOWED, str(exc), task.func_path)
         return task, func
 
     def _unrunnable(self, settlement: Settlement, queue: Queue) -> Settlement:
         """A task that cannot run (dead-lettered), told to the observe hook and the task log."""
         if self.observe is not None:
-            self.observe(queue.name, "", "dead", None)
+            self.observe(queue.name, "", Outcome.DEAD, None)
         if self.log_tasks and isinstance(settlement, Bury):
-            task_logger.info("task %s %s dead", settlement.tracked.task_id if settlement.tracked else "-",
-                             dead_letter.func_of(settlement.letter[dead_letter.TASK]) or "?")
+            task_logger.info("task %s %s %s", settlement.tracked.task_id if settlement.tracked else "-",
+                             dead_letter.func_of(settlement.letter[dead_letter.TASK]) or "?", Outcome.DEAD)
         return settlement
 
     def _settlement(self, task: PyTask, outcome: Optional[BaseException], started: float,
@@ -463,7 +477,7 @@ class Worker:
         error = message_of(exc)
         if isinstance(exc, TypeError) and _raised_by_the_call(exc):
             # The call itself raised, before the function's first line: its arguments do not fit.
-            return self._bury(queue, task.serialize(), "bad_arguments", error, task.func_path)
+            return self._bury(queue, task.serialize(), Reason.BAD_ARGUMENTS, error, task.func_path)
         if isinstance(exc, SkipRetry):
             pass
         elif "max_retries" in task.options:
@@ -481,17 +495,17 @@ class Worker:
             logger.error("task %s failed; retrying (%s left)", task.func_path, task.retry - 1, exc_info=exc)
             return Requeue(task.with_retry(task.retry - 1).serialize())
         logger.error("task %s failed; dead-lettered in %s", task.func_path, queue.keys.dead_letters, exc_info=exc)
-        reason = "timed_out" if isinstance(exc, TimeLimitExceeded) else "failed"
+        reason = Reason.TIMED_OUT if isinstance(exc, TimeLimitExceeded) else Reason.FAILED
         trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         return self._bury(queue, task.serialize(), reason, error, task.func_path, trace)
 
-    def _bury(self, queue: Queue, blob: bytes, reason: str, error: str, func: Optional[str] = None,
+    def _bury(self, queue: Queue, blob: bytes, reason: Reason, error: str, func: Optional[str] = None,
               trace: Optional[str] = None) -> Bury:
-        if reason not in ("failed", "timed_out"):
+        if reason not in (Reason.FAILED, Reason.TIMED_OUT):
             logger.error("dead-lettered a task in %s (%s): %s", queue.keys.dead_letters, reason, error)
         task_id = tracking.task_id(blob)
-        tracked = None if task_id is None else Tracked(task_id, status="failed" if reason in RAN else "dead",
-                                                       error=error)
+        status = Status.FAILED if reason in RAN else Status.DEAD
+        tracked = None if task_id is None else Tracked(task_id, status=status, error=error)
         return Bury(dead_letter.record(reason=reason, error=error, blob=blob, queue=queue.name,
                                        worker=self.id, func=func, traceback=trace), tracked=tracked)
 
