@@ -19,9 +19,17 @@ from ..protocol import scripts
 from ..protocol.connection import is_cluster
 from ..wire.keys import LEGACY_PERIODIC_KEY, QueueKeys, check_cluster_name
 from ..runtime.role import Role
+from ..wire.strenum import StrEnum
 from ..wire.task import GoTask, PyTask
 
 logger = logging.getLogger(__name__)
+
+
+class Missed(StrEnum):
+    """What a Periodic entry does with a tick missed while every replica was down."""
+
+    SKIP = "skip"
+    ONCE = "once"
 
 
 @dataclass
@@ -31,14 +39,14 @@ class Periodic:
 
     missed: what to do with a tick due more than `grace` seconds ago, found when the schedulers
     come back after all of them were down: "skip" it, or run it "once" (one run, however many
-    ticks were missed). name: the entry's identity in Redis (default: queue, task and timing).
+    ticks were missed); a Missed, or its value. name: the entry's identity in Redis (default: queue, task and timing).
     """
 
     task: Union[PyTask, GoTask, str]
     queue: str = "default"
     cron: Optional[str] = None
     every: Optional[float] = None
-    missed: str = "skip"
+    missed: Union[Missed, str] = Missed.SKIP
     grace: float = 60.0
     name: str = ""
 
@@ -51,8 +59,10 @@ class Periodic:
             raise ValueError(f"{self.task.func_path}: not a cron expression: {self.cron!r}")
         if self.every is not None and self.every <= 0:
             raise ValueError(f"{self.task.func_path}: every must be positive, got {self.every}")
-        if self.missed not in ("skip", "once"):
-            raise ValueError(f"{self.task.func_path}: missed must be 'skip' or 'once', got {self.missed!r}")
+        try:
+            self.missed = Missed(self.missed)
+        except ValueError:
+            raise ValueError(f"{self.task.func_path}: missed must be 'skip' or 'once', got {self.missed!r}") from None
         self.name = self.name or f"{self.queue}:{self.task.func_path}:{self.cron or self.every}"
 
     def blob(self) -> bytes:
@@ -93,7 +103,7 @@ class Scheduler(Role):
             tick = entry.last_tick(now)
             if tick <= self._seen.get(entry.name, -math.inf):
                 continue
-            run = entry.missed == "once" or now - tick <= entry.grace
+            run = entry.missed == Missed.ONCE or now - tick <= entry.grace
             keys = QueueKeys.of(entry.queue)
             if self._script(keys=(keys.periodic, keys.name, keys.noti, keys.counts, *self._legacy),
                             args=(entry.name, repr(tick), entry.blob(), int(run))):
