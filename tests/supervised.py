@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import List
 
 from delayed import Queue, Worker
-from delayed.cli import LOG_FORMAT
+from delayed.runtime.command import LOG_FORMAT
 from delayed.protocol.connection import connect
 from delayed.worker.supervisor import Supervisor
 

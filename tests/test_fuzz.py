@@ -1,7 +1,7 @@
 """Hostile input: any bytes a producer can put in a queue, and any letter or record built from them.
 
 Decoding and describing never raise past their boundary, and every reader of a blob keeps running:
-the worker, the sweeper, the forwarder, the `delayed` command, the metrics exporter and the
+the worker and the sweeper (moving due tasks too), the `delayed` command, the metrics exporter and the
 dashboard. DELAYED_FUZZ_EXAMPLES sets how many blobs each fuzz test tries (default 1000; the test
 that drives every reader tries a tenth as many).
 """
@@ -117,13 +117,13 @@ def dashboard_client(redis_server):
 def test_every_reader_survives_any_blob_where_readers_find_blobs(conn, redis_server, capsys, dashboard_client, blob):
     """The blob at the head of the queue and of the scheduled set, held by a live go-delayed worker and by
     a dead worker of ours, as a dead letter's task and as its record, and as a tracked task's result: every
-    command, page and scrape answers, and the sweeper and the forwarder go on."""
+    command, page and scrape answers, and the sweeper goes on, moving due tasks too."""
     conn.flushall()
     queue = Queue("h", conn)
     conn.rpush("h", blob)
     conn.rpush("h_noti", 1)
     conn.zadd("h_scheduled", {b"\0" * 8 + blob: 4_102_444_800})  # due in 2100
-    conn.zadd("h_scheduled", {b"\1" * 8 + blob: 1})               # due: the forwarder moves it
+    conn.zadd("h_scheduled", {b"\1" * 8 + blob: 1})               # due: moving due tasks takes it
     conn.hset("h_processing", GO_WORKER, blob)
     conn.set(GO_WORKER, 1)
     letter = conn.xadd("h_dead_letters", record(reason="malformed", error="x", blob=blob, queue="h", worker=None))

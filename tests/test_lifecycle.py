@@ -63,7 +63,7 @@ def test_a_worker_stopped_while_redis_is_away_returns_at_once_and_offline():
     status = []
     thread = threading.Thread(target=lambda: status.append(worker.run()))
     thread.start()
-    wait_for(lambda: worker.holding.failing, what="the worker to see Redis gone")
+    wait_for(lambda: worker.holdings.failing, what="the worker to see Redis gone")
     time.sleep(2)  # the backoff has grown past a second
     started = time.monotonic()
     worker.stop()
@@ -108,7 +108,7 @@ def test_a_stop_cuts_short_the_wait_for_an_unreachable_redis():
     sweeper = Sweeper([Queue("default", conn)], interval=0.1)
     thread = threading.Thread(target=sweeper.run)
     thread.start()
-    wait_for(lambda: sweeper._backoff.failing, what="the sweeper to see Redis gone")
+    wait_for(lambda: sweeper.outage.failing, what="the sweeper to see Redis gone")
     time.sleep(2)  # the backoff has grown past a second
     started = time.monotonic()
     sweeper.stop()

@@ -37,7 +37,7 @@ def test_a_worker_stops_claiming_from_a_paused_queue_says_so_and_goes_on_once_re
     assert results(conn) == [] and conn.llen("q") == 1
     queue.resume()
     wait_for(lambda: tags(conn) == ["waited"], what="the task, once resumed")
-    assert f"queue 'q' resumed: worker {worker.holding.holdings[0].id} takes its tasks again" in caplog.text
+    assert f"queue 'q' resumed: worker {worker.holdings.holdings[0].id} takes its tasks again" in caplog.text
 
 
 def test_a_worker_serving_a_paused_queue_takes_the_next_one_s_tasks_and_does_not_spin(conn, start_worker):

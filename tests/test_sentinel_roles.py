@@ -50,7 +50,7 @@ def rode_it_out(output: str) -> None:
     """Each part that saw the outage said so once, and that Redis is back; no traceback."""
     outages = re.findall(r"(\S+): Redis error", output)
     assert outages, output
-    assert len(outages) == len(set(outages)), output  # once per part (worker, keep-alive, forwarder...)
+    assert len(outages) == len(set(outages)), output  # once per part (worker, keep-alive, move due tasks...)
     assert "Redis is back" in output and "Traceback" not in output, output
 
 

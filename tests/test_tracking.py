@@ -151,7 +151,7 @@ def test_a_scheduled_task_is_scheduled_then_pending_once_due(conn, queue):
     info = handle.info()
     assert info.status == "scheduled" and time.time() < info.due
     time.sleep(0.35)
-    assert handle.status() == "pending"  # due: the forwarder moves it (not running here)
+    assert handle.status() == "pending"  # due: moving due tasks would take it (not running here)
 
 
 def test_threads_and_coroutines_keep_their_results(queue, run_worker):

@@ -7,7 +7,7 @@ import msgpack
 import pytest
 
 from delayed import GoTask, PyTask, Queue, Worker
-from delayed.worker.allowlist import FunctionRegistry
+from delayed.worker.allowlist import Allowlist
 
 from . import tasks
 from .conftest import results, wait_for
@@ -149,7 +149,7 @@ def test_bad_tasks_go_to_dead_letters_and_the_worker_goes_on(conn, queue, run_wo
     "tests.tasks",
 ])
 def test_the_allowlist_cannot_be_escaped(conn, queue, run_worker, func_path):
-    assert func_path not in FunctionRegistry(["tests.tasks"])
+    assert func_path not in Allowlist(["tests.tasks"])
     queue.enqueue(PyTask(func_path, ["x"]))
     run_worker()
     wait_for(lambda: dead(conn), what="a dead letter")
@@ -166,9 +166,9 @@ def test_allowing_single_functions(conn, queue, run_worker):
     assert conn.get("not allowed") is None
 
 
-def test_registry_lists_only_functions_defined_in_the_module():
-    registry = FunctionRegistry(["tests.tasks"])
-    assert registry.paths() == sorted(
+def test_the_allowlist_lists_only_functions_defined_in_the_module():
+    allowlist = Allowlist(["tests.tasks"])
+    assert allowlist.paths() == sorted(
         "tests.tasks:" + name
         for name in ["record", "fail_until", "always_fail", "slow", "async_record", "bad_call_inside", "conn",
                      "slow_then_fail", "kill_my_worker", "stubborn", "count", "give_up", "tenth_of_attempt",

@@ -19,7 +19,8 @@ from ..runtime.command import CommandError, add_connection_options, connect_chec
 from ..scheduler.cli import main as scheduler_main
 from ..sweeper.cli import main as sweeper_main
 from ..worker.cli import main as worker_main
-from ..protocol.connection import Backoff, error_text
+from ..protocol.connection import error_text
+from ..runtime.backoff import OutageBackoff
 from .dashboard.cli import main as dashboard_main
 from ..errors import DeadLetterError
 from ..errors import QueueFullError, TaskNotFoundError, TaskTooLargeError
@@ -65,7 +66,7 @@ def _stats(conn: redis.Redis, args: argparse.Namespace) -> None:
     if not args.watch:
         _show(args, admin.stats(conn, _names(conn, args)), STATS_COLUMNS)
         return
-    outage = Backoff(logging.getLogger("delayed.stats"), "stats --watch", initial=args.watch,
+    outage = OutageBackoff(logging.getLogger("delayed.stats"), "stats --watch", initial=args.watch,
                      maximum=max(args.watch, 10))
     previous: List[Dict[str, Any]] = []
     then = time.monotonic()

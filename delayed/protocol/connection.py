@@ -1,11 +1,10 @@
 """Connecting to Redis, and riding out the times it cannot be reached."""
 import asyncio
 import copy
-import logging
 import re
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, TypeVar
+from typing import Any, Callable, Dict, List, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import redis
@@ -46,7 +45,7 @@ def connect(url: str, **options: Any) -> Any:
 
     redis-py's own retries are off: they would resend a command whose reply was lost
     (applying an enqueue twice, unseen) and hold a worker inside redis-py through an
-    outage where a stop cannot reach it. The worker's Backoff is the one retry layer.
+    outage where a stop cannot reach it. The roles' OutageBackoff is the one retry layer.
     """
     settings: dict = dict(socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=5, health_check_interval=30,
                           retry=Retry(NoBackoff(), 0))
@@ -277,7 +276,7 @@ def _view_class(cls: type) -> type:
     """cls (a RedisCluster class, a subclass's overrides kept) whose instances close nothing when collected."""
     if cls not in _VIEW_CLASSES:
         _VIEW_CLASSES[cls] = type(cls.__name__, (cls,), {"__del__": lambda self: None,
-                                                         "__doc__": "A sent-once view (delayed.connection)."})
+                                                         "__doc__": "A sent-once view (delayed.protocol.connection)."})
     return _VIEW_CLASSES[cls]
 
 
@@ -435,37 +434,3 @@ def error_text(exc: BaseException) -> str:
         return f"Redis is full: {text}"
     return text or type(exc).__name__
 
-
-class Backoff:
-    """Sleeps that double after each consecutive Redis failure; logs the outage and the recovery once each.
-
-    wait: how to sleep (an Event's wait, so a stop cuts the sleep short).
-    """
-
-    def __init__(
-        self,
-        logger: logging.Logger,
-        what: str,
-        initial: float = 0.1,
-        maximum: float = 10.0,
-        wait: Optional[Callable[[float], Any]] = None,
-    ) -> None:
-        self._logger = logger
-        self._what = what
-        self._initial = self._delay = initial
-        self._maximum = maximum
-        self._wait = wait or threading.Event().wait
-        self.failing = False
-
-    def failed(self, exc: Exception) -> None:
-        if not self.failing:
-            self._logger.warning("%s: Redis error (%s); retrying until it is back", self._what, error_text(exc))
-            self.failing = True
-        self._wait(self._delay)
-        self._delay = min(self._delay * 2, self._maximum)
-
-    def succeeded(self) -> None:
-        if self.failing:
-            self._logger.warning("%s: Redis is back", self._what)
-            self.failing = False
-            self._delay = self._initial

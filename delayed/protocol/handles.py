@@ -60,7 +60,7 @@ class TaskHandle:
         return self.queue.task_info(self.id)
 
     def status(self) -> str:
-        """One of STATUSES (info() has what goes with it)."""
+        """One of Status (info() has what goes with it)."""
         return self.info().status
 
     def result(self, timeout: Optional[float] = None) -> Any:

@@ -34,7 +34,7 @@ NOTIFY_MISSING = Script("notify_missing")
 @dataclass(frozen=True)
 class CrashLoop:
     """A task one of our workers died holding that a sweep dead-lettered: one its workers died holding
-    more than max_crashes times (reason "crash_loop"), or one that cannot count its crashes, not being
+    more than max_crashes times (reason crash_loop), or one that cannot count its crashes, not being
     a PyTask (the reason a worker would have given it: "malformed", "go_task"). buried is False if
     another sweeper took it first."""
 
@@ -42,7 +42,7 @@ class CrashLoop:
     blob: bytes
     crashes: int
     buried: bool
-    reason: str = "crash_loop"
+    reason: str = dead_letter.Reason.CRASH_LOOP
 
 
 @dataclass(frozen=True)
@@ -145,7 +145,7 @@ class SweeperOps:
     def _bury_crashed(self, worker_id: str, blob: bytes, letter: dead_letter.Letter, crashes: int) -> bool:
         task_id = tracking.task_id(blob)
         tracked = None if task_id is None else Tracked(
-            task_id, status="dead", error=f"its workers died running it {crashes} times")
+            task_id, status=tracking.Status.DEAD, error=f"its workers died running it {crashes} times")
         return self.queue.dead.bury(worker_id, blob, letter, tracked)
 
     def _notify_missing(self, notify_after: float) -> int:

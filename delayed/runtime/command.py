@@ -170,7 +170,7 @@ def connect_unless_stopped(args: argparse.Namespace, lifecycle: Lifecycle,
 
 def check_cluster_names(conn: redis.Redis, names: Sequence[str]) -> None:
     """On a Redis Cluster, a CommandError (exit 2) in one line for the first queue name without a
-    hash tag, saying how to name it (see delayed.keys.check_cluster_name); elsewhere nothing."""
+    hash tag, saying how to name it (see delayed.wire.keys.check_cluster_name); elsewhere nothing."""
     if is_cluster(conn):
         for name in names:
             try:

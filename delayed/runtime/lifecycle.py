@@ -35,7 +35,7 @@ API
   the stop, else None. exit_status: 128 + forced after a forced stop, else 0.
 - on_stop(callback): call callback() once a stop is asked for (at once if it already was).
 - wait(timeout): sleep up to timeout seconds, cut short by a stop; handles the signals that
-  arrived; returns stopping. Pass it as a Backoff's wait so waiting for Redis honours stop too.
+  arrived; returns stopping. Pass it as an OutageBackoff's wait so waiting for Redis honours stop too.
 - poll(): handle the signals that arrived, without waiting. fileno(): a descriptor that turns
   readable when a signal or stop() arrives, for loops that select on other things too.
 - after_fork(): in a forked child, drop the parent's wakeup pipe before installing its own.
@@ -68,7 +68,7 @@ def _flag(signum: int, frame: Any) -> None:
 
 class ForkSafeThread(threading.Thread):
     """A thread of ours that holds no lock a forked keep-alive helper needs (it never touches a Redis
-    client), so a worker may still fork one while it runs (see delayed.keepalive)."""
+    client), so a worker may still fork one while it runs (see delayed.worker.keepalive)."""
 
     fork_safe = True
 

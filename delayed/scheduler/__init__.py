@@ -15,13 +15,21 @@ from typing import Dict, Optional, Sequence, Union, cast
 import croniter
 import redis
 
+from ..protocol.connection import is_cluster
 from ..protocol.periodic import Ticks
-from ..protocol.connection import Backoff, is_cluster
+from ..runtime.role import Role
 from ..wire.keys import QueueKeys, check_cluster_name
-from ..runtime.lifecycle import Lifecycle
+from ..wire.strenum import StrEnum
 from ..wire.task import GoTask, PyTask
 
 logger = logging.getLogger(__name__)
+
+
+class Missed(StrEnum):
+    """What a Periodic entry does with a tick missed while every replica was down."""
+
+    SKIP = "skip"
+    ONCE = "once"
 
 
 @dataclass
@@ -31,14 +39,14 @@ class Periodic:
 
     missed: what to do with a tick due more than `grace` seconds ago, found when the schedulers
     come back after all of them were down: "skip" it, or run it "once" (one run, however many
-    ticks were missed). name: the entry's identity in Redis (default: queue, task and timing).
+    ticks were missed); a Missed, or its value. name: the entry's identity in Redis (default: queue, task and timing).
     """
 
     task: Union[PyTask, GoTask, str]
     queue: str = "default"
     cron: Optional[str] = None
     every: Optional[float] = None
-    missed: str = "skip"
+    missed: Union[Missed, str] = Missed.SKIP
     grace: float = 60.0
     name: str = ""
 
@@ -51,8 +59,10 @@ class Periodic:
             raise ValueError(f"{self.task.func_path}: not a cron expression: {self.cron!r}")
         if self.every is not None and self.every <= 0:
             raise ValueError(f"{self.task.func_path}: every must be positive, got {self.every}")
-        if self.missed not in ("skip", "once"):
-            raise ValueError(f"{self.task.func_path}: missed must be 'skip' or 'once', got {self.missed!r}")
+        try:
+            self.missed = Missed(self.missed)
+        except ValueError:
+            raise ValueError(f"{self.task.func_path}: missed must be 'skip' or 'once', got {self.missed!r}") from None
         self.name = self.name or f"{self.queue}:{self.task.func_path}:{self.cron or self.every}"
 
     def blob(self) -> bytes:
@@ -67,13 +77,14 @@ class Periodic:
         return croniter.croniter(self.cron, after).get_prev(float)  # strictly before `after`
 
 
-class Scheduler:
-    """Enqueues the ticks of `entries` until stopped; run as many replicas as you like.
+class Scheduler(Role):
+    """Enqueues the ticks of `entries` until stopped (run, stop: see Role); run as many replicas as you like.
 
     Each queue's last ticks live in its own hash (N_periodic), so on a Redis Cluster they share the
     queue's slot; there every entry's queue name needs a hash tag (ValueError otherwise)."""
 
     def __init__(self, conn: redis.Redis, entries: Sequence[Periodic], poll: float = 0.5) -> None:
+        super().__init__("scheduler", logger)
         self.conn = conn
         self.entries = list(entries)
         if is_cluster(conn):
@@ -82,8 +93,6 @@ class Scheduler:
         self.poll = min([poll] + [entry.every / 4 for entry in self.entries if entry.every])
         self._ticks = Ticks(conn)
         self._seen: Dict[str, float] = {}
-        self.lifecycle = Lifecycle("scheduler")
-        self._backoff = Backoff(logger, "scheduler", wait=self.lifecycle.wait)
 
     def tick(self, now: Optional[float] = None) -> int:
         """Claim every entry's latest tick not yet seen here; returns how many this replica enqueued."""
@@ -93,36 +102,17 @@ class Scheduler:
             tick = entry.last_tick(now)
             if tick <= self._seen.get(entry.name, -math.inf):
                 continue
-            run = entry.missed == "once" or now - tick <= entry.grace
+            run = entry.missed == Missed.ONCE or now - tick <= entry.grace
             if self._ticks.claim(QueueKeys.of(entry.queue), entry.name, tick, entry.blob(), run):
                 logger.info("%s: tick %s %s", entry.name, repr(tick), "enqueued" if run else "missed, skipped")
                 enqueued += run
             self._seen[entry.name] = tick
         return enqueued
 
-    def run(self, handle_signals: bool = True) -> int:
-        """Enqueue ticks until stop(); returns the exit status (0: a forced stop never returns).
-
-        handle_signals: in the main thread, SIGTERM, SIGINT and SIGHUP stop it after the current
-        tick and a second one exits at once (status 128 + signal), as for a worker.
-        """
-        status = self.lifecycle.run(self._run, handle_signals)
-        logger.info("scheduler stopped")
-        return status
-
-    def _run(self) -> None:
+    def starting(self) -> None:
         logger.info("scheduling %d entries", len(self.entries))
-        self.lifecycle.online()
-        while not self.lifecycle.stopping:
-            try:
-                self.tick()
-            except redis.RedisError as exc:
-                self._backoff.failed(exc)
-                continue
-            self._backoff.succeeded()
-            self.lifecycle.wait(self.poll)
 
-    def stop(self) -> None:
-        """Stop after the current tick (from any thread)."""
-        self.lifecycle.stop()
-
+    def round(self) -> float:
+        """Enqueue the ticks due; returns the seconds until the next look."""
+        self.tick()
+        return self.poll

@@ -7,31 +7,30 @@ from typing import Sequence
 import redis
 
 from ..wire import dead_letter
-from ..protocol.connection import Backoff
-from ..runtime.due import FORWARD_INTERVAL, forward
 from ..protocol.queue import Queue
 from ..protocol.sweeper_ops import DEFAULT_MAX_CRASHES, SweeperOps
-from ..runtime.lifecycle import Lifecycle
+from ..runtime.due import MOVE_DUE_INTERVAL, move_due_tasks
+from ..runtime.role import Role
 
 logger = logging.getLogger(__name__)
 
 
-class Sweeper:
-    """Sweeps every queue once per interval seconds until stopped.
+class Sweeper(Role):
+    """Sweeps every queue once per interval seconds until stopped (run, stop: see Role).
 
     max_crashes: dead-letter a task once workers died holding it more often than this (0: never).
     """
 
     def __init__(self, queues: Sequence[Queue], interval: float = 60,
                  max_crashes: int = DEFAULT_MAX_CRASHES) -> None:
+        super().__init__("sweeper", logger)
         self.queues = list(queues)
         self.interval = interval
         self.max_crashes = max_crashes
         self.failures = 0
         """Held tasks a sweep could not handle (left for the next sweep), and sweeps of a queue that
         failed other than by Redis, so far; each logged."""
-        self.lifecycle = Lifecycle("sweeper")
-        self._backoff = Backoff(logger, "sweeper", wait=self.lifecycle.wait)
+        self._next_sweep = 0.0  # time.monotonic() of the next sweep
 
     def sweep(self) -> int:
         """One pass over every queue; returns the notifications pushed (requeued tasks included)."""
@@ -49,7 +48,7 @@ class Sweeper:
             for loop in swept.crash_loops:
                 if not loop.buried:
                     continue
-                if loop.reason == "crash_loop":
+                if loop.reason == dead_letter.Reason.CRASH_LOOP:
                     logger.warning("queue %r: dead-lettered a crash loop in %s: function %s, its workers died "
                                    "holding it %d times (--max-crashes %d)", queue.name, queue.keys.dead_letters,
                                    dead_letter.func_of(loop.blob) or "<undecodable>", loop.crashes,
@@ -66,33 +65,13 @@ class Sweeper:
             total += swept.notified
         return total
 
-    def run(self, handle_signals: bool = True) -> int:
-        """Sweep until stop(); returns the exit status (0: a forced stop never returns).
-
-        handle_signals: in the main thread, SIGTERM, SIGINT and SIGHUP stop it after the current
-        pass and a second one exits at once (status 128 + signal), as for a worker.
-        """
-        status = self.lifecycle.run(self._run, handle_signals)
-        logger.info("sweeper stopped")
-        return status
-
-    def _run(self) -> None:
+    def starting(self) -> None:
         logger.info("sweeping %s every %s s", ", ".join(repr(q.name) for q in self.queues), self.interval)
-        self.lifecycle.online()
-        next_sweep = 0.0
-        while not self.lifecycle.stopping:
-            try:
-                forward(self.queues)  # due delayed tasks and retries, for Go workers too
-                if time.monotonic() >= next_sweep:
-                    self.sweep()
-                    next_sweep = time.monotonic() + self.interval
-            except redis.RedisError as exc:
-                self._backoff.failed(exc)
-                continue
-            self._backoff.succeeded()
-            self.lifecycle.wait(max(0.0, min(FORWARD_INTERVAL, next_sweep - time.monotonic())))
 
-    def stop(self) -> None:
-        """Stop after the current pass (from any thread)."""
-        self.lifecycle.stop()
-
+    def round(self) -> float:
+        """Move the due tasks, and sweep if a sweep is due; returns the seconds until the next round."""
+        move_due_tasks(self.queues)  # due delayed tasks and retries, for Go workers too
+        if time.monotonic() >= self._next_sweep:
+            self.sweep()
+            self._next_sweep = time.monotonic() + self.interval
+        return max(0.0, min(MOVE_DUE_INTERVAL, self._next_sweep - time.monotonic()))

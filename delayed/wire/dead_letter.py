@@ -3,9 +3,9 @@
 A dead letter is one entry of a Redis stream; its stream id (e.g. 1700000000000-0) is its id, stable
 until it is requeued or deleted. It has two fields:
   record   one JSON object, readable with redis-cli:
-             reason     one of REASONS
+             reason     a Reason (one of REASONS)
              error      one line saying what went wrong
-             traceback  the task's traceback, for "failed" (else absent)
+             traceback  the task's traceback, for failed and timed_out (else absent)
              func       the task's func path when the blob decoded that far (else null)
              queue, worker, failed_at (ISO 8601, UTC)
   task     the raw blob: nothing of the original is lost
@@ -22,18 +22,34 @@ from typing import Any, Dict, Iterable, Optional
 
 from . import preview
 from ..errors import DeadLetterError, MalformedTaskError, one_line
+from .strenum import StrEnum
 from .task import decode_task
 
+
+class Reason(StrEnum):
+    """Why a task is a dead letter: its record's "reason" (see REASONS)."""
+
+    MALFORMED = "malformed"
+    GO_TASK = "go_task"
+    TOO_LARGE = "too_large"
+    NOT_ALLOWED = "not_allowed"
+    BAD_ARGUMENTS = "bad_arguments"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    CRASH_LOOP = "crash_loop"
+
+
 REASONS = {
-    "malformed": "the blob is not a task: not msgpack, or the wrong shape",
-    "go_task": "a GoTask: only a go-delayed worker can run it",
-    "too_large": "the blob is over the worker's max task size",
-    "not_allowed": "the function is not one the worker allows",
-    "bad_arguments": "the function rejected the task's arguments",
-    "failed": "the function raised and the task has no retries left",
-    "timed_out": "the function ran past its time limit and the task has no retries left",
-    "crash_loop": "workers died holding it more often than the sweeper's --max-crashes",
+    Reason.MALFORMED: "the blob is not a task: not msgpack, or the wrong shape",
+    Reason.GO_TASK: "a GoTask: only a go-delayed worker can run it",
+    Reason.TOO_LARGE: "the blob is over the worker's max task size",
+    Reason.NOT_ALLOWED: "the function is not one the worker allows",
+    Reason.BAD_ARGUMENTS: "the function rejected the task's arguments",
+    Reason.FAILED: "the function raised and the task has no retries left",
+    Reason.TIMED_OUT: "the function ran past its time limit and the task has no retries left",
+    Reason.CRASH_LOOP: "workers died holding it more often than the sweeper's --max-crashes",
 }
+"""What each reason means."""
 UNDECODABLE = "undecodable"
 """The reason shown for a letter whose record is not a JSON object (written by hand, or damaged)."""
 
@@ -65,7 +81,8 @@ def record(
     func: Optional[str] = None,
     traceback: Optional[str] = None,
 ) -> Letter:
-    """The fields of one dead letter: its JSON record and the raw blob."""
+    """The fields of one dead letter: its JSON record and the raw blob. reason: a Reason (or the str
+    of one: a MalformedTaskError's reason)."""
     entry: Dict[str, Any] = {
         "reason": reason,
         "error": one_line(error, MAX_ERROR),
@@ -81,7 +98,7 @@ def record(
 
 def crash_loop(blob: bytes, queue: str, worker: str, crashes: int, max_crashes: int) -> Letter:
     """The letter of a task whose workers died holding it crashes times (over max_crashes)."""
-    return record(reason="crash_loop", blob=blob, queue=queue, worker=worker, func=func_of(blob),
+    return record(reason=Reason.CRASH_LOOP, blob=blob, queue=queue, worker=worker, func=func_of(blob),
                   error=f"its worker died while holding it {crashes} times (the limit is {max_crashes})")
 
 

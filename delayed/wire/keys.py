@@ -88,7 +88,7 @@ class QueueKeys:
         return self.name + TASK_INFIX
 
     def task(self, task_id: str) -> str:
-        """The record of a tracked task: a hash the scripts write (see delayed/lua/tracking.lua), kept
+        """The record of a tracked task: a hash the scripts write (see delayed/protocol/lua/tracking.lua), kept
         result_ttl seconds after the task ended; named after the queue, so a hash tag in it holds too."""
         return self.task_prefix + task_id
 

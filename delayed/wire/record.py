@@ -15,10 +15,24 @@ from typing import Any, Dict, NamedTuple, Optional, Tuple
 import msgpack
 
 from ..errors import TaskFailedError
+from .strenum import StrEnum
 from .task import TRACKED_TAIL
 
-ENDED = ("done", "failed", "dead", "cancelled")
-STATUSES = ("scheduled", "pending", "running", "retrying", *ENDED)
+
+class Status(StrEnum):
+    """A tracked task's status, as its record stores it."""
+
+    SCHEDULED = "scheduled"
+    PENDING = "pending"
+    RUNNING = "running"
+    RETRYING = "retrying"
+    DONE = "done"
+    FAILED = "failed"
+    DEAD = "dead"
+    CANCELLED = "cancelled"
+
+
+ENDED = (Status.DONE, Status.FAILED, Status.DEAD, Status.CANCELLED)
 _WITH_OPTIONS = b"\x95"  # a five-element msgpack array: a PyTask blob with options
 
 
@@ -77,7 +91,7 @@ def _bounded(data: bytes, note: str, max_size: int) -> Tuple[bytes, str]:
 
 @dataclass(frozen=True)
 class TaskInfo:
-    """A tracked task as its record says: status (one of STATUSES; a scheduled task that is due
+    """A tracked task as its record says: status (a Status's value, a str; a scheduled task that is due
     reads as pending), and what its status has (None where it has none).
 
     Times are unix seconds; seconds is how long its last run took; result is the return value
@@ -121,8 +135,8 @@ def parse(task_id: str, queue: str, fields: Dict[bytes, bytes], ttl: int, now: O
         return value if math.isfinite(value) else None
 
     status, due = text.get("status", "?"), number("due")
-    if status == "scheduled" and due is not None and due <= (time.time() if now is None else now):
-        status = "pending"  # due: the forwarder moves it into the queue, if it has not yet
+    if status == Status.SCHEDULED and due is not None and due <= (time.time() if now is None else now):
+        status = Status.PENDING.value  # due: moving due tasks puts it into the queue, if not done yet
     result, note = _result(fields.get(b"result")), text.get("note") or None
     if result is _UNREADABLE:
         result, note = None, "the stored result is not msgpack"
@@ -148,7 +162,7 @@ def _result(raw: Optional[bytes]) -> Any:
 
 def outcome(info: TaskInfo) -> Any:
     """The result of an ended task; TaskFailedError for one that ended without one."""
-    if info.status == "done":
+    if info.status == Status.DONE:
         return info.result
     detail = f": {info.error}" if info.error else ""
     raise TaskFailedError(f"task {info.id} ({info.func}) {info.status}{detail}", info)
@@ -175,7 +189,7 @@ def cancel_outcome(task_id: str, queue: str, outcome: str, status: str) -> Cance
                 "a worker that does not track tasks took it",
     }
     if outcome == "not_waiting":
-        reason = (f"task {task_id} is running: a running task is not interrupted" if status == "running" else
+        reason = (f"task {task_id} is running: a running task is not interrupted" if status == Status.RUNNING else
                   f"task {task_id} already ended ({status})")
     else:
         reason = reasons[outcome]

@@ -30,7 +30,7 @@ def submodule_names(module: ModuleType) -> List[str]:
     return [module.__name__ + "." + info.name for info in pkgutil.iter_modules(getattr(module, "__path__", []))]
 
 
-class FunctionRegistry:
+class Allowlist:
     """Func path -> function, for the modules and functions the operator allowed.
 
     A task naming anything else is refused: lookups are an exact dict match,

@@ -3,34 +3,32 @@ import logging
 import threading
 from typing import Any, Callable
 
-import redis
-
-from ..protocol.connection import Backoff
+from ..runtime.backoff import OutageBackoff
+from ..runtime.lifecycle import Lifecycle
+from ..runtime.role import rounds
 
 logger = logging.getLogger(__name__)
 
 
 class Every(threading.Thread):
-    """Calls duty() every interval seconds until stop(); Redis errors are ridden out with a
-    Backoff, which says once that Redis is gone and once that it is back."""
+    """Calls duty() every interval seconds, the first time one interval in, until stop(); Redis
+    errors are ridden out as a role's are (see delayed.runtime.role)."""
 
     def __init__(self, interval: float, duty: Callable[[], Any], what: str) -> None:
         super().__init__(name=f"delayed {what}", daemon=True)
         self._interval = interval
         self._duty = duty
-        self._what = what
-        self._stopped = threading.Event()
+        self._lifecycle = Lifecycle(what)
+        self._outage = OutageBackoff(logger, what, wait=self._lifecycle.wait)
 
     def run(self) -> None:
-        backoff = Backoff(logger, self._what, wait=self._stopped.wait)
-        while not self._stopped.wait(self._interval):
-            try:
-                self._duty()
-            except redis.RedisError as exc:
-                backoff.failed(exc)
-            else:
-                backoff.succeeded()
+        if not self._lifecycle.wait(self._interval):
+            rounds(self._lifecycle, self._outage, self._round)
+
+    def _round(self) -> float:
+        self._duty()
+        return self._interval
 
     def stop(self) -> None:
-        self._stopped.set()
+        self._lifecycle.stop()
         self.join()

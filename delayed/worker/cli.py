@@ -12,7 +12,7 @@ from ..runtime.command import (CommandError, add_connection_options, add_dead_op
                                check_cluster_names, connect_unless_stopped, metrics_unavailable, positive, run_command)
 from ..runtime.lifecycle import Lifecycle
 from . import metrics as task_metrics
-from .allowlist import FunctionRegistry, submodule_names
+from .allowlist import Allowlist, submodule_names
 from .loop import DEFAULT_BATCH, Worker
 from .supervisor import Supervisor
 
@@ -56,7 +56,7 @@ def parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _allowed_functions(names: Sequence[str]) -> FunctionRegistry:
+def _allowlist(names: Sequence[str]) -> Allowlist:
     """The allowlist of the task modules names, or a CommandError (exit 2) saying in one line why
     there is none: a module that fails to import, whatever it raises, or no function to allow."""
     modules = []
@@ -69,15 +69,15 @@ def _allowed_functions(names: Sequence[str]) -> FunctionRegistry:
             detail = " ".join(str(exc).split())  # a message over several lines still makes one line
             raise CommandError(f"cannot import task module: {name} raised {type(exc).__name__}: {detail}",
                                status=2) from None
-    functions = FunctionRegistry(modules)
-    if not len(functions):
+    allowlist = Allowlist(modules)
+    if not len(allowlist):
         inside = [sub for module in modules for sub in submodule_names(module)]
         instead = f" such as {', '.join(inside)}" if inside else ""
         raise CommandError(f"{' '.join(names)} define no function to allow (a module allows only the public "
                            f"functions defined in it, not those it imports): pass the modules that define "
                            f"them{instead}", status=2)
-    logging.getLogger("delayed.worker").debug("allowed functions: %s", ", ".join(functions.paths()))
-    return functions
+    logging.getLogger("delayed.worker").debug("allowed functions: %s", ", ".join(allowlist.paths()))
+    return allowlist
 
 
 def _queue_names(names: Optional[List[str]]) -> List[str]:
@@ -101,7 +101,7 @@ def _worker(args: argparse.Namespace) -> int:
     with lifecycle.signals():
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())  # as `python -m` does, so ./tasks.py imports
-        functions = _allowed_functions(args.modules)
+        allowlist = _allowlist(args.modules)
         conn = connect_unless_stopped(args, lifecycle, logging.getLogger("delayed.worker"))
         if conn is None:
             return lifecycle.exit_status
@@ -112,7 +112,7 @@ def _worker(args: argparse.Namespace) -> int:
             conn = client(args)
             queues = [Queue(name, conn, keep_alive_timeout=args.keep_alive_timeout, max_task_size=args.max_task_size,
                             dead_max=args.dead_max, dead_max_age=args.dead_max_age) for name in queue_names]
-            return Worker(queues, functions, keep_alive_interval=args.keep_alive_timeout / 4,
+            return Worker(queues, allowlist, keep_alive_interval=args.keep_alive_timeout / 4,
                           batch=args.batch, time_limit=args.time_limit, threads=args.threads,
                           log_tasks=args.log_tasks,
                           observe=task_metrics.TaskMetrics() if args.metrics_port else None, burst=args.burst)

@@ -19,7 +19,8 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tu
 
 import redis
 
-from ..protocol.connection import Backoff, error_text
+from ..protocol.connection import error_text
+from ..runtime.backoff import OutageBackoff
 from ..wire.dead_letter import Letter
 from ..runtime.lifecycle import Lifecycle
 from ..protocol.queue import Queue
@@ -97,7 +98,7 @@ class Reschedule(Settlement):
 
 @dataclass(frozen=True)
 class Bury(Settlement):
-    """The task cannot or did not run: its dead letter (delayed.dead_letter.record) goes to
+    """The task cannot or did not run: its dead letter (delayed.wire.dead_letter.record) goes to
     <queue>_dead_letters."""
 
     letter: Letter
@@ -120,13 +121,14 @@ class Holding:
     back): the ones that talk to Redis take a lock; a release only moves an id between two lists.
     """
 
-    def __init__(self, queue: Queue, capacity: int, lifecycle: Lifecycle, backoff: Optional[Backoff] = None) -> None:
+    def __init__(self, queue: Queue, capacity: int, lifecycle: Lifecycle,
+                 backoff: Optional[OutageBackoff] = None) -> None:
         self.queue = queue
         self.ops = WorkerOps(queue)
         self.ids: List[str] = []
         self._capacity = capacity
         self._lifecycle = lifecycle
-        self._backoff = backoff or Backoff(logger, "worker", wait=lifecycle.wait)
+        self._backoff = backoff or OutageBackoff(logger, "worker", wait=lifecycle.wait)
         self._held: Dict[str, bytes] = {}  # id -> blob, claimed and not yet settled
         self._finished: List[str] = []  # ids whose task is done, released with the next claim
         self._results: Dict[str, Tracked] = {}  # those of them whose task is tracked: what their release writes
@@ -300,7 +302,7 @@ class Holdings:
     """
 
     def __init__(self, queues: Sequence[Queue], capacity: int, lifecycle: Lifecycle) -> None:
-        self._backoff = Backoff(logger, "worker", wait=lifecycle.wait)  # one Redis: one outage, said once
+        self._backoff = OutageBackoff(logger, "worker", wait=lifecycle.wait)  # one Redis: one outage, said once
         self.holdings = [Holding(queue, capacity, lifecycle, self._backoff) for queue in queues]
         self._lifecycle = lifecycle
 

@@ -11,7 +11,7 @@ stops it, and when the worker process dies (SIGKILL included) its keys lapse as 
 If the helper cannot be forked or dies, a thread of the worker refreshes the keys instead; so it
 does when the process already runs other threads as the worker starts (a worker run in a thread
 of a bigger program), but for threads marked fork_safe (holding no lock the helper needs, as
-delayed.lifecycle's signal watcher): a child forked then could inherit a lock held by one of
+delayed.runtime.lifecycle's signal watcher): a child forked then could inherit a lock held by one of
 them and hang.
 """
 import ctypes

@@ -1,6 +1,6 @@
 """The worker loop: claim tasks, run the allowed ones, settle each (release, retry or dead-letter).
 
-A worker serves one queue or several, in priority order (see delayed.holding.Holdings).
+A worker serves one queue or several, in priority order (see delayed.worker.holding.Holdings).
 
 A busy worker claims a batch of tasks per round trip, each held under one of
 its worker ids, and releases the finished ones in the same round trip as the
@@ -20,11 +20,12 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 import redis
 
 from ..wire import dead_letter, record as tracking
+from ..wire.dead_letter import Reason
 from .background import Every
 from .batch import Batch, Lookahead
 from ..errors import FunctionNotAllowedError, MalformedTaskError, SkipRetry, message_of
-from ..runtime.due import FORWARD_INTERVAL, forward
-from .allowlist import Allowed, FunctionRegistry
+from ..runtime.due import MOVE_DUE_INTERVAL, move_due_tasks
+from .allowlist import Allowed, Allowlist
 from .holding import Bury, Claim, Holdings, Release, Requeue, Reschedule, Settlement
 from .keepalive import KeepAlive
 from ..runtime.lifecycle import Lifecycle
@@ -36,7 +37,8 @@ from .slots import Job, Slots
 from ..wire.task import ID_OPTION, PyTask
 from .time_limit import TimeLimitExceeded, can_enforce, within
 from .time_limit import call as call_limited
-from ..wire.record import Tracked
+from ..wire.record import Status, Tracked
+from ..wire.strenum import StrEnum
 
 logger = logging.getLogger("delayed.worker")  # the name users configure; the loop is its module
 task_logger = logging.getLogger("delayed.worker.tasks")
@@ -58,14 +60,26 @@ RETRY_FOREVER_FIRST = 0.1
 RETRY_FOREVER_MAX = 60.0
 """A retry=-1 task that keeps failing waits 0.1 s, 0.2 s, 0.4 s ... up to a minute between runs."""
 
-Observe = Callable[[str, str, str, Optional[float]], None]
-"""A hook told each task's outcome as the worker decides it: (queue name, func path, outcome, seconds
-it ran).
-Outcomes, one per settled claim: "done" (it returned), "retried" (it raised and runs again),
-"failed" (it raised, or its arguments did not fit, and is dead-lettered), "dead" (dead-lettered
-without running: malformed, a GoTask, too large, not allowed; func path "", seconds None)."""
-OUTCOMES = {Release: "done", Requeue: "retried", Reschedule: "retried", Bury: "failed"}
-RAN = ("failed", "timed_out", "bad_arguments")
+
+class Outcome(StrEnum):
+    """How the worker settled a claim (one outcome each): what the observe hook is told, and the
+    metrics' outcome label."""
+
+    DONE = "done"
+    """It returned."""
+    RETRIED = "retried"
+    """It raised and runs again."""
+    FAILED = "failed"
+    """It raised, or its arguments did not fit, and is dead-lettered."""
+    DEAD = "dead"
+    """Dead-lettered without running: malformed, a GoTask, too large, not allowed."""
+
+
+Observe = Callable[[str, str, Outcome, Optional[float]], None]
+"""A hook told each task's Outcome as the worker decides it: (queue name, func path, outcome, seconds
+it ran); func path "" and seconds None for a dead one."""
+OUTCOMES = {Release: Outcome.DONE, Requeue: Outcome.RETRIED, Reschedule: Outcome.RETRIED, Bury: Outcome.FAILED}
+RAN = (Reason.FAILED, Reason.TIMED_OUT, Reason.BAD_ARGUMENTS)
 """Dead-letter reasons of a task that ran (or was called): its record says failed; any other, dead."""
 
 
@@ -118,25 +132,25 @@ class Worker:
     they do not, so slow tasks are claimed one at a time; 1 turns batching off.
     threads: tasks run at once (plain functions each in a thread, coroutine functions on one
     event loop), with up to as many claimed tasks kept ready for the next free slots (see
-    delayed.batch.Lookahead). A plain task past its time limit gets TimeLimitExceeded injected
-    into its thread (see delayed.slots).
-    lifecycle: the worker's Lifecycle (delayed.lifecycle): starting → online → draining → offline;
+    delayed.worker.batch.Lookahead). A plain task past its time limit gets TimeLimitExceeded injected
+    into its thread (see delayed.worker.slots).
+    lifecycle: the worker's Lifecycle (delayed.runtime.lifecycle): starting → online → draining → offline;
     stop(), the stop signals run() takes, and every loop (going online included) go through it.
-    observe: an Observe hook (delayed.metrics.tasks counts with it); None costs nothing per task.
+    observe: an Observe hook (delayed.worker.metrics counts with it); None costs nothing per task.
     burst: stop (exit status 0) once nothing is running and no queue has a task to give, due
     scheduled ones included: for batch jobs and tests. Tasks scheduled for later (a delay, a retry's
     backoff) stay scheduled for the next worker; a paused queue counts as empty.
     log_tasks: one INFO line per finished task on the logger delayed.worker.tasks, e.g.
     "task 3f2a... mod:func done in 12.3 ms" (the id is "-" for an untracked task). Off by default:
     on a no-op drain it costs a measurable share of the throughput (see the README).
-    A tracked task's settlement carries what its record gets (see delayed.tracking): its return
+    A tracked task's settlement carries what its record gets (see delayed.wire.record): its return
     value rides in the release, its error in the retry or the dead letter.
     """
 
     def __init__(
         self,
         queue: Union[Queue, Sequence[Queue]],
-        allow: Union[None, FunctionRegistry, Iterable[Allowed]] = None,
+        allow: Union[None, Allowlist, Iterable[Allowed]] = None,
         keep_alive_interval: float = 15,
         batch: int = DEFAULT_BATCH,
         time_limit: Optional[float] = None,
@@ -162,7 +176,7 @@ class Worker:
         if len({server_of(queue) for queue in self.queues}) > 1:
             raise ValueError("a worker's queues must be on one Redis (it waits on them with one BLPOP)")
         self.queue = self.queues[0]
-        self.functions = allow if isinstance(allow, FunctionRegistry) else FunctionRegistry(allow)
+        self.allowlist = allow if isinstance(allow, Allowlist) else Allowlist(allow)
         self.keep_alive_interval = keep_alive_interval
         self.time_limit = time_limit
         self._warned_time_limit = False
@@ -176,7 +190,7 @@ class Worker:
         self._timed = observe is not None or log_tasks  # every run is timed, not only tracked ones
         # threaded: a task per slot, and as many again waiting ready for one (see Lookahead)
         capacity = batch if threads == 1 else 2 * threads
-        self.holding = Holdings(self.queues, capacity, self.lifecycle)
+        self.holdings = Holdings(self.queues, capacity, self.lifecycle)
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._forever = RetryForever()
         self._coroutines: Dict[Callable[..., Any], bool] = {}
@@ -185,34 +199,34 @@ class Worker:
     @property
     def id(self) -> Optional[str]:
         """The worker's main id (its other ids are this id with -1, -2, ... appended)."""
-        return self.holding.id
+        return self.holdings.id
 
     @property
     def ids(self) -> List[str]:
         """Every id the worker holds tasks under."""
-        return self.holding.ids
+        return self.holdings.ids
 
     def run(self, handle_signals: bool = True) -> int:
         """Work until stop() is called; then settle the current task, go offline and return the
         exit status (0; a forced stop exits the process at once with 128 + signal).
 
         handle_signals: in the main thread, SIGTERM, SIGINT and SIGHUP call stop() and a second
-        one exits at once (see delayed.lifecycle); the previous handlers are restored on return.
+        one exits at once (see delayed.runtime.lifecycle); the previous handlers are restored on return.
         """
         return self.lifecycle.run(self._run, handle_signals)
 
     def _run(self) -> None:
-        if not self.holding.go_online():
+        if not self.holdings.go_online():
             return  # stopped before Redis could be reached
         self.lifecycle.online()
         # forked first, before this worker starts threads of its own
-        keep_alive = KeepAlive(self.keep_alive_interval, self.holding.keep_alive, f"keep-alive of {self.id}")
-        forwarder = Every(FORWARD_INTERVAL, lambda: forward(self.queues), "forwarder")
+        keep_alive = KeepAlive(self.keep_alive_interval, self.holdings.keep_alive, f"keep-alive of {self.id}")
+        mover = Every(MOVE_DUE_INTERVAL, lambda: move_due_tasks(self.queues), "move due tasks")
         keep_alive.start()
-        forwarder.start()
+        mover.start()
         logger.info("worker %s online on %s %s, %d allowed functions", self.id,
                     "queues" if len(self.queues) > 1 else "queue", ", ".join(repr(queue.name) for queue in self.queues),
-                    len(self.functions))
+                    len(self.allowlist))
         try:
             if self.threads > 1:
                 self._work_concurrently()
@@ -220,15 +234,15 @@ class Worker:
                 while not self.lifecycle.stopping:
                     if not self.work_once() and self.burst and self._burst_done():
                         self.lifecycle.stop()
-            self.holding.flush()
+            self.holdings.flush()
         finally:
-            forwarder.stop()
+            mover.stop()
             keep_alive.stop()
             if self._loop is not None:
                 self._loop.close()
             if self._claimed is not None:
                 self._claimed.close()
-            self.holding.go_offline()
+            self.holdings.go_offline()
 
     def stop(self) -> None:
         """Ask the loop to stop after the current task (from any thread; not from a signal
@@ -242,8 +256,8 @@ class Worker:
         has run longer than BATCH_TIME, the batch's watcher gives the tasks behind it back.
         """
         if self._claimed is None:
-            self._claimed = Batch(self.holding.give_back, BATCH_TIME)
-        claims = self.holding.claim(self._batch, block=not self.burst)
+            self._claimed = Batch(self.holdings.give_back, BATCH_TIME)
+        claims = self.holdings.claim(self._batch, block=not self.burst)
         started = time.monotonic()
         self._claimed.load(claims)
         ran = 0
@@ -252,11 +266,11 @@ class Worker:
             if claim is None:
                 break
             if self.lifecycle.stopping:
-                self.holding.give_back([claim, *self._claimed.rest()])
+                self.holdings.give_back([claim, *self._claimed.rest()])
                 break
             claim.holding.settle(claim, self.execute(claim.blob, claim.queue))
             ran += 1
-        self.holding.unlock()
+        self.holdings.unlock()
         self._adapt_batch(len(claims), time.monotonic() - started)
         return ran
 
@@ -270,7 +284,7 @@ class Worker:
         held: Dict[Any, Tuple[Claim, PyTask]] = {}
 
         def give_back(jobs: List[Job]) -> None:
-            self.holding.give_back([held.pop(job.key)[0] for job in jobs])
+            self.holdings.give_back([held.pop(job.key)[0] for job in jobs])
 
         ready: Batch[Job] = Batch(give_back, BATCH_TIME)
         slots = Slots(self.threads, ready)
@@ -283,7 +297,7 @@ class Worker:
                 if wanted > 0:
                     block = slots.free > 0 and not ready.waiting  # a free slot and nothing ready
                     idle = not slots.running and not ready.waiting
-                    claims = self.holding.claim(wanted, block=block and not (self.burst and idle),
+                    claims = self.holdings.claim(wanted, block=block and not (self.burst and idle),
                                                 timeout=self._claim_timeout(slots, lookahead))
                     if not claims and idle and self.burst and self._burst_done():
                         break
@@ -305,7 +319,7 @@ class Worker:
         """With burst, after a claim that found nothing: True (said once) unless a due scheduled task
         was just moved into a queue, or Redis is failing (then it is not known to be empty)."""
         try:
-            if self.holding.failing or forward(self.queues):
+            if self.holdings.failing or move_due_tasks(self.queues):
                 return False
         except redis.RedisError:
             return False
@@ -346,7 +360,7 @@ class Worker:
             claim.holding.settle(claim, self._settlement(task, job.outcome, job.started_at or now, claim.queue,
                                                         job.result))
             lookahead.finished(now - (job.started_at or now))
-        self.holding.unlock()
+        self.holdings.unlock()
         slots.enforce_limits(self._warn_overrun)
 
     @staticmethod
@@ -394,24 +408,24 @@ class Worker:
     def _prepare(self, blob: bytes, queue: Queue) -> Union[Settlement, Tuple[PyTask, Callable[..., Any]]]:
         """The task and its function, or how to settle a task that cannot run."""
         if len(blob) > queue.max_task_size:
-            return self._bury(queue, blob, "too_large", f"{len(blob)} bytes, over {queue.max_task_size}")
+            return self._bury(queue, blob, Reason.TOO_LARGE, f"{len(blob)} bytes, over {queue.max_task_size}")
         try:
             task = PyTask.deserialize(blob)
         except MalformedTaskError as exc:
-            return self._bury(queue, blob, exc.reason, str(exc), exc.func_path)
+            return self._bury(queue, blob, Reason(exc.reason), str(exc), exc.func_path)
         try:
-            func = self.functions.resolve(task.func_path)
+            func = self.allowlist.resolve(task.func_path)
         except FunctionNotAllowedError as exc:
-            return self._bury(queue, blob, "not_allowed", str(exc), task.func_path)
+            return self._bury(queue, blob, Reason.NOT_ALLOWED, str(exc), task.func_path)
         return task, func
 
     def _unrunnable(self, settlement: Settlement, queue: Queue) -> Settlement:
         """A task that cannot run (dead-lettered), told to the observe hook and the task log."""
         if self.observe is not None:
-            self.observe(queue.name, "", "dead", None)
+            self.observe(queue.name, "", Outcome.DEAD, None)
         if self.log_tasks and isinstance(settlement, Bury):
-            task_logger.info("task %s %s dead", settlement.tracked.task_id if settlement.tracked else "-",
-                             dead_letter.func_of(settlement.letter[dead_letter.TASK]) or "?")
+            task_logger.info("task %s %s %s", settlement.tracked.task_id if settlement.tracked else "-",
+                             dead_letter.func_of(settlement.letter[dead_letter.TASK]) or "?", Outcome.DEAD)
         return settlement
 
     def _settlement(self, task: PyTask, outcome: Optional[BaseException], started: float,
@@ -464,13 +478,13 @@ class Worker:
         error = message_of(exc)
         if isinstance(exc, TypeError) and _raised_by_the_call(exc):
             # The call itself raised, before the function's first line: its arguments do not fit.
-            return self._bury(queue, task.serialize(), "bad_arguments", error, task.func_path)
+            return self._bury(queue, task.serialize(), Reason.BAD_ARGUMENTS, error, task.func_path)
         if isinstance(exc, SkipRetry):
             pass
         elif "max_retries" in task.options:
             attempt = task.options.get("attempt", 0) + 1
             if attempt <= task.options["max_retries"]:
-                delay = backoff_seconds(task.options.get("backoff"), attempt, self.functions.resolve)
+                delay = backoff_seconds(task.options.get("backoff"), attempt, self.allowlist.resolve)
                 logger.error("task %s failed (attempt %d of %d); next attempt in %.1f s", task.func_path,
                              attempt, task.options["max_retries"] + 1, delay, exc_info=exc)
                 return Reschedule(task.with_options(attempt=attempt).serialize(), time.time() + delay)
@@ -482,17 +496,17 @@ class Worker:
             logger.error("task %s failed; retrying (%s left)", task.func_path, task.retry - 1, exc_info=exc)
             return Requeue(task.with_retry(task.retry - 1).serialize())
         logger.error("task %s failed; dead-lettered in %s", task.func_path, queue.keys.dead_letters, exc_info=exc)
-        reason = "timed_out" if isinstance(exc, TimeLimitExceeded) else "failed"
+        reason = Reason.TIMED_OUT if isinstance(exc, TimeLimitExceeded) else Reason.FAILED
         trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         return self._bury(queue, task.serialize(), reason, error, task.func_path, trace)
 
-    def _bury(self, queue: Queue, blob: bytes, reason: str, error: str, func: Optional[str] = None,
+    def _bury(self, queue: Queue, blob: bytes, reason: Reason, error: str, func: Optional[str] = None,
               trace: Optional[str] = None) -> Bury:
-        if reason not in ("failed", "timed_out"):
+        if reason not in (Reason.FAILED, Reason.TIMED_OUT):
             logger.error("dead-lettered a task in %s (%s): %s", queue.keys.dead_letters, reason, error)
         task_id = tracking.task_id(blob)
-        tracked = None if task_id is None else Tracked(task_id, status="failed" if reason in RAN else "dead",
-                                                       error=error)
+        status = Status.FAILED if reason in RAN else Status.DEAD
+        tracked = None if task_id is None else Tracked(task_id, status=status, error=error)
         return Bury(dead_letter.record(reason=reason, error=error, blob=blob, queue=queue.name,
                                        worker=self.id, func=func, traceback=trace), tracked=tracked)
 

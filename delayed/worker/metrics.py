@@ -3,7 +3,7 @@
     delayed_tasks_total{queue,function,outcome}     counter, one per settled claim
     delayed_task_duration_seconds{queue,function}   histogram of run times (tasks that ran)
 
-Outcomes are the worker's (see delayed.worker.Observe): done, retried, failed, dead; function is
+Outcomes are the worker's (see delayed.worker.loop.Outcome): done, retried, failed, dead; function is
 the allowed func path, "" for dead (so a flood of junk tasks cannot grow the label set).
 
 A single worker process serves its own registry (serve). Under --concurrency the supervisor

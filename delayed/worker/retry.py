@@ -5,7 +5,8 @@ from typing import Any, Callable, Union
 
 logger = logging.getLogger(__name__)
 
-Backoff = Union[None, float, str]
+RetryBackoff = Union[None, float, str]
+"""A task's backoff option: None (the default curve), seconds, or the 'module:func' path of a curve."""
 
 
 def exponential_with_jitter(attempt: int) -> float:
@@ -14,7 +15,7 @@ def exponential_with_jitter(attempt: int) -> float:
     return attempt ** 4 + 15 + random.random() * 10 * (attempt + 1)
 
 
-def backoff_seconds(backoff: Backoff, attempt: int, resolve: Callable[[str], Callable[..., Any]]) -> float:
+def backoff_seconds(backoff: RetryBackoff, attempt: int, resolve: Callable[[str], Callable[..., Any]]) -> float:
     """Seconds before attempt number `attempt` + 1: backoff is None (the default curve), a number
     of seconds, or the 'module:func' path of an allowed function called with the attempt number."""
     if backoff is None:

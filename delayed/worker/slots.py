@@ -1,7 +1,7 @@
 """How a worker runs several tasks at once: plain functions each in a slot thread, coroutine
 functions as tasks on one event loop (a thread running it).
 
-Jobs wait in a ready queue (a delayed.batch.Batch, whose watcher gives back the ones that wait
+Jobs wait in a ready queue (a delayed.worker.batch.Batch, whose watcher gives back the ones that wait
 too long). The worker's main thread starts them in free slots (fill); a coroutine that finishes
 takes the next ready job itself, on the event loop, so a coroutine slot is refilled without a
 hop through the main thread (a plain job it takes is handed to the main thread to start).

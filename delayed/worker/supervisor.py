@@ -51,7 +51,7 @@ class Supervisor:
     tasks to the sweeper, and run() returns 128 + that signal. The handlers only set a flag:
     the main loop forwards the signals, between forks, so every child started gets them.
     metrics_port: while it runs, serve the children's task metrics there, merged (see
-    delayed.metrics.tasks.Multiprocess); make_worker then gives each Worker a TaskMetrics hook.
+    delayed.worker.metrics.Multiprocess); make_worker then gives each Worker a TaskMetrics hook.
     burst: the workers are burst workers (Worker(burst=True)): one that exits 0 has finished and is
     not restarted (without it, a child stopped by a signal of its own is restarted, whatever its status).
     """

@@ -2,7 +2,7 @@
 
 create_app(conn, token=None) builds the Flask app. Flask is imported only when it is called, so
 `import delayed` (and `delayed.__main__`, which lists `delayed dashboard`) works without the extra.
-The app reads and changes Redis only through delayed.admin; delayed.dashboard.sampler keeps the
+The app reads and changes Redis only through delayed.ops.admin; delayed.ops.dashboard.sampler keeps the
 throughput charts.
 """
 from typing import TYPE_CHECKING, Optional, Sequence

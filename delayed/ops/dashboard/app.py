@@ -1,4 +1,4 @@
-"""The dashboard's pages and actions (Flask): read with delayed.admin, change only through it.
+"""The dashboard's pages and actions (Flask): read with delayed.ops.admin, change only through it.
 
 Security model:
 - With a token, every request carries it: `?token=` once (it is then kept in an HttpOnly, SameSite=Strict

@@ -40,7 +40,7 @@ its counters by event."""
 
 class QueueCollector:
     """A prometheus_client collector of the queues in `names` (None: every queue found with
-    delayed.admin.queue_names, looked for again every DISCOVERY_INTERVAL seconds).
+    delayed.ops.admin.queue_names, looked for again every DISCOVERY_INTERVAL seconds).
 
     A Redis error makes the scrape report delayed_up 0 and nothing else; it is logged once,
     and once more when Redis answers again.
@@ -158,7 +158,7 @@ class Exporter:
         self.lifecycle = Lifecycle("metrics exporter")
 
     def run(self, handle_signals: bool = True) -> int:
-        """Serve until stopped; the exit status (see delayed.lifecycle)."""
+        """Serve until stopped; the exit status (see delayed.runtime.lifecycle)."""
         return self.lifecycle.run(self._serve, handle_signals)
 
     def stop(self) -> None:
