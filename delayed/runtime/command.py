@@ -77,7 +77,7 @@ def client(args: argparse.Namespace) -> redis.Redis:
     return connect(args.redis_url, **_connection_options(args))
 
 
-def connect_checked(args: argparse.Namespace) -> redis.Redis:
+def connect_checked(args: argparse.Namespace, stopping: Callable[[], bool] = lambda: False) -> redis.Redis:
     """A client for args.redis_url that has answered a PING, or a CommandError that says why not.
 
     No message holds the URL's password: the URL is shown redacted, and redis-py's own message
@@ -89,7 +89,7 @@ def connect_checked(args: argparse.Namespace) -> redis.Redis:
                            status=2)
     try:
         conn = client(args)
-        once_more_if_dropped(lambda: ping(conn))
+        once_more_if_dropped(lambda: ping(conn), stopping)
     except RedisURLError as exc:  # ours: says what is wrong, without the password
         raise CommandError(f"cannot reach Redis at {exc}") from None
     except (ValueError, TypeError) as exc:  # a URL that does not parse
@@ -104,14 +104,19 @@ DROPPED_PAUSE = 0.2
 """Seconds before a start's check is sent again over a connection Redis dropped."""
 
 
-def once_more_if_dropped(check: Callable[[], T]) -> T:
+def once_more_if_dropped(check: Callable[[], T], stopping: Callable[[], bool] = lambda: False) -> T:
     """check(), sent once more if Redis dropped the connection (a CLIENT KILL, a restart, a
-    failover): a process starting at that moment starts all the same. A Redis that cannot be
-    reached fails the second time too, and the start ends with its one-line error."""
+    failover), unless stopping() says a stop was asked for: a process starting at that moment
+    starts all the same. A Redis that cannot be reached fails the second time too, and the start
+    ends with its one-line error."""
     try:
         return check()
     except redis.ConnectionError:
+        if stopping():
+            raise
         time.sleep(DROPPED_PAUSE)
+        if stopping():
+            raise
         return check()
 
 
@@ -154,10 +159,14 @@ def connect_unless_stopped(args: argparse.Namespace, lifecycle: Lifecycle,
     or while connecting: then None."""
     if lifecycle.stopping:
         return None
-    try:
-        conn = connect_checked(args)
-    except CommandError:
+    def stopping() -> bool:
         lifecycle.poll()  # a signal that came while connecting, not yet handled by the watcher
+        return lifecycle.stopping
+
+    try:
+        conn = connect_checked(args, stopping)
+    except CommandError:
+        lifecycle.poll()
         if lifecycle.stopping:
             return None
         raise
