@@ -1,5 +1,4 @@
 """Connecting to Redis, and riding out the times it cannot be reached."""
-import asyncio
 import copy
 import logging
 import re
@@ -218,22 +217,12 @@ class _AsyncLendingPool(_Lending):
 Client = TypeVar("Client", redis.Redis, redis.asyncio.Redis)
 
 
-def _view(client: Client, pool: _Lending, new_lock: Callable[[], Any]) -> Client:
-    """A shallow copy of client (its class, so a subclass's overrides stay, and its settings) on
-    pool, owning its mutable parts: never a single connection of its own, never closing the pool."""
+def _on_pool(client: Client, base: Callable[..., Client], pool: _Lending) -> Client:
+    """A shallow copy of client (its class and what a subclass keeps on it, so its overrides work)
+    with all that redis-py's own constructor, base(connection_pool=pool), sets made anew: on pool,
+    never a single connection of its own, never closing the pool, redis-py's response callbacks."""
     view = copy.copy(client)
-    view.connection_pool = pool  # type: ignore[assignment]
-    view.connection = None
-    view.auto_close_connection_pool = False
-    view.response_callbacks = copy.copy(client.response_callbacks)
-    for flag in ("_single_connection_client", "single_connection_client"):  # sync, asyncio
-        if hasattr(view, flag):
-            setattr(view, flag, False)
-    for lock in ("single_connection_lock", "_single_conn_lock", "_usage_lock"):
-        if hasattr(view, lock):
-            setattr(view, lock, new_lock())
-    if hasattr(view, "_usage_counter"):
-        view._usage_counter = 0
+    vars(view).update(vars(base(connection_pool=pool)))
     return view
 
 
@@ -356,7 +345,7 @@ def sent_once(client: redis.Redis) -> redis.Redis:
     A redis.cluster.RedisCluster gets a view of its own kind (see _cluster_view).
     """
     if isinstance(client, redis.Redis):
-        return _view(client, _LendingPool(client.connection_pool), threading.RLock)
+        return _on_pool(client, redis.Redis, _LendingPool(client.connection_pool))
     if isinstance(client, redis.cluster.RedisCluster):
         return _cluster_view(client)
     return client
@@ -365,7 +354,7 @@ def sent_once(client: redis.Redis) -> redis.Redis:
 def sent_once_async(client: redis.asyncio.Redis) -> redis.asyncio.Redis:
     """sent_once for a redis.asyncio client."""
     if isinstance(client, redis.asyncio.Redis):
-        return _view(client, _AsyncLendingPool(client.connection_pool), asyncio.Lock)
+        return _on_pool(client, redis.asyncio.Redis, _AsyncLendingPool(client.connection_pool))
     _refuse_resending_cluster(client)
     return client
 
