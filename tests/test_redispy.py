@@ -1,14 +1,19 @@
 """The redis-py internals delayed.redispy relies on, each checked against the installed redis-py on a
-one-node Redis Cluster."""
+one-node Redis Cluster; and the redis-py range setup.cfg declares, the one `make test` runs on."""
+import configparser
 import gc
+import re
 
 import pytest
 import redis
+from packaging.requirements import Requirement
+from packaging.version import Version
 from redis.cluster import RedisCluster
 
 from delayed.redispy import pipeline_commands, unowned_copy, wrap_resend
 from delayed.testing import RedisServer, free_port, wait_for
 
+from .conftest import ROOT
 from .test_cluster import LostReply
 
 VERSION = f"redis-py {redis.__version__}"
@@ -73,3 +78,22 @@ def test_wrap_resend_sees_each_command_a_cluster_pipeline_sends_again(client):
     assert seen == [(("INCRBY", "{q}n", 1), [redis.ConnectionError])], (
         f"{VERSION}: a ClusterPipeline no longer sends a command whose connection was lost again through "
         f"parent_execute_command, with the error in its result (saw {seen})")
+
+
+def declared_range() -> Requirement:
+    """setup.cfg's requirement on redis."""
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    [requirement] = [Requirement(line) for line in config["options"]["install_requires"].split("\n")
+                     if line.strip().startswith("redis")]
+    return requirement
+
+
+def test_the_oldest_redis_py_make_test_runs_on_is_the_floor_setup_cfg_declares():
+    [floor] = [spec.version for spec in declared_range().specifier if spec.operator == ">="]
+    [oldest] = re.findall(r"^REDIS_OLDEST := (\S+)$", (ROOT / "Makefile").read_text(), re.MULTILINE)
+    assert Version(oldest) == Version(floor), f"the Makefile's REDIS_OLDEST is {oldest}, setup.cfg's floor {floor}"
+
+
+def test_the_installed_redis_py_is_in_the_declared_range():
+    assert declared_range().specifier.contains(redis.__version__), f"{VERSION} is outside {declared_range()}"
