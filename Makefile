@@ -1,16 +1,29 @@
-# make test: the whole suite; make demo: a worker on a throwaway Redis.
+# make test: the whole suite, then the tests of our use of redis-py on the oldest redis-py we support;
+# make demo: a worker on a throwaway Redis.
 # Both install what is missing: a virtualenv with the package, and Debian's redis-server
 # (and, for make test's metrics and dashboard tests, Debian's prometheus, chromium and chromium-driver).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
+# The oldest redis-py setup.cfg allows (tests/test_redispy.py checks they agree); make test runs
+# the tests that exercise redis-py's API on it too, in a virtualenv of its own (about 70 s more).
+REDIS_OLDEST := 6.1.0
+OLDEST_VENV := .venv-oldest
+OLDEST_PY := $(OLDEST_VENV)/bin/python
+OLDEST_INSTALLED := $(OLDEST_VENV)/.installed-$(REDIS_OLDEST)
+# Left out there: the cluster's restart-and-failover test (it tests our test servers, not redis-py, in 20 s).
+OLDEST_TESTS := tests/test_redispy.py tests/test_client_retries.py tests/test_connections.py tests/test_queue.py \
+	tests/test_worker.py tests/test_kill_points.py tests/test_cluster.py tests/test_tracking.py \
+	--deselect tests/test_cluster.py::test_a_clean_failover_right_after_a_restart_is_heard
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: test interop demo bench ab chaos redis-server prometheus chromium clean
 
-test: $(INSTALLED) redis-server prometheus chromium
+test: $(INSTALLED) $(OLDEST_INSTALLED) redis-server prometheus chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
+	@$(OLDEST_PY) -c 'import redis; print("The tests of our use of redis-py again, on the oldest we support: redis-py", redis.__version__)'
+	$(OLDEST_PY) -m pytest -q $(OLDEST_TESTS)
 
 # Live interop: real go-delayed workers, producers and sweepers (interop/cmd) beside ours.
 # Without Go, or if go-delayed's module does not resolve, it says so in one line and passes.
@@ -42,6 +55,12 @@ $(INSTALLED): setup.cfg pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@
 
+$(OLDEST_INSTALLED): setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(OLDEST_VENV)
+	$(OLDEST_PY) -m pip install --quiet --upgrade pip
+	$(OLDEST_PY) -m pip install --quiet -e '.[test]' 'redis[hiredis]==$(REDIS_OLDEST)'
+	touch $@
+
 redis-server:
 	@command -v redis-server >/dev/null || { \
 		echo "installing Debian's redis-server"; \
@@ -58,4 +77,4 @@ chromium:
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium chromium-driver; }
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache bench/.venv-*
+	rm -rf $(VENV) $(OLDEST_VENV) *.egg-info .pytest_cache bench/.venv-*

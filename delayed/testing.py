@@ -78,7 +78,8 @@ class RedisServer:
 
 def _client(port: int) -> Any:
     import redis  # here, not at the top: RedisServer needs no client
-    return redis.Redis(port=port, socket_timeout=5, socket_connect_timeout=2)
+    # RESP3, whatever redis-py's default: SENTINEL's replies read as maps on every redis-py we support
+    return redis.Redis(port=port, socket_timeout=5, socket_connect_timeout=2, protocol=3)
 
 
 def _answers(port: int, *command: str) -> Any:

@@ -1,10 +1,10 @@
 """Connecting to Redis, and riding out the times it cannot be reached."""
-import asyncio
 import copy
+import functools
+import itertools
 import re
-import threading
 import time
-from typing import Any, Callable, Dict, List, TypeVar
+from typing import Any, Callable, Dict, List, Optional, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import redis
@@ -16,6 +16,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from ..errors import one_line
+from . import redispy
 
 DEFAULT_REDIS_URL = "redis://localhost:6379/0"
 SOCKET_TIMEOUT = 10.0
@@ -223,22 +224,12 @@ class _AsyncLendingPool(_Lending):
 Client = TypeVar("Client", redis.Redis, redis.asyncio.Redis)
 
 
-def _view(client: Client, pool: _Lending, new_lock: Callable[[], Any]) -> Client:
-    """A shallow copy of client (its class, so a subclass's overrides stay, and its settings) on
-    pool, owning its mutable parts: never a single connection of its own, never closing the pool."""
+def _on_pool(client: Client, base: Callable[..., Client], pool: _Lending) -> Client:
+    """A shallow copy of client (its class and what a subclass keeps on it, so its overrides work)
+    with all that redis-py's own constructor, base(connection_pool=pool), sets made anew: on pool,
+    never a single connection of its own, never closing the pool, redis-py's response callbacks."""
     view = copy.copy(client)
-    view.connection_pool = pool  # type: ignore[assignment]
-    view.connection = None
-    view.auto_close_connection_pool = False
-    view.response_callbacks = copy.copy(client.response_callbacks)
-    for flag in ("_single_connection_client", "single_connection_client"):  # sync, asyncio
-        if hasattr(view, flag):
-            setattr(view, flag, False)
-    for lock in ("single_connection_lock", "_single_conn_lock", "_usage_lock"):
-        if hasattr(view, lock):
-            setattr(view, lock, new_lock())
-    if hasattr(view, "_usage_counter"):
-        view._usage_counter = 0
+    vars(view).update(vars(base(connection_pool=pool)))
     return view
 
 
@@ -249,35 +240,38 @@ TRANSACTION_REDIRECTS = 3
 
 
 class _RedirectsOnly(Retry):
-    """A transaction's retry policy in a sent-once cluster view: send it again only after a redirect
-    (inside MULTI, a redirect aborts the whole EXEC: nothing was applied), with the slot table
-    refreshed first; a lost connection is never retried (redis-py adds those errors: ignored here)."""
+    """The retry policy of a sent-once cluster view. redis-py asks get_retries() how often to send a
+    command or a pipeline again after a lost connection: never. A transaction runs through
+    call_with_retry: sent again only after a redirect (inside MULTI, a redirect aborts the whole EXEC:
+    nothing was applied), with the slot table refreshed first; redis-py adds the connection errors
+    to retry on through update_supported_errors: ignored here."""
 
     def __init__(self, nodes_manager: Any) -> None:
         super().__init__(NoBackoff(), TRANSACTION_REDIRECTS, REDIRECTS)
-        self._nodes_manager = nodes_manager
+        self.nodes_manager = nodes_manager
+
+    def get_retries(self) -> int:
+        return 0
 
     def update_supported_errors(self, specified_errors: Any) -> None:
         pass
 
-    def call_with_retry(self, do: Callable[[], Any], fail: Callable[..., Any], is_retryable: Any = None,
+    def call_with_retry(self, do: Callable[[], Any], fail: Callable[..., Any],
+                        is_retryable: Optional[Callable[[Exception], bool]] = None,
                         with_failure_count: bool = False) -> Any:
-        def failed(error: Exception, *count: int) -> None:
-            fail(error, *count)
-            self._nodes_manager.initialize()
-
-        return super().call_with_retry(do, failed, is_retryable, with_failure_count)
-
-
-_VIEW_CLASSES: Dict[type, type] = {}
-
-
-def _view_class(cls: type) -> type:
-    """cls (a RedisCluster class, a subclass's overrides kept) whose instances close nothing when collected."""
-    if cls not in _VIEW_CLASSES:
-        _VIEW_CLASSES[cls] = type(cls.__name__, (cls,), {"__del__": lambda self: None,
-                                                         "__doc__": "A sent-once view (delayed.protocol.connection)."})
-    return _VIEW_CLASSES[cls]
+        for failures in itertools.count(1):
+            try:
+                return do()
+            except REDIRECTS as error:
+                if is_retryable and not is_retryable(error):
+                    raise
+                if with_failure_count:
+                    fail(error, failures)
+                else:
+                    fail(error)
+                self.nodes_manager.initialize()
+                if failures > TRANSACTION_REDIRECTS:
+                    raise
 
 
 def _cluster_view(client: redis.cluster.RedisCluster) -> redis.cluster.RedisCluster:
@@ -285,7 +279,7 @@ def _cluster_view(client: redis.cluster.RedisCluster) -> redis.cluster.RedisClus
 
     A RedisCluster retries above its pools: `retry` counts how often a command is sent again after a
     ConnectionError, TimeoutError or CLUSTERDOWN, after its topology was refreshed. The view has none
-    (NO_RESEND); each node's connections already have none (redis-py sets them so). What stays:
+    (_RedirectsOnly); each node's connections already have none (redis-py sets them so). What stays:
     a command refused with MOVED, ASK or TRYAGAIN is sent to the node named (redis-py does that below
     `retry`: the node applied nothing); a transaction refused by a redirect is sent again (up to
     TRANSACTION_REDIRECTS times); a non-transactional pipeline resends the commands a redirect
@@ -294,41 +288,31 @@ def _cluster_view(client: redis.cluster.RedisCluster) -> redis.cluster.RedisClus
 
     The view shares the client's nodes manager, so it must not close it when it is garbage
     collected (RedisCluster.__del__ does: every node's connections closed and the default node
-    forgotten, which broke the caller's client as soon as a Queue on it was dropped).
+    forgotten, which broke the caller's client as soon as a Queue on it was dropped): see
+    redispy.unowned_copy.
     """
-    view = copy.copy(client)
-    view.__class__ = _view_class(client.__class__)
-    view.retry = NO_RESEND
-    view.pipeline = lambda transaction=None, shard_hint=None: _sent_once_pipeline(  # type: ignore[method-assign]
-        client.__class__.pipeline(view, transaction, shard_hint), view.nodes_manager)
+    view = redispy.unowned_copy(client)
+    view.set_retry(_RedirectsOnly(view.nodes_manager))
+    view.pipeline = functools.partial(_sent_once_pipeline, view, type(client).pipeline)  # type: ignore[method-assign]
     return view
 
 
-def _sent_once_pipeline(pipe: Any, nodes_manager: Any) -> Any:
-    """pipe (a ClusterPipeline) made to send each command once, redirects aside (see _cluster_view).
-
-    This reaches into redis-py's pipeline (its execution strategy); if that changes, TypeError
-    says so rather than let commands be resent."""
-    strategy: Any = getattr(pipe, "_execution_strategy", None)
-    transaction = isinstance(strategy, redis.cluster.TransactionStrategy)
-    if not hasattr(strategy, "_retry" if transaction else "command_queue") or not hasattr(pipe, "parent_execute_command"):
-        raise TypeError(f"redis-py {redis.__version__}: its cluster pipelines changed; delayed cannot make "
-                        "them send each command once")
-    if transaction:
-        strategy._retry = _RedirectsOnly(nodes_manager)
-        return pipe
-    resend = pipe.parent_execute_command
-
-    def redirected_only(*args: Any, **options: Any) -> Any:
-        """Send again a command a node refused with a redirect; a command whose connection was lost
-        (its reply, and maybe it, are gone) gets that error back instead."""
-        for command in strategy.command_queue:
-            if tuple(command.args) == args and isinstance(command.result, (redis.ConnectionError, redis.TimeoutError)):
-                raise command.result
-        return resend(*args, **options)
-
-    pipe.parent_execute_command = redirected_only
+def _sent_once_pipeline(view: Any, pipeline: Callable[..., Any], transaction: Any = None, shard_hint: Any = None) -> Any:
+    """view's pipeline: a transaction follows view's retry policy; a non-transactional one gets back
+    the error of a command whose connection was lost, instead of sending it again."""
+    pipe = pipeline(view, transaction, shard_hint)
+    if not transaction:
+        redispy.wrap_resend(pipe, functools.partial(_resend_if_redirected, pipe))
     return pipe
+
+
+def _resend_if_redirected(pipe: Any, resend: Callable[..., Any], *args: Any, **options: Any) -> Any:
+    """Send again a command a node refused with a redirect; a command whose connection was lost
+    (its reply, and maybe it, are gone) gets that error back instead."""
+    for command in redispy.pipeline_commands(pipe):
+        if tuple(command.args) == args and isinstance(command.result, (redis.ConnectionError, redis.TimeoutError)):
+            raise command.result
+    return resend(*args, **options)
 
 
 def _refuse_resending_cluster(client: Any) -> None:
@@ -361,7 +345,7 @@ def sent_once(client: redis.Redis) -> redis.Redis:
     A redis.cluster.RedisCluster gets a view of its own kind (see _cluster_view).
     """
     if isinstance(client, redis.Redis):
-        return _view(client, _LendingPool(client.connection_pool), threading.RLock)
+        return _on_pool(client, redis.Redis, _LendingPool(client.connection_pool))
     if isinstance(client, redis.cluster.RedisCluster):
         return _cluster_view(client)
     return client
@@ -370,7 +354,7 @@ def sent_once(client: redis.Redis) -> redis.Redis:
 def sent_once_async(client: redis.asyncio.Redis) -> redis.asyncio.Redis:
     """sent_once for a redis.asyncio client."""
     if isinstance(client, redis.asyncio.Redis):
-        return _view(client, _AsyncLendingPool(client.connection_pool), asyncio.Lock)
+        return _on_pool(client, redis.asyncio.Redis, _AsyncLendingPool(client.connection_pool))
     _refuse_resending_cluster(client)
     return client
 

@@ -100,7 +100,11 @@ def tracked_call(keys: QueueKeys, tasks: Iterable[Task], due: Optional[float], t
                      tasks=per_task)
 
 
-def task_info_of(keys: QueueKeys, task_id: str, fields: Dict[bytes, bytes], ttl: int) -> TaskInfo:
+def task_info_of(keys: QueueKeys, task_id: str, fields: Union[Dict[bytes, bytes], List[bytes]], ttl: int) -> TaskInfo:
+    """The TaskInfo of a record read with HGETALL and TTL; TaskNotFoundError if there is none. A cluster
+    transaction on RESP2 (redis-py before 8.0 speaks it by default) gives HGETALL's flat list."""
+    if isinstance(fields, list):
+        fields = dict(zip(fields[::2], fields[1::2]))
     if not fields:
         raise TaskNotFoundError(f"no record of task {task_id} in {keys.name}: never tracked (enqueued without "
                                 "result_ttl), or it expired result_ttl seconds after the task ended")
