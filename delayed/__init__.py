@@ -14,8 +14,8 @@ _EXPORTS = {
     "AsyncQueue": "protocol.queue",
     "TaskHandle": "protocol.handles",
     "AsyncTaskHandle": "protocol.handles",
-    "TaskInfo": "wire.record",
-    "Cancel": "wire.record",
+    "TaskInfo": "wire.tracking",
+    "Cancel": "wire.tracking",
     "PyTask": "wire.task",
     "GoTask": "wire.task",
     "Float32": "wire.task",
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from .protocol.queue import AsyncQueue, Queue
     from .scheduler import Periodic, Scheduler
     from .sweeper import Sweeper
-    from .wire.record import Cancel, TaskInfo
+    from .wire.tracking import Cancel, TaskInfo
     from .wire.task import Float32, GoTask, PyTask
     from .worker.loop import Worker
 

@@ -1,7 +1,7 @@
 """The `delayed(queue)` decorator of keakon/delayed 1.x: `f.delay(*args, **kwargs)` enqueues a call of f.
 
 On an AsyncQueue, `f.delay` is a coroutine function: `await f.delay(1, 2)`. With result_ttl
-(`@d(result_ttl=3600)`), `f.delay` tracks each call and returns its handle (delayed.wire.record).
+(`@d(result_ttl=3600)`), `f.delay` tracks each call and returns its handle (delayed.wire.tracking).
 """
 from __future__ import annotations
 

@@ -58,7 +58,7 @@ class TaskNotFoundError(DelayedError, LookupError):
 
 class TaskFailedError(DelayedError):
     """result() of a tracked task that ended without a result: failed, dead or cancelled; `info`
-    (a delayed.wire.record.TaskInfo) says how."""
+    (a delayed.wire.tracking.TaskInfo) says how."""
 
     def __init__(self, message: str, info: Any) -> None:
         super().__init__(message)

@@ -189,7 +189,7 @@ def test_a_worker_with_several_ids_goes_offline_on_a_cluster(cluster):
 
 
 def test_a_tracked_task_s_record_lives_in_its_queue_s_slot(cluster):
-    from delayed.wire.record import Tracked, pack_result
+    from delayed.wire.tracking import Tracked, pack_result
 
     queue = Queue("{orders}", connect(cluster.url))
     handle, waiting = queue.enqueue_many([ONE, ONE], result_ttl=60)

@@ -17,7 +17,7 @@ from delayed.worker.holding import Claim, Holding
 from delayed.runtime.lifecycle import Lifecycle
 from delayed.wire.task import decode_task
 from delayed.protocol.handles import AsyncTaskHandle, TaskHandle
-from delayed.wire.record import pack_result
+from delayed.wire.tracking import pack_result
 from delayed.protocol.worker_ops import WorkerOps
 from delayed.protocol.sweeper_ops import SweeperOps
 

@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 from ..errors import DeadLetterError
 from ..wire import dead_letter
 from ..wire.keys import QueueKeys
-from ..wire.record import Tracked
+from ..wire.tracking import Tracked
 from .scripts import Script
 
 DEFAULT_DEAD_MAX = 10_000

@@ -4,7 +4,7 @@ import math
 import time
 from typing import Any, Awaitable, Iterator, Optional, Protocol
 
-from ..wire.record import ENDED, Cancel, TaskInfo, outcome
+from ..wire.tracking import ENDED, Cancel, TaskInfo, outcome
 
 FIRST_POLL, MAX_POLL = 0.005, 0.5
 """result() looks at the record after 5 ms, then twice as long each time, at most every 0.5 s."""

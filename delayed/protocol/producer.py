@@ -11,9 +11,9 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tupl
 import redis
 
 from ..errors import DuplicateTaskError, QueueFullError, TaskNotFoundError, TaskTooLargeError
-from ..wire import record as tracking
+from ..wire import tracking
 from ..wire.keys import SCHEDULED_PREFIX_BYTES, QueueKeys
-from ..wire.record import TaskInfo
+from ..wire.tracking import TaskInfo
 from ..wire.task import ID_OPTION, GoTask, PyTask
 from .scripts import Script
 

@@ -9,8 +9,8 @@ import redis
 import redis.asyncio
 
 from ..errors import NotReplicatedError
-from ..wire import record as tracking
-from ..wire.record import Cancel, TaskInfo
+from ..wire import tracking
+from ..wire.tracking import Cancel, TaskInfo
 from ..wire.task import PyTask
 from .base import QueueBase, queue_keys
 from .connection import sent_once_async
@@ -95,7 +95,7 @@ class Queue(QueueBase):
         same unique_key) while this one is queued or running; the lock goes when it finishes
         or after unique_for seconds, whichever comes first.
         result_ttl (seconds): track the task (a PyTask): its status and result are kept until
-        result_ttl seconds after it ended (see delayed.wire.record). Its blob carries an id option,
+        result_ttl seconds after it ended (see delayed.wire.tracking). Its blob carries an id option,
         which keakon/delayed 1.x cannot read; an untracked task's blob is unchanged.
         """
         if unique_for is not None:

@@ -9,9 +9,9 @@ from redis.crc import key_slot
 
 from ..errors import MalformedTaskError, message_of
 from ..wire import dead_letter
-from ..wire import record as tracking
+from ..wire import tracking
 from ..wire.keys import WORKER_ID_PREFIX
-from ..wire.record import Tracked
+from ..wire.tracking import Tracked
 from ..wire.task import CRASHES_OPTION, PyTask
 from .base import QueueBase
 from .connection import is_cluster

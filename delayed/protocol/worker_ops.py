@@ -4,9 +4,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Sequence, Tuple, cast
 
-from ..wire import record as tracking
+from ..wire import tracking
 from ..wire.keys import QueueKeys
-from ..wire.record import Tracked
+from ..wire.tracking import Tracked
 from .base import QueueBase
 from .connection import is_cluster
 from .producer import scheduled_members

@@ -26,7 +26,7 @@ from .preview import brief
 
 FUNC_PATH_SEP = ":"
 ID_OPTION = "id"
-"""The option a tracked task's id rides in (see delayed.wire.record)."""
+"""The option a tracked task's id rides in (see delayed.wire.tracking)."""
 CRASHES_OPTION = "crashes"
 """How many times our workers died holding the task: the sweeper adds one as it requeues it, and
 dead-letters it past its --max-crashes (see Queue.sweep). In the task, so identical tasks count apart."""

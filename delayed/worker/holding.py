@@ -25,7 +25,7 @@ from ..wire.dead_letter import Letter
 from ..runtime.lifecycle import Lifecycle
 from ..protocol.queue import Queue
 from ..protocol.worker_ops import WorkerOps, wait_for_notification
-from ..wire.record import Tracked
+from ..wire.tracking import Tracked
 
 logger = logging.getLogger(__name__)
 

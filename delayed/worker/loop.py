@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 
 import redis
 
-from ..wire import dead_letter, record as tracking
+from ..wire import dead_letter, tracking
 from ..wire.dead_letter import Reason
 from .background import Every
 from .batch import Batch, Lookahead
@@ -37,7 +37,7 @@ from .slots import Job, Slots
 from ..wire.task import ID_OPTION, PyTask
 from .time_limit import TimeLimitExceeded, can_enforce, within
 from .time_limit import call as call_limited
-from ..wire.record import Status, Tracked
+from ..wire.tracking import Status, Tracked
 from ..wire.strenum import StrEnum
 
 logger = logging.getLogger("delayed.worker")  # the name users configure; the loop is its module
@@ -143,7 +143,7 @@ class Worker:
     log_tasks: one INFO line per finished task on the logger delayed.worker.tasks, e.g.
     "task 3f2a... mod:func done in 12.3 ms" (the id is "-" for an untracked task). Off by default:
     on a no-op drain it costs a measurable share of the throughput (see the README).
-    A tracked task's settlement carries what its record gets (see delayed.wire.record): its return
+    A tracked task's settlement carries what its record gets (see delayed.wire.tracking): its return
     value rides in the release, its error in the retry or the dead letter.
     """
 
