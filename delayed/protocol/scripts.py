@@ -55,29 +55,45 @@ class BoundScript:
     def __init__(self, script: Script, registered: Any, keys: Optional[QueueKeys]) -> None:
         self.script = script
         self._registered = registered
-        known = {} if keys is None else {name: getattr(keys, name) for name in script.named
+        fixed = {} if keys is None else {name: getattr(keys, name) for name in script.named
                                          if isinstance(getattr(keys, name, None), str)}
-        self._fixed = known
-        self._keys = self._layout(script.keys)
-        self._args = self._layout(script.args)
-        self._wanted = {name for name in script.named if name not in known}
+        self._wanted = sorted(name for name in script.named if name not in fixed)
+        self._keys = _Layout(script.keys, fixed)
+        self._args = _Layout(script.args, fixed)
 
-    def _layout(self, names: Sequence[str]) -> List[Tuple[str, bool]]:
-        """(name, spread?) per declared name, in order."""
-        return [(name.rstrip("."), name.endswith("...")) for name in names]
+    def __call__(self, **given: Any) -> Any:
+        """Run the script (a coroutine on an asyncio client) with the declared names as keywords."""
+        if len(given) != len(self._wanted):
+            raise self._misnamed(given)
+        try:
+            return self._registered(keys=self._keys.values(given), args=self._args.values(given))
+        except KeyError:
+            raise self._misnamed(given) from None
 
-    def _values(self, layout: List[Tuple[str, bool]], given: Dict[str, Any]) -> List[Any]:
-        values: List[Any] = []
-        for name, spread in layout:
-            value = self._fixed[name] if name in self._fixed else given[name]
+    def _misnamed(self, given: Dict[str, Any]) -> TypeError:
+        return TypeError(f"{self.script!r} called with {sorted(given)}, not {self._wanted}")
+
+
+class _Layout:
+    """Where a script's KEYS (or ARGV) come from, in order: the queue's keys first known (fixed), then
+    per declared name whether it is given, and whether it is spread."""
+
+    def __init__(self, names: Sequence[str], fixed: Dict[str, str]) -> None:
+        entries = [(name.rstrip("."), name.endswith("...")) for name in names]
+        lead = 0
+        while lead < len(entries) and entries[lead][0] in fixed:
+            lead += 1
+        self._lead = [fixed[name] for name, _ in entries[:lead]]
+        self._rest: List[Tuple[str, bool, Optional[str]]] = [(name, spread, fixed.get(name))
+                                                              for name, spread in entries[lead:]]
+
+    def values(self, given: Dict[str, Any]) -> List[Any]:
+        """The values in order (KeyError for a name neither fixed nor given)."""
+        values = list(self._lead)
+        for name, spread, fixed in self._rest:
+            value = given[name] if fixed is None else fixed
             if spread:
                 values.extend(value)
             else:
                 values.append(value)
         return values
-
-    def __call__(self, **given: Any) -> Any:
-        """Run the script (a coroutine on an asyncio client) with the declared names as keywords."""
-        if given.keys() != self._wanted:
-            raise TypeError(f"{self.script!r} called with {sorted(given)}, not {sorted(self._wanted)}")
-        return self._registered(keys=self._values(self._keys, given), args=self._values(self._args, given))
