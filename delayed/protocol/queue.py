@@ -3,6 +3,7 @@ enqueue, track, cancel, pause. The operations of workers, sweepers and operators
 their own: WorkerOps, SweeperOps and DeadLetters (queue.dead)."""
 import datetime
 import time
+from functools import cached_property
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union, overload
 
 import redis
@@ -14,12 +15,11 @@ from ..wire.tracking import Cancel, TaskInfo
 from ..wire.task import PyTask
 from .base import QueueBase, queue_keys
 from .connection import sent_once_async
-from .dead_letters import DEFAULT_DEAD_MAX, DEFAULT_DEAD_MAX_AGE
 from .handles import AsyncTaskHandle, TaskHandle
 from .producer import (CANCEL, DEFAULT_MAX_TASK_SIZE, ENQUEUE, ENQUEUE_TRACKED, ENQUEUE_UNIQUE, Task, blobs_of,
                        check_unique, due_time, refused_when_full, stage_enqueue, task_info_of, tracked_call,
                        unique_call)
-from .scripts import Script
+from .scripts import BoundScript, Script
 from .sweeper_ops import DEFAULT_MAX_CRASHES, NOTIFY_AFTER, SweeperOps
 from .worker_ops import WorkerOps
 
@@ -50,26 +50,27 @@ class Queue(QueueBase):
     primary acknowledged but had not yet sent to its replica.
     """
 
-    def __init__(
-        self,
-        name: str,
-        conn: redis.Redis,
-        dequeue_timeout: float = 1,
-        keep_alive_timeout: float = 60,
-        max_task_size: int = DEFAULT_MAX_TASK_SIZE,
-        dead_max: int = DEFAULT_DEAD_MAX,
-        dead_max_age: float = DEFAULT_DEAD_MAX_AGE,
-        wait_replicas: int = 0,
-        wait_timeout_ms: int = 1000,
-    ) -> None:
-        super().__init__(name, conn, dequeue_timeout, keep_alive_timeout, max_task_size, dead_max, dead_max_age,
-                         wait_replicas, wait_timeout_ms)
-        self._enqueue = ENQUEUE.bind(self.conn, self.keys)
-        self._enqueue_unique_script = ENQUEUE_UNIQUE.bind(self.conn, self.keys)
-        self._enqueue_tracked = ENQUEUE_TRACKED.bind(self.conn, self.keys)
-        self._cancel = CANCEL.bind(self.conn, self.keys)
-        self._move_due = MOVE_DUE.bind(self.conn, self.keys)
-        self._worker_ops: Optional[WorkerOps] = None
+    # the scripts a producer runs, each bound on first use (QueueBase takes the arguments)
+
+    @cached_property
+    def _enqueue(self) -> BoundScript:
+        return ENQUEUE.bind(self.conn, self.keys)
+
+    @cached_property
+    def _enqueue_unique_script(self) -> BoundScript:
+        return ENQUEUE_UNIQUE.bind(self.conn, self.keys)
+
+    @cached_property
+    def _enqueue_tracked(self) -> BoundScript:
+        return ENQUEUE_TRACKED.bind(self.conn, self.keys)
+
+    @cached_property
+    def _cancel(self) -> BoundScript:
+        return CANCEL.bind(self.conn, self.keys)
+
+    @cached_property
+    def _move_due(self) -> BoundScript:
+        return MOVE_DUE.bind(self.conn, self.keys)
 
     # Producers
 
@@ -243,11 +244,9 @@ class Queue(QueueBase):
         """A sweep (SweeperOps.sweep), returning the notifications pushed, as go-delayed's requeue-lost does."""
         return SweeperOps(self).requeue_lost(max_crashes, notify_after)
 
-    @property
+    @cached_property
     def _ops(self) -> WorkerOps:
-        if self._worker_ops is None:
-            self._worker_ops = WorkerOps(self)
-        return self._worker_ops
+        return WorkerOps(self)
 
 
 class AsyncQueue:
