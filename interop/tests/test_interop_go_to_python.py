@@ -42,7 +42,7 @@ def test_go_pytask_with_struct_kwargs_is_dead_lettered_and_the_worker_goes_on(pr
     procs.go_producer("-kind", "py", "-func", "tests.tasks:record", "-args", '["after"]')
     wait_for(lambda: py_results(conn), what="the task after the struct one to run")
     assert py_results(conn) == ["('after', (), {})"]
-    [record] = Queue("q", conn).dead_letters()
+    [record] = Queue("q", conn).dead.list()
     assert (record["reason"], record["func"]) == ("malformed", "tests.tasks:record")
     assert "array" in record["error"] and "struct" in record["error"], record["error"]
     assert worker.alive()
@@ -56,6 +56,6 @@ def test_go_delayed_gotask_with_a_nil_argument_is_read_as_a_gotask(procs, conn):
     procs.go_producer("-func", "main.Int", "-args", "null")
     procs.go_producer("-kind", "py", "-func", "tests.tasks:record", "-args", '["after"]')
     wait_for(lambda: py_results(conn), what="the task after the GoTask to run")
-    [record] = Queue("q", conn).dead_letters()
+    [record] = Queue("q", conn).dead.list()
     assert (record["reason"], record["func"]) == ("go_task", "main.Int"), record
     assert worker.alive()

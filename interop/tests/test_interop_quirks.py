@@ -121,7 +121,7 @@ def test_go_worker_silently_drops_a_pytask_it_dequeues(procs, conn):
     queue.enqueue(PyTask("tests.tasks:record", ["lost"]))
     queue.enqueue(GoTask("main.String", "next"))
     wait_for(lambda: go_results(conn), what="the GoTask to run")
-    blobs = conn.lrange("q", 0, -1) + conn.hvals("q_processing") + [r["task"] for r in queue.dead_letters()]
+    blobs = conn.lrange("q", 0, -1) + conn.hvals("q_processing") + [r["task"] for r in queue.dead.list()]
     assert PyTask("tests.tasks:record", ["lost"]).serialize() not in blobs
     assert "Failed to deserialize task" in dequeue_errors(worker)[0] or "Failed to deserialize task" in worker.err()
 

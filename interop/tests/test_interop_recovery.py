@@ -80,8 +80,8 @@ def test_clean_stops_of_go_workers_do_not_dead_letter_a_healthy_gotask(procs, co
         wait_for(lambda: len(go_results(conn)) == stop, what=f"run {stop}")
         worker.signal(SIGHUP)
         assert worker.wait() == 0
-        wait_for(lambda: conn.llen("q") == 1 or Queue("q", conn).dead_count() == 1, what="the sweeper to move the task")
-    assert Queue("q", conn).dead_letters() == []
+        wait_for(lambda: conn.llen("q") == 1 or Queue("q", conn).dead.count() == 1, what="the sweeper to move the task")
+    assert Queue("q", conn).dead.list() == []
     assert conn.lrange("q", 0, -1) == [GoTask("main.String", "healthy").serialize()]  # as enqueued
 
 
@@ -93,6 +93,6 @@ def test_our_workers_crashes_are_still_counted(procs, conn):
     for _ in range(2):
         worker = procs.py_worker("q", "--batch", "1", alive=False)
         assert worker.wait(15) == -SIGKILL
-    wait_for(lambda: Queue("q", conn).dead_count(), timeout=10, what="the crash loop to be dead-lettered")
-    [record] = Queue("q", conn).dead_letters()
+    wait_for(lambda: Queue("q", conn).dead.count(), timeout=10, what="the crash loop to be dead-lettered")
+    [record] = Queue("q", conn).dead.list()
     assert record["reason"] == "crash_loop"

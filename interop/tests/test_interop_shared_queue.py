@@ -30,7 +30,7 @@ def test_go_and_python_workers_share_a_queue_without_go_dequeue_errors(procs, co
     time.sleep(0.5)
 
     ran = executions(conn)
-    buried = queue.dead_letters()
+    buried = queue.dead.list()
     assert {r["reason"] for r in buried} <= {"go_task"}
     buried_ids = [GoTask.deserialize(r["task"]).args for r in buried]
     assert sorted(list(ran) + buried_ids) == sorted(f"t{i}" for i in range(TASKS)), "lost or doubled tasks"

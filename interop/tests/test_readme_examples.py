@@ -123,9 +123,9 @@ def test_readme_go_block_enqueues_pytasks_our_worker_runs(procs, conn, redis_ser
     assert not (ROOT / "tasks.py").exists() and not (ROOT / "tasks").exists()  # cwd is ROOT: it must not shadow ours
     worker = procs.start("pyworker", [sys.executable, "-m", "delayed.worker", "--redis-url", redis_server.url,
                                       "--queue", "py", "--keep-alive-timeout", "1", "tasks"], env=env)
-    wait_for(lambda: conn.llen("readme_calls") + Queue("py", conn).dead_count() >= 2 or not worker.alive(),
+    wait_for(lambda: conn.llen("readme_calls") + Queue("py", conn).dead.count() >= 2 or not worker.alive(),
              what="both PyTasks to run or be dead-lettered")
     calls = [item.decode() for item in conn.lrange("readme_calls", 0, -1)]
-    dead = Queue("py", conn).dead_letters()
+    dead = Queue("py", conn).dead.list()
     assert calls == ["('add', {'a': 1, 'b': 2})", "('greet', {'name': 'Go'})"], (dead, worker.err())
     assert dead == []
