@@ -54,15 +54,15 @@ def produce(conn: redis.Redis) -> bool:
     queue.enqueue(GoTask("main.Add", [1, 2]))
 
     deadline = time.monotonic() + 20
-    while (conn.llen("demo:log") < 6 or queue.dead_count() < 3) and time.monotonic() < deadline:
+    while (conn.llen("demo:log") < 6 or queue.dead.count() < 3) and time.monotonic() < deadline:
         time.sleep(0.05)
     print("demo: what the tasks did:")
     for line in conn.lrange("demo:log", 0, -1):
         print("   ", line.decode())
     print("demo: the dead letters (python -m delayed dead list --queue demo):")
-    for entry in queue.dead_letters():
+    for entry in queue.dead.list():
         print(f"    {entry['id']}  {entry['reason']:<12} {entry['error']}")
-    return conn.llen("demo:log") == 6 and queue.dead_count() == 3
+    return conn.llen("demo:log") == 6 and queue.dead.count() == 3
 
 
 if __name__ == "__main__":
