@@ -221,7 +221,7 @@ def _describe_head(head: bytes, length: int) -> Row:
 def dead_letters(conn: redis.Redis, name: str, after: Optional[str] = None, count: int = 20,
                  migrate: bool = True) -> List[Row]:
     """Up to count dead letters after the letter id `after` (default: from the oldest), parsed, with
-    their ids, each task read up to PREVIEW_BYTES (see Queue.dead_letters' head). migrate=False never
+    their ids, each task read up to PREVIEW_BYTES (see DeadLetters.list's head). migrate=False never
     writes: letters still in an old N_dead list are then not moved, nor listed."""
     return Queue(name, conn).dead.list(after, count, migrate, head=PREVIEW_BYTES)
 

@@ -34,7 +34,7 @@ class Sample:
 
 class Candidates(NamedTuple):
     """The would-be queues a SCAN found: samples of their keys, and the names with a dead-letter
-    stream (N_dead_letters), to be read through Queue.dead_letters."""
+    stream (N_dead_letters), to be read through DeadLetters (queue.dead)."""
 
     samples: List[Sample]
     streams: List[str]

@@ -124,7 +124,7 @@ def from_legacy(entry: bytes) -> Letter:
 def parse(letter_id: bytes, fields: Dict[bytes, bytes], lengths: Optional[Dict[bytes, int]] = None) -> Dict[str, Any]:
     """A letter as a dict: "id", the record's fields, "task", the raw blob (None if it has none), and
     "task_bytes", its length. lengths: the full length of each field, when the fields are their heads
-    (see Queue.dead_letters' head): then "task" may be the head of a longer blob.
+    (see DeadLetters.list's head): then "task" may be the head of a longer blob.
 
     Never raises, whatever the stream holds: a record that is not a JSON object (or too long to read
     whole) reads as reason "undecodable", with what it is in "error"; values that are not strings are

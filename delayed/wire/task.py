@@ -29,7 +29,7 @@ ID_OPTION = "id"
 """The option a tracked task's id rides in (see delayed.wire.tracking)."""
 CRASHES_OPTION = "crashes"
 """How many times our workers died holding the task: the sweeper adds one as it requeues it, and
-dead-letters it past its --max-crashes (see Queue.sweep). In the task, so identical tasks count apart."""
+dead-letters it past its --max-crashes (see SweeperOps.sweep). In the task, so identical tasks count apart."""
 TRACKED_TAIL = b"\xa2id\xd9\x20"
 """What comes before the id at the end of a tracked blob: the key "id" (fixstr), then a str8 of 32 bytes."""
 _ID = re.compile(r"[0-9a-f]{32}")
