@@ -8,6 +8,7 @@ Redis address (`redis.Redis()`, `"127.0.0.1:6379"`) becomes the test's redis-ser
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -129,3 +130,38 @@ def test_readme_go_block_enqueues_pytasks_our_worker_runs(procs, conn, redis_ser
     dead = Queue("py", conn).dead.list()
     assert calls == ["('add', {'a': 1, 'b': 2})", "('greet', {'name': 'Go'})"], (dead, worker.err())
     assert dead == []
+
+
+def readme_program(language: str) -> str:
+    """The ```language block after the "Working with Go" heading that is a whole program (package main)."""
+    text = (ROOT / "README.md").read_text()
+    blocks = [b for b in re.findall(rf"^```{language}\n(.*?)^```$", text[text.index(HEADING):], re.S | re.M)
+              if b.startswith("package main")]
+    assert len(blocks) == 1, f"README.md should have one complete {language} program after {HEADING!r}"
+    return blocks[0]
+
+
+def test_readme_go_worker_runs_the_python_block_s_gotasks_and_stops_on_sighup(procs, conn, redis_server):
+    """The complete Go worker, its "127.0.0.1:6379" rewritten to the test server, is built in
+    interop/bin/readme_worker/ and started; the README's Python block then enqueues its GoTasks, and
+    the worker prints each call with the values the Python block's comments promise; SIGHUP stops it."""
+    if shutil.which("go") is None:
+        pytest.skip("'go' is not on the PATH (make interop says so too)")
+    source = with_address(readme_program("go"), '"127.0.0.1:6379"', f'"{gocommands.redis_address(procs.redis_url)}"')
+    example = gocommands.BIN / "readme_worker"
+    shutil.rmtree(example, ignore_errors=True)
+    example.mkdir(parents=True)
+    (example / "main.go").write_text(source)
+    built = subprocess.run(["go", "build", "-o", str(example / "worker"), "./bin/readme_worker"],
+                           cwd=gocommands.INTEROP, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, f"{example / 'main.go'}:\n{built.stderr}"
+    worker = procs.start("readme_worker", [str(example / "worker")])
+    procs.py_sweeper("go")  # moves the delay=2 task in
+
+    exec(compile(with_address(readme_block("python"), "redis.Redis()", f"redis.Redis.from_url({redis_server.url!r})"),
+                 "README.md (python block)", "exec"), {})
+    wait_for(lambda: worker.out().count("\n") >= 6 or not worker.alive(), timeout=10, what="six calls printed")
+    assert worker.out().splitlines() == ["Several 1 a 2.5", "Struct {X:1 Y:2 Label:p}", "Variadic p [1 2]",
+                                         "Float32 1.5", "NoArg", "String later"], worker.err()
+    worker.signal(signal.SIGHUP)
+    assert worker.wait() == 0, worker.err()
