@@ -28,6 +28,7 @@ _EXPORTS = {
     "DelayedError": "errors",
     "MalformedTaskError": "errors",
     "TaskTooLargeError": "errors",
+    "TaskArgumentError": "errors",
     "FunctionNotAllowedError": "errors",
     "SkipRetry": "errors",
     "DuplicateTaskError": "errors",
@@ -43,8 +44,8 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:
     from .delay import delayed
     from .errors import (DeadLetterError, DelayedError, DuplicateTaskError, FunctionNotAllowedError,
-                         MalformedTaskError, NotReplicatedError, QueueFullError, SkipRetry, TaskFailedError,
-                         TaskNotFoundError, TaskTooLargeError)
+                         MalformedTaskError, NotReplicatedError, QueueFullError, SkipRetry, TaskArgumentError,
+                         TaskFailedError, TaskNotFoundError, TaskTooLargeError)
     from .logger import setup_logger
     from .protocol.handles import AsyncTaskHandle, TaskHandle
     from .protocol.queue import AsyncQueue, Queue

@@ -35,6 +35,12 @@ class TaskTooLargeError(DelayedError, ValueError):
     """A task blob over the queue's max_task_size; raised before anything is written to Redis."""
 
 
+class TaskArgumentError(DelayedError, TypeError):
+    """A task argument msgpack cannot write (an object, a datetime, an int past 64 bits): the message
+    names the task, the argument's path (args[1], kwargs['when']['at']) and its type. Raised as the
+    task is serialized, before anything is written to Redis."""
+
+
 class FunctionNotAllowedError(DelayedError, LookupError):
     """A task names a function the worker was not told to allow."""
 

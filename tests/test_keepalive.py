@@ -1,12 +1,15 @@
 """The keep-alive lives in a helper process: a task that holds the worker's GIL cannot starve it."""
 import logging
+import os
 import signal
 import threading
 import time
 
 from delayed import PyTask, Queue, Worker
+from delayed.testing import free_port
 
 from .conftest import results, spawn, wait_for
+from .test_metrics import scrape
 
 
 def test_a_task_holding_the_gil_past_the_keep_alive_timeout_is_not_taken_for_dead(conn, redis_server):
@@ -83,3 +86,29 @@ def test_a_worker_started_beside_other_threads_keeps_its_keys_from_a_thread_not_
         worker.stop()
         thread.join(10)
     assert not thread.is_alive()
+
+
+def test_a_worker_serving_metrics_still_forks_its_helper(conn, redis_server):
+    # The metrics server runs a thread; started before the helper's fork, it kept the worker from forking.
+    port = free_port()
+    worker = spawn("delayed.worker", "--queue", "q", "--keep-alive-timeout", "1", "--metrics-port", str(port),
+                   "--log-level", "INFO", "tests.tasks", redis_url=redis_server.url)
+    try:
+        [worker_id] = wait_for(lambda: conn.zrange("q_workers", 0, -1), what="the worker online")
+        os.kill(worker.pid, signal.SIGSTOP)  # the worker's own threads stop with it; its helper does not
+        try:
+            stopped = time.monotonic()
+            while time.monotonic() - stopped < 2.5:  # past the keep-alive timeout
+                assert conn.exists(worker_id), "the keep-alive lapsed while the worker was stopped"
+                time.sleep(0.1)
+        finally:
+            os.kill(worker.pid, signal.SIGCONT)
+        Queue("q", conn).enqueue(PyTask("tests.tasks:record", ["scraped"]))
+        wait_for(lambda: scrape(port).get(
+            ("delayed_tasks_total", (("function", "tests.tasks:record"), ("outcome", "done"), ("queue", "q")))) == 1,
+            what="the task counted on /metrics")
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        output, _ = worker.communicate(timeout=10)
+    assert worker.returncode == 0, output
+    assert "refreshed by a thread" not in output, output

@@ -218,3 +218,10 @@ def test_a_second_stop_signal_while_importing_the_tasks_exits_at_once(monkeypatc
             process.kill()
             process.communicate()
     assert status == 128 + signal.SIGINT and time.monotonic() - started < 2, output
+
+
+def test_a_sweeper_that_counts_no_crashes_says_so_as_it_starts(conn, caplog):
+    caplog.set_level(logging.INFO, "delayed.sweeper")
+    Sweeper([Queue("q", conn)], interval=60, max_crashes=0).starting()
+    assert caplog.messages == ["sweeping 'q' every 60 s: requeuing dead workers' tasks, counting no crashes "
+                               "(max crashes 0); and moving due scheduled tasks into it every 0.5 s"]

@@ -171,6 +171,8 @@ def test_sweeper_sweeps_every_named_queue_and_stops_on_a_signal(conn, redis_serv
     sweeper.send_signal(signal.SIGINT)
     status, output = finish(sweeper)
     assert status == 0, output
+    assert ("sweeping 'a', 'b' every 0.1 s: requeuing dead workers' tasks, dead-lettering a task once workers "
+            "died holding it more than 3 times; and moving due scheduled tasks into them every 0.5 s") in output
 
 
 def test_concurrency_runs_supervised_workers_and_replaces_a_dead_one(conn, redis_server):

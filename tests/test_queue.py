@@ -6,7 +6,7 @@ import time
 import pytest
 import redis.asyncio
 
-from delayed import AsyncQueue, GoTask, PyTask, Queue, TaskTooLargeError, delayed
+from delayed import AsyncQueue, GoTask, PyTask, Queue, TaskArgumentError, TaskTooLargeError, delayed
 from delayed.wire.dead_letter import record
 from delayed.wire.keys import new_worker_id
 from delayed.protocol.worker_ops import WorkerOps
@@ -69,6 +69,14 @@ def test_oversized_tasks_are_refused_before_touching_redis(conn):
     queue = Queue("q", conn, max_task_size=100)
     with pytest.raises(TaskTooLargeError, match="m:f: .* over .* 100"):
         queue.enqueue_many([PyTask("m:f", ["small"]), PyTask("m:f", ["x" * 200])])
+    assert conn.exists("q", "q_noti") == 0
+
+
+def test_a_task_msgpack_cannot_write_is_refused_before_touching_redis(conn, queue):
+    with pytest.raises(TaskArgumentError, match=r"^task tests.tasks:record: kwargs\['when'\] is of type object, "):
+        queue.enqueue_many([PyTask(tasks.record, ["fine"]), PyTask(tasks.record, [], {"when": object()})])
+    with pytest.raises(TaskArgumentError, match=r"^task tests.tasks:record: args\[0\] is of type complex, "):
+        delayed(queue)(tasks.record).delay(1j)
     assert conn.exists("q", "q_noti") == 0
 
 

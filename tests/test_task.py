@@ -1,8 +1,10 @@
 """Task blobs: keakon/delayed 1.x's PyTask bytes, go-delayed's GoTask bytes, and strict decoding."""
+import datetime
+
 import msgpack
 import pytest
 
-from delayed.errors import MalformedTaskError
+from delayed.errors import MalformedTaskError, TaskArgumentError
 from delayed.wire.task import Float32, GoTask, PyTask, decode_task, func_path_of
 
 from . import tasks
@@ -167,7 +169,7 @@ def test_float32_is_written_as_msgpack_float32_wherever_it_sits():
 
 
 def test_float32_still_refuses_what_msgpack_cannot_write():
-    with pytest.raises(TypeError):
+    with pytest.raises(TaskArgumentError, match=r"args\[1\] is of type object"):
         GoTask("f", [Float32(1), object()]).serialize()
 
 
@@ -185,3 +187,25 @@ def test_struct_kwargs_from_go_delayed_are_refused_with_the_cause():
     with pytest.raises(MalformedTaskError, match="NewPyTask writes a Go struct's fields without their names") as info:
         decode_task(bytes.fromhex("93a36d3a66c09101"))
     assert (info.value.reason, info.value.func_path) == ("malformed", "m:f")
+
+
+class Unpackable:
+    """A value msgpack has no way to write."""
+
+
+@pytest.mark.parametrize("task, where, kind", [
+    (PyTask(tasks.record, [1, Unpackable()]), "args[1]", "tests.test_task.Unpackable"),
+    (PyTask(tasks.record, [], {"when": {"at": datetime.datetime(2026, 1, 1)}}), "kwargs['when']['at']",
+     "datetime.datetime"),
+    (PyTask(tasks.record, [[0, 2 ** 64]]), "args[0][1]", "int"),
+    (PyTask(tasks.record, [{Unpackable(): 1}]), "a key of args[0]", "tests.test_task.Unpackable"),
+    (PyTask(tasks.record, [Float32(1.5)]), "args[0]", "delayed.wire.task.Float32"),  # a GoTask's only
+    (GoTask("main.F", [Float32(1.5), {"x": Unpackable()}]), "args[1]['x']", "tests.test_task.Unpackable"),
+    (GoTask("main.F", Unpackable()), "args", "tests.test_task.Unpackable"),
+])
+def test_an_argument_msgpack_cannot_write_is_named_with_its_task_path_and_type(task, where, kind):
+    with pytest.raises(TaskArgumentError) as raised:
+        task.serialize()
+    assert str(raised.value).startswith(f"task {task.func_path}: {where} is of type {kind}, which msgpack "
+                                        "cannot serialize (")
+    assert isinstance(raised.value, TypeError)  # what msgpack raised, for code that caught that

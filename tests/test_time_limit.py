@@ -46,3 +46,23 @@ def test_a_coroutine_within_its_time_limit_is_released(conn, queue):
     settlement = worker.execute(PyTask(tasks.async_slow, ["fine", 0.01], time_limit=1).serialize())
     assert isinstance(settlement, Release)
     assert results(conn) == [repr(("fine", (), {}))]
+
+
+LIMIT_ERROR = "TimeLimitExceeded: ran longer than its time limit of 0.2 s"
+
+
+def test_a_one_slot_worker_s_time_limit_errors_say_the_limit(conn, queue):
+    worker = Worker(queue, ["tests.tasks"])
+    for task in (PyTask(tasks.busy, ["plain", 3], time_limit=0.2), PyTask(tasks.async_slow, ["coro", 3], time_limit=0.2)):
+        settlement = worker.execute(task.serialize())
+        assert isinstance(settlement, Bury) and json.loads(settlement.letter["record"])["error"] == LIMIT_ERROR
+
+
+def test_a_threaded_worker_s_time_limit_errors_say_the_limit(conn, queue, run_worker):
+    # a plain task's TimeLimitExceeded is injected into its thread as a bare class: no message of its own
+    queue.enqueue(PyTask(tasks.busy, ["plain", 3], time_limit=0.2))
+    queue.enqueue(PyTask(tasks.async_slow, ["coro", 3], time_limit=0.2))
+    run_worker(threads=2)
+    wait_for(lambda: queue.dead.count() == 2, timeout=5, what="both time-outs")
+    assert sorted((entry["func"], entry["error"]) for entry in queue.dead.list()) == [
+        ("tests.tasks:async_slow", LIMIT_ERROR), ("tests.tasks:busy", LIMIT_ERROR)]

@@ -66,7 +66,12 @@ class Sweeper(Role):
         return total
 
     def starting(self) -> None:
-        logger.info("sweeping %s every %s s", ", ".join(repr(q.name) for q in self.queues), self.interval)
+        """Say all the sweeper does: the sweeps, what a sweep counts, and the moves between them."""
+        crashes = (f"dead-lettering a task once workers died holding it more than {self.max_crashes} times"
+                   if self.max_crashes else "counting no crashes (max crashes 0)")
+        logger.info("sweeping %s every %g s: requeuing dead workers' tasks, %s; and moving due scheduled tasks "
+                    "into %s every %g s", ", ".join(repr(q.name) for q in self.queues), self.interval, crashes,
+                    "it" if len(self.queues) == 1 else "them", MOVE_DUE_INTERVAL)
 
     def round(self) -> float:
         """Move the due tasks, and sweep if a sweep is due; returns the seconds until the next round."""

@@ -13,7 +13,8 @@ from . import Sweeper
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m delayed.sweeper",
-        description="Requeue the tasks of dead workers, Python or Go, every INTERVAL seconds.")
+        description="Requeue the tasks of dead workers, Python or Go, every INTERVAL seconds, and move due "
+                    "scheduled tasks into their queues twice a second.")
     add_connection_options(parser)
     parser.add_argument("--queue", action="append", dest="queues", metavar="NAME",
                         help="queue to sweep; repeat for several (default: default)")

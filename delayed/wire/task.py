@@ -17,11 +17,11 @@ go-delayed's NewGoTask(func_path, nil) writes [func_path, nil]: that decodes as 
 """
 import re
 from functools import partial
-from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import msgpack
 
-from ..errors import MalformedTaskError
+from ..errors import MalformedTaskError, TaskArgumentError
 from .preview import brief
 
 FUNC_PATH_SEP = ":"
@@ -84,6 +84,44 @@ def _go_parts(value: Any, packer: msgpack.Packer, single: msgpack.Packer) -> Ite
             yield from _go_parts(item, packer, single)
     else:
         yield packer.pack(value)
+
+
+_UNPACKABLE = (TypeError, OverflowError)
+"""What msgpack raises for a value it cannot write: a type it does not know, an int past 64 bits."""
+
+
+def _unpackable(value: Any, where: str, float32: bool) -> Optional[Tuple[str, Any, Exception]]:
+    """The first piece of value msgpack cannot write: (its path from where, itself, msgpack's error);
+    None if there is none. float32: Float32 leaves are fine (a GoTask's)."""
+    if isinstance(value, (list, tuple)):
+        pieces: List[Tuple[str, Any]] = [(f"{where}[{index}]", item) for index, item in enumerate(value)]
+    elif isinstance(value, dict):
+        pieces = [piece for key, item in value.items()
+                  for piece in ((f"a key of {where}", key), (f"{where}[{brief(key)}]", item))]
+    elif float32 and isinstance(value, Float32):
+        return None
+    else:
+        try:
+            msgpack.packb(value)
+        except _UNPACKABLE as exc:
+            return where, value, exc
+        return None
+    return next(filter(None, (_unpackable(item, path, float32) for path, item in pieces)), None)
+
+
+def _argument_error(func_path: str, arguments: Sequence[Tuple[str, Any]], float32: bool,
+                    error: Exception) -> Exception:
+    """What to raise for a task msgpack could not write: a TaskArgumentError naming the argument at
+    fault, or msgpack's own error if none is (the fault lies elsewhere)."""
+    for name, value in arguments:
+        found = _unpackable(value, name, float32)
+        if found is not None:
+            where, culprit, exc = found
+            kind = type(culprit)
+            type_name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+            return TaskArgumentError(f"task {func_path}: {where} is of type {type_name}, which msgpack "
+                                     f"cannot serialize ({exc})")
+    return error
 
 
 def func_path_of(func: Callable[..., Any]) -> str:
@@ -180,7 +218,11 @@ class PyTask:
                     fields = fields[:2]
                     if not self.args:
                         fields = fields[:1]
-            self._data = msgpack.packb(fields)
+            try:
+                self._data = msgpack.packb(fields)
+            except _UNPACKABLE as exc:
+                raise _argument_error(self.func_path, (("args", self.args), ("kwargs", self.kwargs)), False,
+                                      exc) from None
         return self._data
 
     @classmethod
@@ -228,8 +270,11 @@ class GoTask:
 
     def serialize(self) -> bytes:
         if self._data is None:
-            payload = _GO_NO_ARGUMENT if self.args is None else _pack_go_value(self.args)
-            self._data = msgpack.packb((self.func_path, payload))
+            try:
+                payload = _GO_NO_ARGUMENT if self.args is None else _pack_go_value(self.args)
+                self._data = msgpack.packb((self.func_path, payload))
+            except _UNPACKABLE as exc:
+                raise _argument_error(self.func_path, (("args", self.args),), True, exc) from None
         return self._data
 
     @classmethod

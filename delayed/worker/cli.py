@@ -1,10 +1,11 @@
 """`python -m delayed.worker` and `delayed-worker`: parse, import the task modules, connect, run."""
 import argparse
+import functools
 import importlib
 import logging
 import os
 import sys
-from typing import List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 from ..protocol.producer import DEFAULT_MAX_TASK_SIZE
 from ..protocol.queue import Queue
@@ -108,23 +109,23 @@ def _worker(args: argparse.Namespace) -> int:
         check_cluster_names(conn, queue_names)
         conn.close()
 
-        def make_worker() -> Worker:
+        def make_worker(on_online: Optional[Callable[[], Any]] = None) -> Worker:
             conn = client(args)
             queues = [Queue(name, conn, keep_alive_timeout=args.keep_alive_timeout, max_task_size=args.max_task_size,
                             dead_max=args.dead_max, dead_max_age=args.dead_max_age) for name in queue_names]
             return Worker(queues, allowlist, keep_alive_interval=args.keep_alive_timeout / 4,
                           batch=args.batch, time_limit=args.time_limit, threads=args.threads,
                           log_tasks=args.log_tasks,
-                          observe=task_metrics.TaskMetrics() if args.metrics_port else None, burst=args.burst)
+                          observe=task_metrics.TaskMetrics() if args.metrics_port else None, burst=args.burst,
+                          on_online=on_online)
 
         if args.concurrency > 1:
             supervisor = Supervisor(make_worker, args.concurrency, metrics_port=args.metrics_port,
                                     burst=args.burst)
             lifecycle.on_stop(supervisor.stop)
             return supervisor.run()  # takes the signals itself while it runs
-        if args.metrics_port:
-            task_metrics.serve(args.metrics_port)
-        worker = make_worker()
+        # served once the keep-alive helper is forked: the server's thread would keep it from forking
+        worker = make_worker(functools.partial(task_metrics.serve, args.metrics_port) if args.metrics_port else None)
         lifecycle.on_stop(worker.stop)
         return worker.run(handle_signals=False)
 

@@ -140,6 +140,9 @@ class Worker:
     burst: stop (exit status 0) once nothing is running and no queue has a task to give, due
     scheduled ones included: for batch jobs and tests. Tasks scheduled for later (a delay, a retry's
     backoff) stay scheduled for the next worker; a paused queue counts as empty.
+    on_online: called once as the worker goes online, after it forked its keep-alive helper and before
+    it takes a task: where to start threads of one's own (the CLI's metrics server), as a thread
+    already running then would keep the helper from forking (see delayed.worker.keepalive).
     log_tasks: one INFO line per finished task on the logger delayed.worker.tasks, e.g.
     "task 3f2a... mod:func done in 12.3 ms" (the id is "-" for an untracked task). Off by default:
     on a no-op drain it costs a measurable share of the throughput (see the README).
@@ -158,6 +161,7 @@ class Worker:
         observe: Optional[Observe] = None,
         burst: bool = False,
         log_tasks: bool = False,
+        on_online: Optional[Callable[[], Any]] = None,
     ) -> None:
         if allow is None:
             raise TypeError(
@@ -187,6 +191,7 @@ class Worker:
         self.observe = observe
         self.burst = burst
         self.log_tasks = log_tasks
+        self.on_online = on_online
         self._timed = observe is not None or log_tasks  # every run is timed, not only tracked ones
         # threaded: a task per slot, and as many again waiting ready for one (see Lookahead)
         capacity = batch if threads == 1 else 2 * threads
@@ -228,6 +233,8 @@ class Worker:
                     "queues" if len(self.queues) > 1 else "queue", ", ".join(repr(queue.name) for queue in self.queues),
                     len(self.allowlist))
         try:
+            if self.on_online is not None:
+                self.on_online()
             if self.threads > 1:
                 self._work_concurrently()
             else:

@@ -60,8 +60,9 @@ class TaskMetrics:
 
 def _serve(port: int, registry: Any) -> Any:
     """Serve registry on /metrics at port, all addresses, from a daemon thread. Processes forked
-    later (the keep-alive helper, supervised workers) close their copy of the listening socket, so
-    none outliving this one keeps the port."""
+    later (supervised workers and their keep-alive helpers) close their copy of the listening
+    socket, so none outliving this one keeps the port. A lone worker serves only once its own
+    helper is forked (Worker's on_online): a running thread keeps a worker from forking one."""
     from prometheus_client import start_http_server
 
     server, _ = start_http_server(port, registry=registry)

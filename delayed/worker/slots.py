@@ -25,7 +25,7 @@ from collections import deque
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set
 
 from .batch import Batch
-from .time_limit import TimeLimitExceeded, within
+from .time_limit import TimeLimitExceeded, exceeded, within
 
 _inject = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.py_object)(
     ("PyThreadState_SetAsyncExc", ctypes.pythonapi))
@@ -77,9 +77,16 @@ def _run(job: Job) -> None:
         if result is not None and inspect.isawaitable(result):  # a plain function that returned one
             result = asyncio.run(_awaited(result, job.limit))
         job.outcome, job.result = None, result
+    except TimeLimitExceeded as exc:
+        job.outcome = None if _raised_here(exc) else _saying_the_limit(exc, job.limit)
     except BaseException as exc:
-        job.outcome = None if isinstance(exc, TimeLimitExceeded) and _raised_here(exc) else exc
+        job.outcome = exc
     job.done = True
+
+
+def _saying_the_limit(exc: TimeLimitExceeded, limit: Optional[float]) -> TimeLimitExceeded:
+    """An injected TimeLimitExceeded (a bare class: no message) as one that says the limit, raised where it was."""
+    return exc if exc.args or not limit else exceeded(limit).with_traceback(exc.__traceback__)
 
 
 async def _awaited(awaitable: Any, limit: Optional[float]) -> Any:
@@ -280,7 +287,7 @@ class _SlotThread(threading.Thread):
                 if job.started_at is None:
                     _run(job)
                 elif not job.done:  # interrupted between its call and done: it ran; a time-out keeps it safe
-                    job.outcome, job.done = TimeLimitExceeded("interrupted as it finished"), True
+                    job.outcome, job.done = _saying_the_limit(TimeLimitExceeded(), job.limit), True
                 self.slots._report(job)
                 self.job = None
             except TimeLimitExceeded:

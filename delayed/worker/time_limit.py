@@ -18,8 +18,9 @@ def can_enforce() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def _message(seconds: float) -> str:
-    return f"ran longer than its time limit of {seconds:g} s"
+def exceeded(seconds: float) -> TimeLimitExceeded:
+    """The error of a task that ran past its limit of seconds: it says the limit, as every time-out's does."""
+    return TimeLimitExceeded(f"ran longer than its time limit of {seconds:g} s")
 
 
 def call(seconds: Optional[float], func: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any]) -> Any:
@@ -39,7 +40,7 @@ def call(seconds: Optional[float], func: Callable[..., Any], args: Sequence[Any]
 
     def expire(signum: int, frame: Any) -> None:
         if frame is not here:
-            raise TimeLimitExceeded(_message(limit))
+            raise exceeded(limit)
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -65,4 +66,4 @@ async def within(awaitable: Awaitable[Any], seconds: Optional[float]) -> Any:
     await asyncio.wait({task})  # a task that swallows its cancellation still never outlives its run
     if not task.cancelled():
         task.exception()  # retrieved, so asyncio does not log it as never retrieved
-    raise TimeLimitExceeded(_message(seconds))
+    raise exceeded(seconds)
