@@ -404,6 +404,40 @@ def test_the_overview_shows_counts_workers_go_delayeds_holders_scheduled_and_per
                                                         "last_tick": "2024-11-22T12:53:20+00:00"}]
 
 
+def test_in_a_browser_the_latency_column_is_measured_for_a_tracked_head_and_estimated_otherwise(
+        conn, dashboard, browser):
+    from selenium.webdriver.common.by import By
+
+    waiting = Queue("t", conn).enqueue(PyTask("tests.tasks:record", ["tracked"]), result_ttl=60)
+    conn.hset(f"t_task:{waiting.id}", "enqueued", float("%d.%06d" % conn.time()) - 120)
+    draining = Queue("u", conn)
+    draining.enqueue_many(PyTask("tests.tasks:record", [i]) for i in range(1000))
+    Queue("empty", conn).enqueue(PyTask("tests.tasks:record", ["gone"]))
+    conn.delete("empty")
+    web = dashboard()
+
+    def latency(name: str) -> str:
+        return browser.find_element(By.CSS_SELECTOR, f'tr.queue[data-queue="{name}"] td.latency').text
+
+    browser.get(web.base + "/")
+    assert browser.find_element(By.CSS_SELECTOR, "table.queues th:nth-child(8)").text == "latency"
+    measured = latency("t")
+    assert measured.endswith(" s") and 120 <= float(measured[:-2]) < 130
+    assert latency("empty") == "0.0 s" and latency("u") == "–"  # no rate out yet: no estimate
+    worker_ops, ids = WorkerOps(draining), [f"delayed-py-{i:032x}" for i in range(10)]
+    held: Tuple[str, ...] = ()
+
+    def estimated() -> bool:
+        nonlocal held
+        worker_ops.claim_batch(held, ids)  # release the last ten, take ten more: tasks leave u
+        held = tuple(ids)
+        browser.get(web.base + "/")
+        return latency("u").startswith("~")
+
+    wait_for(estimated, timeout=15, what="an estimated latency for u", interval=0.1)
+    assert latency("u").endswith(" s") and float(latency("u")[1:-2]) > 0
+
+
 # Throughput
 
 def test_throughput_is_the_change_of_counts_per_second_between_samples(conn):

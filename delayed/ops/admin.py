@@ -77,15 +77,37 @@ COUNTER_FIELDS = tuple(event + "_total" for event in COUNTED_EVENTS)
 
 
 def stats(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List[Row]:
-    """Per queue, in one round trip: tasks pending, held by workers, scheduled, dead; our live workers;
+    """Per queue, in one round trip (and one per queue with tracked tasks and tasks pending): tasks pending, held by workers, scheduled, dead; our live workers;
     whether it is paused (`delayed pause`);
     the queue's counters (COUNTER_FIELDS: tasks our scripts enqueued, released done, retried and
     dead-lettered since its counts hash was created, 0 without one);
+    "latency": how long a task waits in the queue before a worker takes it, in seconds (None if
+    unknown), and "latency_measured": True when measured (0 with nothing pending, or the age of the
+    task at the head of the queue when it is tracked: since it was enqueued, or came due), False
+    when estimated (pending / out_per_s: only with_rates knows that rate), None with no latency;
     with heads, also "head": the blob at the head of the queue (None if empty)."""
     return [{"queue": name, "pending": counts.pending, "processing": counts.processing, "scheduled": counts.scheduled,
              "dead": counts.dead, "workers": counts.workers, "paused": counts.paused,
-             **dict(zip(COUNTER_FIELDS, counts.events)), **({"head": counts.head} if heads else {})}
+             **dict(zip(COUNTER_FIELDS, counts.events)), **_measured_latency(counts),
+             **({"head": counts.head} if heads else {})}
             for name, counts in zip(names, inspect.counts(conn, names, heads))]
+
+
+def _measured_latency(counts: inspect.Counts) -> Row:
+    """A stats row's latency fields (see stats) as far as one look tells them."""
+    if not counts.pending:
+        return {"latency": 0.0, "latency_measured": True}
+    if counts.waited is not None:
+        return {"latency": round(counts.waited, 1), "latency_measured": True}
+    return {"latency": None, "latency_measured": None}
+
+
+def estimated(rows: List[Row], rated: Optional[List[Row]] = None) -> List[Row]:
+    """rows with the latency none measured estimated (see stats) from the out_per_s of the same queue
+    in rated (rows of with_rates; default: rows themselves), where it is above 0."""
+    out = {row["queue"]: row.get("out_per_s") for row in (rows if rated is None else rated)}
+    return [{**row, "latency": round(row["pending"] / out[row["queue"]], 1), "latency_measured": False}
+            if row["latency"] is None and out.get(row["queue"]) else row for row in rows]
 
 
 def with_rates(rows: List[Row], previous: List[Row], seconds: float) -> List[Row]:
@@ -99,6 +121,7 @@ def with_rates(rows: List[Row], previous: List[Row], seconds: float) -> List[Row
     net_per_s: the change of pending + processing + scheduled per second, everyone's tasks
     included: above 0 the queue fills, below 0 it drains. dead_per_s: dead letters added per
     second (less any deleted meanwhile). All None for a queue seen for the first time.
+    A latency not measured is estimated from out_per_s (see stats).
     """
     before = {row["queue"]: row for row in previous}
 
@@ -119,7 +142,7 @@ def with_rates(rows: List[Row], previous: List[Row], seconds: float) -> List[Row
         rated.append({**row, "in_per_s": rate(row, then, lambda r: r["enqueued_total"], counter=True),
                       "out_per_s": rate(row, then, out, counter=True), "net_per_s": rate(row, then, held),
                       "dead_per_s": rate(row, then, lambda r: r["dead"])})
-    return rated
+    return estimated(rated)
 
 
 def workers(conn: redis.Redis, names: Sequence[str]) -> List[Row]:

@@ -97,7 +97,7 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
     def index() -> Reply:
         found = names()
         sampler.include(found)
-        rows = admin.stats(conn, found)
+        rows = admin.estimated(admin.stats(conn, found), sampler.latest())
         series = sampler.series()
         charts = {row["queue"]: {field: sparkline(values) for field, values in series.get(row["queue"], {}).items()}
                   for row in rows}

@@ -98,6 +98,11 @@ class Sampler:
             self._previous = (now, rows)
             self._samples.append(rated)
 
+    def latest(self) -> List[admin.Row]:
+        """The newest sample's rows ([] before the first rates, or after a gap)."""
+        with self._lock:
+            return list(self._samples[-1] or []) if self._samples else []
+
     def series(self) -> Series:
         """Every queue's rate fields over the window, one value per sample slot, the newest last (None for a
         gap, or a slot not yet sampled: the window is always whole, so charts keep their time scale)."""
