@@ -9,7 +9,7 @@ import msgpack
 import redis
 
 from ..wire import preview
-from ..protocol import inspect
+from ..protocol import inspect, samples
 from ..wire.dead_letter import UNDECODABLE
 from ..errors import MalformedTaskError
 from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_SUFFIX,
@@ -107,7 +107,7 @@ def estimated(rows: List[Row], rated: Optional[List[Row]] = None) -> List[Row]:
     in rated (rows of with_rates; default: rows themselves), where it is above 0."""
     out = {row["queue"]: row.get("out_per_s") for row in (rows if rated is None else rated)}
     return [{**row, "latency": round(row["pending"] / out[row["queue"]], 1), "latency_measured": False}
-            if row["latency"] is None and out.get(row["queue"]) else row for row in rows]
+            if row.get("latency") is None and out.get(row["queue"]) else row for row in rows]
 
 
 def with_rates(rows: List[Row], previous: List[Row], seconds: float) -> List[Row]:
@@ -143,6 +143,31 @@ def with_rates(rows: List[Row], previous: List[Row], seconds: float) -> List[Row
                       "out_per_s": rate(row, then, out, counter=True), "net_per_s": rate(row, then, held),
                       "dead_per_s": rate(row, then, lambda r: r["dead"])})
     return estimated(rated)
+
+
+SAMPLED = ("pending", "processing", "scheduled", "dead") + COUNTER_FIELDS
+"""The numbers of a stats row that record_samples keeps: what with_rates makes rates of."""
+
+
+def record_samples(conn: redis.Redis, rows: List[Row], keep: int, ttl: int) -> None:
+    """Add stats rows' SAMPLED numbers to their queues' sample history (each keeps its newest keep,
+    and expires ttl seconds after the last)."""
+    samples.append(conn, [(row["queue"], {field: row[field] for field in SAMPLED}) for row in rows], keep, ttl)
+
+
+def sampled(conn: redis.Redis, names: Sequence[str], count: int, gap: float) -> Dict[str, List[Row]]:
+    """Each queue's newest count samples, oldest first, as rows ("queue", "at": unix time, SAMPLED) with
+    the rates of with_rates since the sample before (None for the first, and after more than gap
+    seconds without one)."""
+    history = {}
+    for name, entries in samples.newest(conn, names, count).items():
+        rows: List[Row] = []
+        for at, numbers in entries:
+            row = {"queue": name, "at": at, **{field: numbers.get(field, 0) for field in SAMPLED}}
+            then = rows[-1] if rows and 0 < at - rows[-1]["at"] <= gap else None
+            rows.append(with_rates([row], [then] if then else [], at - then["at"] if then else 1.0)[0])
+        history[name] = rows
+    return history
 
 
 def workers(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
