@@ -5,7 +5,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 Point = Tuple[float, Optional[float]]
 """A sample's unix time and its value (None: no value then, which breaks the line)."""
 
-WIDTH, HEIGHT = 260, 96
+WIDTH, HEIGHT = 200, 80
 LEFT, RIGHT, TOP, BOTTOM = 44, 8, 8, 18
 """The SVG's size and the margins the axes' labels take."""
 
