@@ -468,6 +468,9 @@ def test_throughput_is_the_change_of_counts_per_second_between_samples_kept_in_r
     assert series(history)["q"]["net_per_s"][-1][1] == 0
     restarted = Sampler(conn, ["q"], every=0.1, window=10)  # a new dashboard process: the same history
     assert restarted.history(["q"]) == history
+    assert restarted.latest(history) == [history["q"][-1]]  # what the latency is estimated from
+    time.sleep(0.3)
+    assert restarted.latest(history) == []  # older than 2.5 periods: it says nothing of now
     bounded = Sampler(conn, ["q"], every=0.1, window=1)
     for _ in range(20):
         bounded.sample()

@@ -25,7 +25,7 @@ from .. import admin
 from ...protocol.connection import error_text
 from ...errors import DeadLetterError
 from .charts import chart
-from .sampler import Sampler, latest, series
+from .sampler import Sampler, series
 
 TOKEN_COOKIE = "delayed_dashboard_token"
 PAGE = 20
@@ -100,7 +100,7 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
         found = names()
         sampler.include(found)
         history = sampler.history(found)
-        rows = admin.estimated(admin.stats(conn, found), latest(history))
+        rows = admin.estimated(admin.stats(conn, found), sampler.latest(history))
         rates, now = series(history), time.time()
         charts = {row["queue"]: {field: chart(points, now, sampler.window)
                                  for field, points in rates.get(row["queue"], {}).items()} for row in rows}

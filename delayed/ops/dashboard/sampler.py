@@ -107,6 +107,12 @@ class Sampler:
         """The queues' samples over the window, with their rates (admin.sampled)."""
         return admin.sampled(self.conn, names, self.keep, GAP * self.every)
 
+    def latest(self, history: Dict[str, List[admin.Row]]) -> List[admin.Row]:
+        """The newest sample of each queue, if it is recent (taken less than GAP periods ago): an old
+        rate says nothing of now."""
+        since = time.time() - GAP * self.every
+        return [rows[-1] for rows in history.values() if rows and rows[-1]["at"] >= since]
+
 
 def series(history: Dict[str, List[admin.Row]]) -> Series:
     """Every queue's rate fields as points (a queue with no rate yet has none)."""
@@ -119,8 +125,3 @@ def series(history: Dict[str, List[admin.Row]]) -> Series:
                     (row["at"], float(value) if isinstance(value, (int, float)) else None))
     return {name: fields for name, fields in found.items()
             if any(value is not None for points in fields.values() for _, value in points)}
-
-
-def latest(history: Dict[str, List[admin.Row]]) -> List[admin.Row]:
-    """The newest sample of each queue."""
-    return [rows[-1] for rows in history.values() if rows]
