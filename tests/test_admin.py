@@ -4,10 +4,14 @@ import json
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
 from delayed import GoTask, PyTask, Queue, Worker
+from delayed.ops import admin
+from delayed.protocol.worker_ops import WorkerOps
+from delayed.wire.keys import new_worker_id
 from delayed.wire.dead_letter import record
 
 from .conftest import ROOT, results, wait_for
@@ -44,14 +48,50 @@ def old_record(reason, blob, func):
 
 
 def test_stats_as_a_table_and_as_json(conn, redis_server, busy):
+    Queue("empty", conn).enqueue(PyTask("tests.tasks:record", ["gone"]))
+    conn.delete("empty")
     text = delayed(redis_server.url, "stats")
     assert text.splitlines()[0].split() == ["QUEUE", "PENDING", "PROCESSING", "SCHEDULED", "DEAD", "WORKERS",
-                                            "PAUSED"]
-    assert [line.split() for line in text.splitlines()[1:]] == [["other", "1", "0", "0", "0", "0", "no"],
+                                            "PAUSED", "LATENCY"]
+    assert [line.split() for line in text.splitlines()[1:]] == [["empty", "0", "0", "0", "0", "0", "no", "0.0s"],
+                                                                ["other", "1", "0", "0", "0", "0", "no"],
                                                                 ["q", "2", "0", "1", "2", "0", "no"]]
     rows = json.loads(delayed(redis_server.url, "stats", "--queue", "q", "--json"))
     assert rows == [{"queue": "q", "pending": 2, "processing": 0, "scheduled": 1, "dead": 2, "workers": 0,
-                     "paused": False, "enqueued_total": 3, "done_total": 0, "retried_total": 0, "dead_total": 0}]
+                     "paused": False, "enqueued_total": 3, "done_total": 0, "retried_total": 0, "dead_total": 0,
+                     "latency": None, "latency_measured": None}]
+
+
+def test_stats_latency_is_a_tracked_heads_age_else_estimated_from_the_rate_out(conn, redis_server):
+    tracked, untracked = Queue("t", conn), Queue("u", conn)
+    first = tracked.enqueue(PyTask("tests.tasks:record", ["a"]), result_ttl=60)
+    tracked.enqueue(PyTask("tests.tasks:record", ["b"]))
+    redis_now = float("%d.%06d" % conn.time())
+    conn.hset(f"t_task:{first.id}", "enqueued", redis_now - 30)  # as if enqueued 30 s ago
+    untracked.enqueue_many(PyTask("tests.tasks:record", [i]) for i in range(10))
+    rows = {row["queue"]: row for row in json.loads(delayed(redis_server.url, "stats", "--json"))}
+    assert rows["t"]["latency_measured"] is True and 30 <= rows["t"]["latency"] < 40
+    assert (rows["u"]["latency"], rows["u"]["latency_measured"]) == (None, None)  # one look tells no rate
+    table = delayed(redis_server.url, "stats", "--queue", "t")
+    cell = table.splitlines()[1].split()[-1]
+    assert cell.endswith("s") and float(cell[:-1]) >= 30
+
+    before = admin.stats(conn, ["t", "u"])
+    worker_ops = WorkerOps(untracked)
+    ids = [new_worker_id() for _ in range(4)]
+    worker_ops.claim_batch((), ids)
+    worker_ops.claim_batch(ids, ())  # 4 done: 2 per second over the 2 s with_rates is told about
+    rated = {row["queue"]: row for row in admin.with_rates(admin.stats(conn, ["t", "u"]), before, 2.0)}
+    assert (rated["u"]["latency"], rated["u"]["latency_measured"]) == (3.0, False)  # 6 pending / 2 per s
+    assert rated["t"]["latency_measured"] is True  # measured stays measured
+
+    scheduled = tracked.enqueue(PyTask("tests.tasks:record", ["due"]), delay=0.01, result_ttl=60)
+    conn.delete("t")
+    time.sleep(0.05)
+    assert tracked.move_due() == 1
+    conn.hset(f"t_task:{scheduled.id}", "enqueued", redis_now - 3600)  # waits since it came due, not since enqueued
+    [row] = admin.stats(conn, ["t"])
+    assert row["latency_measured"] is True and row["latency"] < 5
 
 
 def test_workers_lists_our_live_workers(conn, redis_server, busy):

@@ -188,6 +188,10 @@ def test_admin_stats_metrics_and_dashboard_see_every_primary(cluster, conn, redi
         assert [stats[name]["pending"] + stats[name]["processing"] for name in names] == [2, 2, 2]
         assert stats[names[0]]["processing"] == 1
         assert sorted(row["queue"] for row in admin("workers")) == names  # one worker, listed on each queue
+        tracked = names[2] + "tracked"  # in names[2]'s slot; no worker serves it
+        Queue(tracked, client).enqueue(PyTask("tests.tasks:record", ["t"]), result_ttl=60)
+        [row] = admin("stats", "--queue", tracked)  # the head's record read on its primary
+        assert row["latency_measured"] is True and 0 <= row["latency"] < 5
 
         def scraped() -> str:
             try:

@@ -16,7 +16,8 @@ import redis
 
 from delayed import GoTask, PyTask, Queue
 from delayed.ops import admin
-from delayed.ops.dashboard.sampler import Sampler, rate_fields, sparkline
+from delayed.ops.dashboard.charts import chart
+from delayed.ops.dashboard.sampler import Sampler, series
 from delayed.wire.dead_letter import record
 from delayed.wire.keys import LEGACY_PERIODIC_KEY
 from delayed.testing import RedisServer, free_port
@@ -90,8 +91,9 @@ def letter(conn: redis.Redis, queue: str, error: str = "boom", task: Optional[Py
 
 
 def snapshot(conn: redis.Redis) -> Dict[bytes, bytes]:
-    """Every key's serialized value: equal snapshots, equal databases."""
-    return {key: conn.dump(key) for key in sorted(conn.scan_iter())}
+    """Every key's serialized value but the sampler's histories (its thread writes them, not a GET):
+    equal snapshots, equal databases."""
+    return {key: conn.dump(key) for key in sorted(conn.scan_iter()) if not key.endswith(b"_samples")}
 
 
 def cells(page: str, queue: str) -> Dict[str, int]:
@@ -203,7 +205,7 @@ def test_screenshot_of_queues_workers_and_a_dead_letter(conn, redis_server, dash
     assert int(browser.find_element(By.CSS_SELECTOR, 'tr.queue[data-queue="default"] td.workers').text) == 1
     paused = browser.find_element(By.CSS_SELECTOR, 'tr.queue[data-queue="reports"] td.paused').text
     assert paused.split() == ["paused", "resume"]
-    reports_chart = browser.find_elements(By.CSS_SELECTOR, 'tr.queue[data-queue="reports"] svg.spark polyline')
+    reports_chart = browser.find_elements(By.CSS_SELECTOR, 'tr.queue[data-queue="reports"] svg.rate polyline')
     assert reports_chart  # the throughput was sampled and drawn
     target = os.environ.get("DELAYED_DASHBOARD_SCREENSHOT")
     if target:
@@ -404,35 +406,113 @@ def test_the_overview_shows_counts_workers_go_delayeds_holders_scheduled_and_per
                                                         "last_tick": "2024-11-22T12:53:20+00:00"}]
 
 
+def test_in_a_browser_the_latency_column_is_measured_for_a_tracked_head_and_estimated_otherwise(
+        conn, dashboard, browser):
+    from selenium.webdriver.common.by import By
+
+    waiting = Queue("t", conn).enqueue(PyTask("tests.tasks:record", ["tracked"]), result_ttl=60)
+    conn.hset(f"t_task:{waiting.id}", "enqueued", float("%d.%06d" % conn.time()) - 120)
+    draining = Queue("u", conn)
+    draining.enqueue_many(PyTask("tests.tasks:record", [i]) for i in range(1000))
+    Queue("empty", conn).enqueue(PyTask("tests.tasks:record", ["gone"]))
+    conn.delete("empty")
+    web = dashboard()
+
+    def latency(name: str) -> str:
+        return browser.find_element(By.CSS_SELECTOR, f'tr.queue[data-queue="{name}"] td.latency').text
+
+    browser.get(web.base + "/")
+    assert browser.find_element(By.CSS_SELECTOR, "table.queues th:nth-child(8)").text == "latency"
+    measured = latency("t")
+    assert measured.endswith(" s") and 120 <= float(measured[:-2]) < 130
+    assert latency("empty") == "0.0 s" and latency("u") == "–"  # no rate out yet: no estimate
+    worker_ops, ids = WorkerOps(draining), [f"delayed-py-{i:032x}" for i in range(10)]
+    held: Tuple[str, ...] = ()
+
+    def estimated() -> bool:
+        nonlocal held
+        worker_ops.claim_batch(held, ids)  # release the last ten, take ten more: tasks leave u
+        held = tuple(ids)
+        browser.get(web.base + "/")
+        return latency("u").startswith("~")
+
+    wait_for(estimated, timeout=15, what="an estimated latency for u", interval=0.1)
+    assert latency("u").endswith(" s") and float(latency("u")[1:-2]) > 0
+
+
 # Throughput
 
-def test_throughput_is_the_change_of_counts_per_second_between_samples(conn):
+def test_throughput_is_the_change_of_counts_per_second_between_samples_kept_in_redis(conn):
     queue = Queue("q", conn)
-    sampler = Sampler(conn, ["q"], every=1, window=10)
-    sampler.sample()
-    assert sampler.series() == {}  # one sample makes no rate
+    sampler = Sampler(conn, ["q"], every=0.1, window=10)
+    assert sampler.sample() is True  # a queue sampled for the first time: sample again soon
+    assert series(sampler.history(["q"])) == {}  # one sample makes no rate
     queue.enqueue_many([PyTask("tests.tasks:record", [i]) for i in range(50)])
     letter(conn, "q")
-    sampler.sample()
-    series = sampler.series()["q"]
-    assert list(series) == ["in_per_s", "out_per_s", "net_per_s", "dead_per_s"] and len(series["net_per_s"]) == 10
-    assert series["net_per_s"][:-1] == [None] * 9 and series["net_per_s"][-1] > 0
-    assert series["in_per_s"][-1] > 0 and series["out_per_s"][-1] == 0  # 50 in; the letter was written by hand
-    assert series["dead_per_s"][-1] > 0
-    sampler.conn = redis.Redis(port=free_port(), socket_connect_timeout=0.5)  # Redis gone: a gap, then afresh
-    sampler.sample()
+    time.sleep(0.02)
+    assert sampler.sample() is False
+    rates = series(sampler.history(["q"]))["q"]
+    assert list(rates) == ["in_per_s", "out_per_s", "net_per_s", "dead_per_s"]
+    assert [len(points) for points in rates.values()] == [2, 2, 2, 2] and rates["net_per_s"][0][1] is None
+    assert rates["in_per_s"][-1][1] > 0 and rates["out_per_s"][-1][1] == 0  # 50 in; the letter was by hand
+    assert rates["net_per_s"][-1][1] > 0 and rates["dead_per_s"][-1][1] > 0
+    sampler.conn = redis.Redis(port=free_port(), socket_connect_timeout=0.5)  # Redis gone: no sample, a gap
+    assert sampler.sample() is False
     sampler.conn = conn
+    time.sleep(0.3)
     sampler.sample()
-    assert sampler.series()["q"]["net_per_s"][-2:] == [None, None]
+    assert series(sampler.history(["q"]))["q"]["net_per_s"][-1][1] is None  # the line breaks after the gap
+    time.sleep(0.02)  # samples in the same millisecond (the stream ids' resolution) make no rate
     sampler.sample()
-    assert sampler.series()["q"]["net_per_s"][-1] == 0
+    history = sampler.history(["q"])
+    assert series(history)["q"]["net_per_s"][-1][1] == 0
+    restarted = Sampler(conn, ["q"], every=0.1, window=10)  # a new dashboard process: the same history
+    assert restarted.history(["q"]) == history
+    assert restarted.latest(history) == [history["q"][-1]]  # what the latency is estimated from
+    time.sleep(0.3)
+    assert restarted.latest(history) == []  # older than 2.5 periods: it says nothing of now
+    bounded = Sampler(conn, ["q"], every=0.1, window=1)
+    for _ in range(20):
+        bounded.sample()
+    assert conn.xlen("q_samples") == bounded.keep == 11 and 0 < conn.ttl("q_samples") <= 3  # bounded
 
 
-def test_rate_fields_admin_stats_carries_are_charted_as_they_are():
-    row = {"queue": "q", "pending": 1, "out_per_s": 2.0, "in_per_s": 3.0, "retry_per_s": 0.5}
-    assert rate_fields(row) == ["in_per_s", "out_per_s", "retry_per_s"]
-    chart = sparkline([None, 1.0, -2.0, None, 2.0], width=40, height=10)
-    assert chart["lines"] == ["10.0,3.0 20.0,9.0", "40.0,1.0"] and chart["latest"] == 2.0 and chart["peak"] == 2.0
+def test_a_chart_has_axes_in_tasks_per_second_and_time_ago_and_breaks_at_gaps():
+    drawn = chart([(990.0, 1.0), (995.0, -2.0), (996.0, None), (1000.0, 2.0), (500.0, 9.0)], end=1000.0,
+                  window=10.0)
+    assert [label for _, label in drawn["y_ticks"]] == ["-2", "0", "2"]
+    assert [label for _, label in drawn["x_ticks"]] == ["-10 s", "-5 s", "now"]
+    assert len(drawn["lines"]) == 2 and drawn["latest"] == 2.0  # the point outside the window is left out
+    assert [label for _, label in chart([], 1000.0, 600.0)["x_ticks"]] == ["-10 min", "-5 min", "now"]
+
+
+def test_in_a_browser_a_new_busy_queue_is_charted_within_a_sample_period_and_after_a_restart(
+        conn, dashboard, browser):
+    from selenium.webdriver.common.by import By
+
+    web = dashboard("--sample-every", "4")
+    browser.get(web.base + "/")
+    fresh = Queue("fresh", conn)
+    fresh.enqueue_many([PyTask("tests.tasks:record", [i]) for i in range(100)])
+    began = time.monotonic()
+
+    def charted() -> list:
+        browser.get(web.base + "/")
+        return browser.find_elements(By.CSS_SELECTOR, 'tr.queue[data-queue="fresh"] figure.chart')
+
+    figures = wait_for(charted, timeout=10, interval=0.2, what="a chart of the new queue")
+    assert time.monotonic() - began < 4  # within one sample period, not two or more
+    first = figures[0]
+    assert first.get_attribute("data-field") == "in_per_s" and "tasks/s" in first.text
+    ticks = [tick.text for tick in first.find_elements(By.CSS_SELECTOR, "text.x-tick")]
+    assert ticks == ["-10 min", "-5 min", "now"]
+    assert len(first.find_elements(By.CSS_SELECTOR, "text.y-tick")) >= 2
+    assert first.find_elements(By.CSS_SELECTOR, "polyline")
+    web.stop()
+    again = dashboard("--sample-every", "4")
+    browser.get(again.base + "/")  # the first page of a new process: the history was kept in Redis
+    assert browser.find_elements(By.CSS_SELECTOR, 'tr.queue[data-queue="fresh"] figure.chart polyline')
+    assert "collecting" not in browser.find_element(By.CSS_SELECTOR, 'tr.queue[data-queue="fresh"]').text
 
 
 # Without the extra

@@ -224,23 +224,29 @@ def test_the_queue_exporter_reports_each_state_and_survives_redis_going_away(tmp
         client.rpush("alpha_dead", b"{}")
         client.zadd("alpha_workers", {"delayed-py-live": time.time() + 3600, "delayed-py-lapsed": time.time() - 1})
         client.rpush("beta_dead", b"{}", b"{}")
+        waiting = Queue("gamma", client).enqueue(PyTask("tests.tasks:record", ["tracked"]), result_ttl=60)
+        client.hset(f"gamma_task:{waiting.id}", "enqueued", float("%d.%06d" % client.time()) - 600)
         port = free_port()
         exporter = spawn("delayed.metrics", "--port", str(port), "--queue", "alpha", "--queue", "beta",
-                         redis_url=own.url)
+                         "--queue", "gamma", redis_url=own.url)
         try:
             server = prometheus(f"127.0.0.1:{port}")
             expected = {("queue=alpha", "state=pending"): 3.0, ("queue=alpha", "state=processing"): 2.0,
                         ("queue=alpha", "state=scheduled"): 1.0, ("queue=alpha", "state=dead"): 1.0,
                         ("queue=beta", "state=pending"): 0.0, ("queue=beta", "state=processing"): 0.0,
-                        ("queue=beta", "state=scheduled"): 0.0, ("queue=beta", "state=dead"): 2.0}
+                        ("queue=beta", "state=scheduled"): 0.0, ("queue=beta", "state=dead"): 2.0,
+                        ("queue=gamma", "state=pending"): 1.0, ("queue=gamma", "state=processing"): 0.0,
+                        ("queue=gamma", "state=scheduled"): 0.0, ("queue=gamma", "state=dead"): 0.0}
             assert settled(lambda: server.query("sum by (queue, state) (delayed_queue_tasks)"), expected) == expected
-            workers = {("queue=alpha",): 1.0, ("queue=beta",): 0.0}
+            workers = {("queue=alpha",): 1.0, ("queue=beta",): 0.0, ("queue=gamma",): 0.0}
             assert settled(lambda: server.query("sum by (queue) (delayed_workers)"), workers) == workers
             assert server.query("delayed_up") == {(): 1.0}
             # the head of alpha stays put: its age grows, from 0 at the first scrape
             wait_for(lambda: server.query("delayed_queue_oldest_pending_seconds{queue='alpha'}").get(
                 ("queue=alpha",), 0) >= 2, timeout=30, what="the oldest pending age to grow")
             assert server.query("delayed_queue_oldest_pending_seconds{queue='beta'}") == {("queue=beta",): 0.0}
+            # gamma's head is tracked: its record says it was enqueued 10 minutes ago, from the first scrape on
+            assert 600 <= server.query("delayed_queue_oldest_pending_seconds{queue='gamma'}")[("queue=gamma",)] < 700
 
             own.stop()
             down = {(): 0.0}

@@ -9,7 +9,7 @@ import msgpack
 import redis
 
 from ..wire import preview
-from ..protocol import inspect
+from ..protocol import inspect, samples
 from ..wire.dead_letter import UNDECODABLE
 from ..errors import MalformedTaskError
 from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_SUFFIX,
@@ -77,15 +77,37 @@ COUNTER_FIELDS = tuple(event + "_total" for event in COUNTED_EVENTS)
 
 
 def stats(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List[Row]:
-    """Per queue, in one round trip: tasks pending, held by workers, scheduled, dead; our live workers;
+    """Per queue, in one round trip (and one per queue with tracked tasks and tasks pending): tasks pending, held by workers, scheduled, dead; our live workers;
     whether it is paused (`delayed pause`);
     the queue's counters (COUNTER_FIELDS: tasks our scripts enqueued, released done, retried and
     dead-lettered since its counts hash was created, 0 without one);
+    "latency": how long a task waits in the queue before a worker takes it, in seconds (None if
+    unknown), and "latency_measured": True when measured (0 with nothing pending, or the age of the
+    task at the head of the queue when it is tracked: since it was enqueued, or came due), False
+    when estimated (pending / out_per_s: only with_rates knows that rate), None with no latency;
     with heads, also "head": the blob at the head of the queue (None if empty)."""
     return [{"queue": name, "pending": counts.pending, "processing": counts.processing, "scheduled": counts.scheduled,
              "dead": counts.dead, "workers": counts.workers, "paused": counts.paused,
-             **dict(zip(COUNTER_FIELDS, counts.events)), **({"head": counts.head} if heads else {})}
+             **dict(zip(COUNTER_FIELDS, counts.events)), **_measured_latency(counts),
+             **({"head": counts.head} if heads else {})}
             for name, counts in zip(names, inspect.counts(conn, names, heads))]
+
+
+def _measured_latency(counts: inspect.Counts) -> Row:
+    """A stats row's latency fields (see stats) as far as one look tells them."""
+    if not counts.pending:
+        return {"latency": 0.0, "latency_measured": True}
+    if counts.waited is not None:
+        return {"latency": round(counts.waited, 1), "latency_measured": True}
+    return {"latency": None, "latency_measured": None}
+
+
+def estimated(rows: List[Row], rated: Optional[List[Row]] = None) -> List[Row]:
+    """rows with the latency none measured estimated (see stats) from the out_per_s of the same queue
+    in rated (rows of with_rates; default: rows themselves), where it is above 0."""
+    out = {row["queue"]: row.get("out_per_s") for row in (rows if rated is None else rated)}
+    return [{**row, "latency": round(row["pending"] / out[row["queue"]], 1), "latency_measured": False}
+            if row.get("latency") is None and out.get(row["queue"]) else row for row in rows]
 
 
 def with_rates(rows: List[Row], previous: List[Row], seconds: float) -> List[Row]:
@@ -99,6 +121,7 @@ def with_rates(rows: List[Row], previous: List[Row], seconds: float) -> List[Row
     net_per_s: the change of pending + processing + scheduled per second, everyone's tasks
     included: above 0 the queue fills, below 0 it drains. dead_per_s: dead letters added per
     second (less any deleted meanwhile). All None for a queue seen for the first time.
+    A latency not measured is estimated from out_per_s (see stats).
     """
     before = {row["queue"]: row for row in previous}
 
@@ -119,7 +142,32 @@ def with_rates(rows: List[Row], previous: List[Row], seconds: float) -> List[Row
         rated.append({**row, "in_per_s": rate(row, then, lambda r: r["enqueued_total"], counter=True),
                       "out_per_s": rate(row, then, out, counter=True), "net_per_s": rate(row, then, held),
                       "dead_per_s": rate(row, then, lambda r: r["dead"])})
-    return rated
+    return estimated(rated)
+
+
+SAMPLED = ("pending", "processing", "scheduled", "dead") + COUNTER_FIELDS
+"""The numbers of a stats row that record_samples keeps: what with_rates makes rates of."""
+
+
+def record_samples(conn: redis.Redis, rows: List[Row], keep: int, ttl: int) -> None:
+    """Add stats rows' SAMPLED numbers to their queues' sample history (each keeps its newest keep,
+    and expires ttl seconds after the last)."""
+    samples.append(conn, [(row["queue"], {field: row[field] for field in SAMPLED}) for row in rows], keep, ttl)
+
+
+def sampled(conn: redis.Redis, names: Sequence[str], count: int, gap: float) -> Dict[str, List[Row]]:
+    """Each queue's newest count samples, oldest first, as rows ("queue", "at": unix time, SAMPLED) with
+    the rates of with_rates since the sample before (None for the first, and after more than gap
+    seconds without one)."""
+    history = {}
+    for name, entries in samples.newest(conn, names, count).items():
+        rows: List[Row] = []
+        for at, numbers in entries:
+            row = {"queue": name, "at": at, **{field: numbers.get(field, 0) for field in SAMPLED}}
+            then = rows[-1] if rows and 0 < at - rows[-1]["at"] <= gap else None
+            rows.append(with_rates([row], [then] if then else [], at - then["at"] if then else 1.0)[0])
+        history[name] = rows
+    return history
 
 
 def workers(conn: redis.Redis, names: Sequence[str]) -> List[Row]:

@@ -56,7 +56,18 @@ def _names(conn: redis.Redis, args: argparse.Namespace) -> List[str]:
     return args.queue or admin.queue_names(conn)
 
 
-STATS_COLUMNS = ("queue", "pending", "processing", "scheduled", "dead", "workers", "paused")
+STATS_COLUMNS = ("queue", "pending", "processing", "scheduled", "dead", "workers", "paused", "latency")
+
+
+def _show_stats(args: argparse.Namespace, rows: List[Dict[str, Any]], columns: Sequence[str]) -> None:
+    """Stats rows; in a table, an estimated latency (see admin.stats) starts with "~"."""
+    _show(args, rows if args.json else [{**row, "latency": _latency(row)} for row in rows], columns)
+
+
+def _latency(row: Dict[str, Any]) -> Optional[str]:
+    if row["latency"] is None:
+        return None
+    return f"{'' if row['latency_measured'] else '~'}{row['latency']}s"
 
 
 def _stats(conn: redis.Redis, args: argparse.Namespace) -> None:
@@ -64,7 +75,7 @@ def _stats(conn: redis.Redis, args: argparse.Namespace) -> None:
     if policy.evicts:  # said, not refused: stats only reads
         print(f"delayed: warning: {policy.risk}", file=sys.stderr, flush=True)
     if not args.watch:
-        _show(args, admin.stats(conn, _names(conn, args)), STATS_COLUMNS)
+        _show_stats(args, admin.stats(conn, _names(conn, args)), STATS_COLUMNS)
         return
     outage = OutageBackoff(logging.getLogger("delayed.stats"), "stats --watch", initial=args.watch,
                      maximum=max(args.watch, 10))
@@ -82,7 +93,7 @@ def _stats(conn: redis.Redis, args: argparse.Namespace) -> None:
         rows, previous, then = admin.with_rates(rows, previous, now - then), rows, now
         if not args.json:
             print("\033[H\033[J" + time.strftime("%H:%M:%S"), flush=True)
-        _show(args, rows, STATS_COLUMNS + ("in_per_s", "out_per_s", "net_per_s", "dead_per_s"))
+        _show_stats(args, rows, STATS_COLUMNS + ("in_per_s", "out_per_s", "net_per_s", "dead_per_s"))
         time.sleep(args.watch)
 
 

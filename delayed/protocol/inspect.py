@@ -1,6 +1,7 @@
 """The operators' reads of Redis: which keys may be queues', each queue's counts, its workers and who
 holds what, its scheduled tasks and periodic entries. Replies come back as plain data; what to show
 and how is delayed.ops.admin's."""
+import math
 import time
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, cast
@@ -8,9 +9,12 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, 
 import redis
 
 from .connection import is_cluster
+from .scripts import Script
 from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, LEGACY_PERIODIC_KEY,
                          NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_PREFIX_BYTES, SCHEDULED_SUFFIX, WORKERS_SUFFIX,
                          QueueKeys)
+
+WAITING_SINCE = Script("waiting_since")
 
 # Replies are cast to what a connection that does not decode responses returns (ours never do).
 
@@ -101,8 +105,10 @@ def _head(suffix: str, reply: object) -> List[bytes]:
 class Counts:
     """A queue's numbers: tasks pending, held by workers (processing), scheduled and dead (in the
     dead-letter stream and in an N_dead list of older versions, not yet moved); our live workers;
-    whether it is paused; its counters by COUNTED_EVENTS (0 without a counts hash); with heads,
-    the blob at the head of the queue (else, or if it is empty, None)."""
+    whether it is paused; its counters by COUNTED_EVENTS (0 without a counts hash); waited: the
+    seconds the task at the head of the queue has waited, by Redis's clock, if it is tracked (its
+    record says since when: see waited), else None; with heads, the blob at the head of the queue
+    (else, or if it is empty, None)."""
 
     pending: int
     processing: int
@@ -111,12 +117,14 @@ class Counts:
     workers: int
     paused: bool
     events: Tuple[int, ...]
+    waited: Optional[float] = None
     head: Optional[bytes] = None
 
 
 def counts(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List[Counts]:
-    """The Counts of each queue, in one round trip."""
-    per_queue = 9 if heads else 8
+    """The Counts of each queue, in one round trip, and one more per queue that has tasks pending
+    and has ever had a tracked one (see waited): untracked queues pay nothing for it."""
+    per_queue = 10 if heads else 9
     with conn.pipeline(transaction=False) as pipe:
         for keys in map(QueueKeys.of, names):
             pipe.llen(keys.name)
@@ -127,16 +135,31 @@ def counts(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List
             pipe.zcount(keys.workers, time.time(), "+inf")
             pipe.hmget(keys.counts, COUNTED_EVENTS)
             pipe.exists(keys.paused)
+            pipe.exists(keys.tracked)
             if heads:
                 pipe.lindex(keys.name, 0)
         replies = pipe.execute()
     found = []
     for i in range(len(names)):
-        pending, processing, scheduled, dead_letters, dead, workers, events, paused, *head = \
+        pending, processing, scheduled, dead_letters, dead, workers, events, paused, tracked, *head = \
             replies[i * per_queue:(i + 1) * per_queue]
         found.append(Counts(pending, processing, scheduled, dead_letters + dead, workers, bool(paused),
-                            tuple(int(count or 0) for count in events), *head))
+                            tuple(int(count or 0) for count in events),
+                            waited(conn, names[i]) if tracked and pending else None, *head))
     return found
+
+
+def waited(conn: redis.Redis, name: str) -> Optional[float]:
+    """Seconds the task at the head of the queue has waited (since its record's due, else enqueued), by
+    Redis's clock, if it is tracked and its record is there; else None. One script call (lua/waiting_since.lua)."""
+    reply = cast(Optional[List[bytes]], WAITING_SINCE.bind(conn, QueueKeys.of(name))())
+    if not reply:
+        return None
+    try:
+        since, now = map(float, reply)
+    except ValueError:  # a record whose times do not read as ours write them
+        return None
+    return max(now - since, 0.0) if math.isfinite(since) else None
 
 
 class Worker(NamedTuple):

@@ -24,6 +24,7 @@ COUNTS_SUFFIX = "_counts"
 TRACKED_SUFFIX = "_tracked"
 TASK_INFIX = "_task:"
 PAUSED_SUFFIX = "_paused"
+SAMPLES_SUFFIX = "_samples"
 
 WORKER_ID_PREFIX = "delayed-py-"
 SCHEDULED_PREFIX_BYTES = 8
@@ -67,6 +68,8 @@ class QueueKeys:
     was paused: our workers' claim scripts take no task from a paused queue (ours only: go-delayed's
     workers do not know about it).
     periodic: hash, periodic entry name -> the last tick a scheduler replica claimed for this queue (ours).
+    samples: stream, the dashboard's samples of the queue's counts and counters (the entry id says
+    when), capped and expiring, so its charts survive a restart (ours; see delayed.protocol.samples).
     """
 
     name: str
@@ -81,6 +84,7 @@ class QueueKeys:
     tracked: str
     paused: str
     periodic: str
+    samples: str
 
     @property
     def task_prefix(self) -> str:
@@ -112,7 +116,7 @@ class QueueKeys:
         return cls(name, name + NOTI_SUFFIX, name + PROCESSING_SUFFIX, name + DEAD_SUFFIX, name + SCHEDULED_SUFFIX,
                    name + WORKERS_SUFFIX, name + UNNOTIFIED_SUFFIX,
                    name + DEAD_LETTERS_SUFFIX, name + COUNTS_SUFFIX, name + TRACKED_SUFFIX, name + PAUSED_SUFFIX,
-                   name + PERIODIC_SUFFIX)
+                   name + PERIODIC_SUFFIX, name + SAMPLES_SUFFIX)
 
 
 def new_worker_id() -> str:

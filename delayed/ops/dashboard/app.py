@@ -13,6 +13,7 @@ Security model:
 """
 import hmac
 import secrets
+import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from urllib.parse import urlencode
 
@@ -23,7 +24,8 @@ from werkzeug.wrappers import Response
 from .. import admin
 from ...protocol.connection import error_text
 from ...errors import DeadLetterError
-from .sampler import Sampler, sparkline
+from .charts import chart
+from .sampler import Sampler, series
 
 TOKEN_COOKIE = "delayed_dashboard_token"
 PAGE = 20
@@ -97,10 +99,11 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
     def index() -> Reply:
         found = names()
         sampler.include(found)
-        rows = admin.stats(conn, found)
-        series = sampler.series()
-        charts = {row["queue"]: {field: sparkline(values) for field, values in series.get(row["queue"], {}).items()}
-                  for row in rows}
+        history = sampler.history(found)
+        rows = admin.estimated(admin.stats(conn, found), sampler.latest(history))
+        rates, now = series(history), time.time()
+        charts = {row["queue"]: {field: chart(points, now, sampler.window)
+                                 for field, points in rates.get(row["queue"], {}).items()} for row in rows}
         letters = {row["queue"]: [admin.describe_dead(entry) for entry in admin.dead_letters(conn, row["queue"],
                                                                                             count=PAGE, migrate=False)]
                    for row in rows if row["dead"]}

@@ -3,15 +3,17 @@
     delayed_queue_tasks{queue,state}             pending, processing, scheduled, dead
     delayed_workers{queue}                       our live workers (go-delayed's do not register)
     delayed_queue_paused{queue}                  1 while the queue is paused (`delayed pause`), else 0
-    delayed_queue_oldest_pending_seconds{queue}  a lower bound on the oldest pending task's age
+    delayed_queue_oldest_pending_seconds{queue}  the oldest pending task's age: measured if tracked,
+                                                 else a lower bound
     delayed_queue_events_total{queue,event}      tasks enqueued, done, retried, dead, as the queue's
                                                  counts hash has them (ours only: see QueueKeys.counts)
     delayed_up                                   1 if Redis answered the scrape, else 0
 
-Blobs carry no enqueue time (the format is go-delayed's), so the oldest pending age is how long
-the task now at the head of the queue has been seen there: the collector remembers when it first
-saw the current head (by its sha1) and starts again when the head changes or the queue shrank
-between two scrapes (its head was taken). A lower bound, from the exporter's start at most;
+A tracked task's record says when it was enqueued (or came due): with one at the head of the queue,
+the oldest pending age is its age, as admin.stats measures it. Other blobs carry no enqueue time
+(the format is go-delayed's), so then it is how long the task now at the head of the queue has
+been seen there: the collector remembers when it first saw the current head (by its sha1) and
+starts again when the head changes or the queue shrank between two scrapes (its head was taken). A lower bound, from the exporter's start at most;
 identical blobs that follow each other while the queue does not shrink look like one task.
 """
 import hashlib
@@ -106,9 +108,11 @@ class QueueCollector:
             GaugeMetricFamily("delayed_queue_paused", "1 while the queue is paused (delayed pause): our workers "
                               "take no new task from it; go-delayed's workers do not know about pausing",
                               labels=["queue"]),
-            GaugeMetricFamily("delayed_queue_oldest_pending_seconds", "A lower bound on the age of the oldest "
-                              "pending task: how long the exporter has seen the task now at the head of the queue "
-                              "there (blobs carry no enqueue time); 0 when none is pending", labels=["queue"]),
+            GaugeMetricFamily("delayed_queue_oldest_pending_seconds", "The age of the oldest pending task "
+                              "(its latency so far): measured when it is tracked (its record says when it was "
+                              "enqueued), else a lower bound: how long the exporter has seen it at the head of the "
+                              "queue (untracked blobs carry no enqueue time); 0 when none is pending",
+                              labels=["queue"]),
             CounterMetricFamily("delayed_queue_events", "Tasks per queue and event, counted by our producers' and "
                                 "workers' scripts (go-delayed's do not count): enqueued (into the queue or the "
                                 "scheduled set, dead letters requeued included), done (released by a worker), "
@@ -122,8 +126,7 @@ class QueueCollector:
         rows = admin.stats(self._conn, self._queue_names(), heads=True)
         now = time.monotonic()
         return [(row["queue"], [row[state] for state in STATES], row["workers"], row["paused"],
-                 self._oldest(row["queue"], row["head"], row["pending"], now),
-                 [row[field] for field in admin.COUNTER_FIELDS]) for row in rows]
+                 self._oldest(row, now), [row[field] for field in admin.COUNTER_FIELDS]) for row in rows]
 
     def _queue_names(self) -> List[str]:
         if self._names is not None:
@@ -135,8 +138,10 @@ class QueueCollector:
             self._heads = {name: seen for name, seen in self._heads.items() if name in self._found}
         return self._found
 
-    def _oldest(self, name: str, head: Optional[bytes], length: int, now: float) -> float:
-        """Seconds since the current head was first seen at the head (0: empty, or just seen)."""
+    def _oldest(self, row: admin.Row, now: float) -> float:
+        """The latency admin.stats measured (0: empty; the age of a tracked head), else the seconds
+        since the current head was first seen at the head (0: just seen)."""
+        name, head, length = row["queue"], row["head"], row["pending"]
         if head is None:
             self._heads.pop(name, None)
             return 0.0
@@ -144,9 +149,9 @@ class QueueCollector:
         seen = self._heads.get(name)
         if seen is None or seen[0] != digest or length < seen[1]:
             self._heads[name] = (digest, length, now)
-            return 0.0
+            return row["latency"] if row["latency_measured"] else 0.0
         self._heads[name] = (digest, length, seen[2])
-        return now - seen[2]
+        return row["latency"] if row["latency_measured"] else now - seen[2]
 
 
 class Exporter:
