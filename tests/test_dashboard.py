@@ -16,6 +16,7 @@ import redis
 
 from delayed import GoTask, PyTask, Queue
 from delayed.ops import admin
+from delayed.protocol import inspect
 from delayed.ops.dashboard.sampler import Sampler, rate_fields, sparkline
 from delayed.wire.dead_letter import record
 from delayed.wire.keys import LEGACY_PERIODIC_KEY
@@ -481,3 +482,88 @@ def test_a_queue_is_paused_and_resumed_from_the_overview(conn, dashboard):
     assert '<span class="tag paused">paused</span>' in page and 'class="resume"' in page
     web.request("POST", "/queue/pause", {"queue": "default", "paused": "no", "csrf": web.csrf()})
     assert queue.paused_since() is None and cells(web.get()[1], "default")["pending"] == 1
+
+
+# Tracked tasks
+
+def test_in_a_browser_a_tracked_task_is_found_by_id_and_cancelled_while_it_waits(conn, redis_server, dashboard,
+                                                                                 browser):
+    from selenium.webdriver.common.by import By
+
+    jobs, waiting = Queue("jobs", conn), Queue("waiting", conn)
+    done = jobs.enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=600)
+    failed = jobs.enqueue(PyTask("tests.tasks:always_fail", ["<b>no</b>"]), result_ttl=600)
+    worker = spawn("delayed.worker", "tests.tasks", "--queue", "jobs", redis_url=redis_server.url)
+    try:
+        assert done.result(timeout=20) == 3
+        wait_for(lambda: failed.status() == "failed", what="the failing task to fail")
+    finally:
+        worker.terminate()
+        worker.communicate(timeout=10)
+    pending = waiting.enqueue(PyTask("tests.tasks:record", ["later"]), result_ttl=600)
+    web = dashboard()
+
+    def find(task_id: str) -> None:
+        browser.get(web.base + "/")
+        box = browser.find_element(By.CSS_SELECTOR, "header form.find-task input[name=id]")
+        box.send_keys(task_id)
+        browser.find_element(By.CSS_SELECTOR, "header form.find-task button").click()
+        wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "h2 code"), what="the task's page")
+
+    def shown(name: str) -> str:
+        return browser.find_element(By.CSS_SELECTOR, f"dd.{name}").text
+
+    find(done.id)
+    assert browser.find_element(By.CSS_SELECTOR, "span.status").text == "done"
+    assert (shown("func"), shown("attempts")) == ("tests.tasks:add", "1")
+    assert shown("finished_at").endswith("+00:00") and shown("worker").startswith("delayed-py-")
+    assert json.loads(browser.find_element(By.CSS_SELECTOR, "pre.result").text) == 3
+    assert not browser.find_elements(By.CSS_SELECTOR, "button.cancel")  # it ended: nothing to cancel
+
+    find(failed.id)
+    assert browser.find_element(By.CSS_SELECTOR, "span.status").text == "failed"
+    assert shown("error") == "ValueError: <b>no</b> always fails"  # text, not markup
+    assert shown("letter") == jobs.dead.list()[0]["id"]
+
+    find(pending.id)
+    assert browser.find_element(By.CSS_SELECTOR, "span.status").text == "pending"
+    assert "waiting" in browser.find_element(By.CSS_SELECTOR, "h2").text
+    browser.find_element(By.CSS_SELECTOR, "button.cancel").click()
+    wait_for(lambda: f"cancelled task {pending.id} (pending) in waiting" in browser.page_source,
+             what="the cancel's message")
+    assert browser.find_element(By.CSS_SELECTOR, "span.status").text == "cancelled"
+    assert not browser.find_elements(By.CSS_SELECTOR, "button.cancel")
+    assert conn.llen("waiting") == 0 and conn.llen("waiting_noti") == 0 and pending.status() == "cancelled"
+
+
+def test_an_unknown_task_id_is_a_404_saying_so_and_glob_characters_match_only_themselves(conn, dashboard):
+    handle = Queue("jobs", conn).enqueue(PyTask("tests.tasks:record", ["x"]), result_ttl=600)
+    conn.set("jobs_task:" + "f" * 32, "a string, not a record")
+    web = dashboard()
+    for task_id in ("0" * 32, "*", handle.id[:-1] + "?", handle.id[:5] + "*", "[0-9a-f]*", "\\*", "f" * 32):
+        status, page = web.get("/task?" + urlencode({"id": task_id}))
+        assert status == 404 and "There is no tracked task" in page and handle.id not in page, task_id
+    assert web.get("/task?id=")[0] == 400
+    status, page = web.get("/task?id=" + handle.id)
+    assert status == 200 and 'class="status">pending<' in page
+    conn.hset("other_task:" + handle.id, "status", "done")  # the same id on two queues: the first by name
+    assert inspect.find_task(conn, handle.id) == "jobs" and inspect.find_task(conn, "") is None
+
+
+def test_cancel_is_a_post_with_the_csrf_token(conn, dashboard):
+    queue = Queue("jobs", conn)
+    handle = queue.enqueue(PyTask("tests.tasks:record", ["x"]), result_ttl=600)
+    web = dashboard()
+    before = snapshot(conn)
+    for form in ({"queue": "jobs", "id": handle.id}, {"queue": "jobs", "id": handle.id, "csrf": "wrong"}):
+        status, _, text = web.request("POST", "/task/cancel", form)
+        assert status == 403 and "Nothing was changed" in text
+    assert web.get(f"/task/cancel?queue=jobs&id={handle.id}")[0] == 405
+    assert web.get(f"/task?id={handle.id}")[0] == 200
+    assert snapshot(conn) == before
+    status, headers, _ = web.request("POST", "/task/cancel", {"queue": "jobs", "id": "0" * 32, "csrf": web.csrf()})
+    assert status == 303 and headers["Location"] == "/task?id=" + "0" * 32
+    status, headers, _ = web.request("POST", "/task/cancel", {"queue": "jobs", "id": handle.id, "csrf": web.csrf()})
+    assert status == 303 and handle.status() == "cancelled"
+    page = web.get(headers["Location"], Cookie=headers["Set-Cookie"].split(";")[0])[1]
+    assert f"cancelled task {handle.id} (pending) in jobs" in page

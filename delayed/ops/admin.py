@@ -1,4 +1,4 @@
-"""What `python -m delayed` shows and does: queue counts, dead letters, scheduled tasks, workers."""
+"""What `python -m delayed` shows and does: queue counts, dead letters, scheduled tasks, workers, tracked tasks."""
 import datetime
 import json
 import re
@@ -10,12 +10,13 @@ import redis
 
 from ..wire import preview
 from ..protocol import inspect
-from ..wire.dead_letter import UNDECODABLE
-from ..errors import MalformedTaskError
+from ..wire.dead_letter import MAX_ERROR, UNDECODABLE
+from ..errors import MalformedTaskError, TaskNotFoundError
 from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_SUFFIX,
                          WORKER_ID_PREFIX, WORKERS_SUFFIX)
 from ..protocol.queue import Queue
 from ..wire.task import GoTask, decode_task
+from ..wire.tracking import Cancel, Status
 
 Row = Dict[str, Any]
 
@@ -275,3 +276,36 @@ def describe_dead(entry: Row) -> Row:
     """A dead letter for display: its task previewed (describe_task; None if it has none)."""
     task = entry["task"]
     return {**entry, "task": None if task is None else describe_task(task, entry.get("task_bytes"))}
+
+
+WAITING = (Status.SCHEDULED, Status.PENDING, Status.RETRYING)
+"""The statuses of a tracked task that cancel() can still take off its queue."""
+_TIMES = ("enqueued_at", "due", "started_at", "finished_at")
+
+
+def tracked_task(conn: redis.Redis, task_id: str) -> Optional[Row]:
+    """A tracked task's record, found on any queue (inspect.find_task), for display: TaskInfo's fields,
+    times in ISO 8601 (UTC), the result and error as bounded previews, and "waiting" (whether
+    cancel_task may still take it); None if no queue has a record of this id."""
+    queue = inspect.find_task(conn, task_id)
+    if queue is None:
+        return None
+    try:
+        info = Queue(queue, conn).task_info(task_id).as_dict()
+    except (TaskNotFoundError, ValueError):  # expired since the scan found it; or, on a cluster, no queue's name
+        return None
+    for field in _TIMES:
+        info[field] = None if info[field] is None else _when(info[field])
+    return {**info, "result": preview.value(info["result"]), "error": _cut(info["error"]), "note": _cut(info["note"]),
+            "waiting": info["status"] in WAITING}
+
+
+def _cut(text: Optional[str]) -> Optional[str]:
+    """A record's error or note, at most MAX_ERROR characters (a worker writes one line that long; a record may hold more)."""
+    return text if text is None or len(text) <= MAX_ERROR else f"{text[:MAX_ERROR]}… ({len(text)} characters)"
+
+
+def cancel_task(conn: redis.Redis, name: str, task_id: str) -> Cancel:
+    """Queue.cancel: take a waiting tracked task off the queue, its record ended as cancelled;
+    TaskNotFoundError if there is no record of it."""
+    return Queue(name, conn).cancel(task_id)

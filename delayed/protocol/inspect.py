@@ -1,6 +1,7 @@
 """The operators' reads of Redis: which keys may be queues', each queue's counts, its workers and who
-holds what, its scheduled tasks and periodic entries. Replies come back as plain data; what to show
+holds what, its scheduled tasks and periodic entries, and which queue a tracked task's record is in. Replies come back as plain data; what to show
 and how is delayed.ops.admin's."""
+import re
 import time
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, cast
@@ -9,8 +10,8 @@ import redis
 
 from .connection import is_cluster
 from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, LEGACY_PERIODIC_KEY,
-                         NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_PREFIX_BYTES, SCHEDULED_SUFFIX, WORKERS_SUFFIX,
-                         QueueKeys)
+                         NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_PREFIX_BYTES, SCHEDULED_SUFFIX, TASK_INFIX,
+                         WORKERS_SUFFIX, QueueKeys)
 
 # Replies are cast to what a connection that does not decode responses returns (ours never do).
 
@@ -207,3 +208,23 @@ def next_scheduled(conn: redis.Redis, name: str, count: int) -> List[Tuple[bytes
     members = cast(List[Tuple[bytes, float]],
                    conn.zrange(QueueKeys.of(name).scheduled, 0, count - 1, withscores=True))
     return [(member[SCHEDULED_PREFIX_BYTES:], due) for member, due in members]
+
+
+_GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
+
+
+def find_task(conn: redis.Redis, task_id: str) -> Optional[str]:
+    """The queue whose tracked-task record (a hash, <queue>_task:<id>) holds this id, or None (the
+    first by name if several queues have one). Cost: one SCAN MATCH of the whole keyspace (every
+    node's, on a cluster) and a TYPE per key it matched; the id is matched literally, glob
+    characters and all."""
+    if not task_id:
+        return None
+    suffix = TASK_INFIX + task_id
+    pattern = "*" + _GLOB_SPECIAL.sub(r"\\\1", suffix)
+    keys = sorted({cast(bytes, raw).decode(errors="replace") for raw in conn.scan_iter(match=pattern, count=1000)})
+    keys = [key for key in keys if key.endswith(suffix) and len(key) > len(suffix)]
+    for key, kind in zip(keys, _types(conn, keys)):
+        if kind == "hash":
+            return key[: -len(suffix)]
+    return None

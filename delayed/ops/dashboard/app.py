@@ -22,7 +22,7 @@ from werkzeug.wrappers import Response
 
 from .. import admin
 from ...protocol.connection import error_text
-from ...errors import DeadLetterError
+from ...errors import DeadLetterError, TaskNotFoundError
 from .sampler import Sampler, sparkline
 
 TOKEN_COOKIE = "delayed_dashboard_token"
@@ -148,6 +148,29 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
     def purge_confirm() -> Reply:
         queue = _queue()
         return flask.render_template("purge.html", queue=queue, count=admin.stats(conn, [queue])[0]["dead"])
+
+    @app.get("/task")
+    def task() -> Reply:
+        """A tracked task found by id on any queue: its record, result and error, and a cancel button while it waits."""
+        task_id = flask.request.args.get("id", "").strip()
+        if not task_id:
+            return _message("No task id", "Say which task: ?id=ID (its handle's .id).", 400)
+        found = admin.tracked_task(conn, task_id)
+        if found is None:
+            return _message("No such task", f"There is no tracked task {task_id} on any queue: it was never "
+                            "tracked (enqueued without result_ttl), or its record expired.", 404)
+        return flask.render_template("task.html", task=found)
+
+    @app.post("/task/cancel")
+    def cancel() -> Response:
+        queue, task_id = _queue(), flask.request.form.get("id", "")
+        try:
+            outcome = admin.cancel_task(conn, queue, task_id)
+        except TaskNotFoundError as exc:
+            flask.flash(str(exc), "error")
+        else:
+            flask.flash(outcome.reason, "done" if outcome else "error")
+        return flask.redirect(flask.url_for("task", id=task_id), 303)
 
     @app.post("/queue/pause")
     def pause() -> Response:
