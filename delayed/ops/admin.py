@@ -168,6 +168,8 @@ def _tick_time(text: str) -> str:
 PREVIEW_BYTES = 64 * 1024
 """Bytes of a blob the operating views read and decode: a longer one is shown from its head."""
 _PY_FIELDS = ("args", "kwargs", "retry", "options")
+_BIN_TYPES = (b"\xc4", b"\xc5", b"\xc6")
+"""The first byte of a msgpack bin: a GoTask's payload (a PyTask's args are an array)."""
 
 
 def describe_task(blob: bytes, length: Optional[int] = None) -> Row:
@@ -197,17 +199,19 @@ def _describe_head(head: bytes, length: int) -> Row:
     unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
     unpacker.feed(head)
     fields: List[Any] = []
-    size = 0
+    size, second = 0, b""
     try:
         size = unpacker.read_array_header()
         while len(fields) < min(size, 5):
             fields.append(unpacker.unpack())
+            if len(fields) == 1:
+                second = head[unpacker.tell():unpacker.tell() + 1]  # the type byte of the second field
     except Exception:  # the head ends (OutOfData), or is not msgpack: keep the fields read so far
         pass
     if not fields or not isinstance(fields[0], str):
         return {"undecodable": length}
     shown: Row = {"func": preview.value(fields[0])}
-    if size == 2 and (len(fields) == 1 or isinstance(fields[1], bytes)):  # a GoTask: [func, payload]
+    if size == 2 and second in _BIN_TYPES:  # a GoTask: [func, payload], its payload a msgpack bin
         shown["go"] = True
         if len(fields) == 2:
             try:
