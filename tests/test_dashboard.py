@@ -567,3 +567,76 @@ def test_cancel_is_a_post_with_the_csrf_token(conn, dashboard):
     assert status == 303 and handle.status() == "cancelled"
     page = web.get(headers["Location"], Cookie=headers["Set-Cookie"].split(";")[0])[1]
     assert f"cancelled task {handle.id} (pending) in jobs" in page
+
+
+# A queue's page
+
+def test_in_a_browser_a_queue_s_page_shows_pending_processing_scheduled_and_dead_tasks(conn, dashboard, browser):
+    from selenium.webdriver.common.by import By
+
+    jobs = Queue("jobs", conn, max_task_size=3_000_000)
+    jobs.enqueue(PyTask("tests.tasks:record", ["x" * 2_000_000]))  # a preview of its head, not 2 MB
+    jobs.enqueue_many([PyTask("tests.tasks:record", [i]) for i in range(54)])
+    jobs.enqueue_many([GoTask("main.Resize", i) for i in range(5)])
+    jobs.enqueue(PyTask("tests.tasks:record", ["later"]), delay=3600)
+    conn.hset("jobs_processing", GO_WORKER, GoTask("main.Resize", 640).serialize())
+    conn.set(GO_WORKER, "1", ex=60)
+    failed = letter(conn, "jobs", "first", PyTask("tests.tasks:always_fail", ["a"]))
+    other = letter(conn, "jobs", "second", PyTask("tests.tasks:record", ["b"]))
+    web = dashboard()
+
+    def rows(css: str) -> list:
+        return [row.text for row in browser.find_elements(By.CSS_SELECTOR, css)]
+
+    browser.get(web.base + "/")
+    browser.find_element(By.CSS_SELECTOR, 'tr.queue[data-queue="jobs"] td.name a').click()
+    wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "nav.tabs"), what="the queue's page")
+    assert browser.find_element(By.CSS_SELECTOR, "a.tab.current").text == "pending 60"
+    assert rows("table.summary tbody tr") == ["tests.tasks:record 55", "main.Resize Go 5"]
+    listed = rows("table.pending tr.task")
+    assert len(listed) == 50 and listed[1] == "1 tests.tasks:record([0])"
+    assert listed[0].startswith("0 tests.tasks:record(") and "(the first 64 KiB of 2000026 bytes)" in listed[0]
+    assert len(browser.page_source) < 200_000
+    browser.find_element(By.CSS_SELECTOR, "a.next").click()
+    wait_for(lambda: len(rows("table.pending tr.task")) == 10, what="the second page")
+    assert rows("table.pending tr.task")[-1] == "59 main.Resize(4) Go"
+    assert browser.find_elements(By.CSS_SELECTOR, "a.previous") and not browser.find_elements(By.CSS_SELECTOR, "a.next")
+
+    browser.find_element(By.CSS_SELECTOR, "a.tab.processing").click()
+    wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "table.holders"), what="the processing tab")
+    assert rows("table.holders tbody tr") == [f"{GO_WORKER} go-delayed main.Resize(640) Go"]
+
+    browser.find_element(By.CSS_SELECTOR, "a.tab.scheduled").click()
+    wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "table.scheduled"), what="the scheduled tab")
+    (due, later), = [row.split(" ", 1) for row in rows("table.scheduled tr.task")]
+    assert due.endswith("+00:00") and later == 'tests.tasks:record(["later"])'
+
+    browser.find_element(By.CSS_SELECTOR, "a.tab.dead").click()
+    wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "form.filter"), what="the dead tab")
+    assert [row.get_attribute("data-id") for row in browser.find_elements(By.CSS_SELECTOR, "tr.letter")] == [
+        failed, other]
+    browser.find_element(By.CSS_SELECTOR, "form.filter input[name=func]").send_keys("tests.tasks:always_fail")
+    browser.find_element(By.CSS_SELECTOR, "form.filter button").click()
+    wait_for(lambda: "func=tests.tasks" in browser.current_url, what="the filtered page")
+    assert [row.get_attribute("data-id") for row in browser.find_elements(By.CSS_SELECTOR, "tr.letter")] == [failed]
+    browser.find_element(By.CSS_SELECTOR, "form.filter input[name=reason]").send_keys("dead")
+    browser.find_element(By.CSS_SELECTOR, "form.filter button").click()
+    wait_for(lambda: "No dead letters match." in browser.page_source, what="nothing to match")
+
+
+def test_a_queue_s_dead_tab_pages_through_the_letters_that_match(conn, dashboard):
+    ids = [letter(conn, "jobs", f"failure {i}", PyTask("tests.tasks:always_fail" if i % 2 else "tests.tasks:record",
+                                                        [i])) for i in range(50)]
+    web = dashboard()
+    before = snapshot(conn)
+    status, page = web.get("/queue?queue=jobs&tab=dead&func=tests.tasks:always_fail")
+    assert status == 200 and re.findall(r'<tr class="letter" data-id="([^"]+)"', page) == ids[1:40:2]
+    status, rest = web.get(unescape(re.search(r'<a class="next" href="([^"]+)"', page).group(1)))
+    assert status == 200 and re.findall(r'<tr class="letter" data-id="([^"]+)"', rest) == ids[41::2]
+    assert 'class="next"' not in rest
+    assert web.get("/queue?queue=jobs&tab=dead&after=nonsense")[0] == 404
+    assert web.get("/queue?queue=jobs&tab=nonsense")[0] == 404 and web.get("/queue?tab=dead")[0] == 400
+    for start in ("-5", "x", str(10 ** 30)):
+        for tab in ("pending", "scheduled"):
+            assert web.get(f"/queue?queue=jobs&tab={tab}&start={start}")[0] == 200
+    assert snapshot(conn) == before

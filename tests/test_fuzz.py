@@ -141,7 +141,8 @@ def test_every_reader_survives_any_blob_where_readers_find_blobs(conn, redis_ser
         if "--json" in argv:
             json.loads(out)
     for path in ("/", "/dead?queue=h", f"/dead/show?queue=h&id={letter.decode()}", f"/dead/show?queue=h&id={odd.decode()}",
-                 "/task?id=" + "0" * 32):
+                 "/task?id=" + "0" * 32, *(f"/queue?queue=h&tab={tab}" for tab in ("pending", "processing", "scheduled", "dead")),
+                 "/queue?queue=h&tab=dead&reason=malformed"):
         reply = dashboard_client.get(path)
         assert reply.status_code == 200 and len(reply.data) < 2_000_000, path
     assert dashboard_client.get(f"/dead/raw?queue=h&id={letter.decode()}").data == blob

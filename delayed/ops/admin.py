@@ -3,7 +3,7 @@ import datetime
 import json
 import re
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import msgpack
 import redis
@@ -231,6 +231,28 @@ def dead_letters(conn: redis.Redis, name: str, after: Optional[str] = None, coun
     return Queue(name, conn).dead.list(after, count, migrate, head=PREVIEW_BYTES)
 
 
+def filtered_dead(conn: redis.Redis, name: str, after: Optional[str] = None, reason: str = "", func: str = "",
+                  count: int = 20, scan: int = 1000) -> Tuple[List[Row], Optional[str]]:
+    """Up to count dead letters after `after` whose reason and func (the record's) are these (an empty
+    one matches any), described (describe_dead; never migrating), looking at most scan letters: the
+    letters, and where the next page starts (None at the end of the stream)."""
+    found: List[Row] = []
+    looked = 0
+    while looked < scan:
+        wanted = min(100, scan - looked)
+        letters = dead_letters(conn, name, after, wanted, migrate=False)
+        looked += len(letters)
+        for entry in letters:
+            after = entry["id"]
+            if (not reason or entry.get("reason") == reason) and (not func or entry.get("func") == func):
+                found.append(describe_dead(entry))
+                if len(found) == count:
+                    return found, after
+        if len(letters) < wanted:
+            return found, None
+    return found, after
+
+
 def dead_letter(conn: redis.Redis, name: str, letter_id: str, migrate: bool = True, whole: bool = False) -> Row:
     """One dead letter, parsed, its task read up to PREVIEW_BYTES (whole: all of it); DeadLetterError
     if there is none with this id (migrate: as dead_letters)."""
@@ -263,9 +285,33 @@ def set_paused(conn: redis.Redis, name: str, paused: bool) -> bool:
     return queue.pause() if paused else queue.resume()
 
 
-def scheduled(conn: redis.Redis, name: str, count: int = 20) -> List[Row]:
-    """The next tasks to become due: when, and what."""
-    return [{"due": _when(due), "task": describe_task(blob)} for blob, due in inspect.next_scheduled(conn, name, count)]
+def scheduled(conn: redis.Redis, name: str, count: int = 20, start: int = 0) -> List[Row]:
+    """The next tasks to become due (from the start-th on): when, and what."""
+    return [{"due": _when(due), "task": describe_task(blob)}
+            for blob, due in inspect.next_scheduled(conn, name, count, start)]
+
+
+def pending(conn: redis.Redis, name: str, start: int = 0, count: int = 50) -> List[Row]:
+    """Tasks waiting in the queue from position start (0: the next a worker takes), in order: position,
+    and the task as a preview (each read at most PREVIEW_BYTES)."""
+    return [{"position": start + i, "task": describe_task(head, length)}
+            for i, (head, length) in enumerate(inspect.pending_heads(conn, name, start, count, PREVIEW_BYTES))]
+
+
+FUNC_HEAD = 1024
+"""Bytes of each task pending_by_func reads: enough for its func path."""
+
+
+def pending_by_func(conn: redis.Redis, name: str, first: int = 1000) -> List[Row]:
+    """How many of the first `first` tasks in the queue call each function, most first: func (a
+    preview; "(undecodable)" for what is no task), go (a GoTask's), count. Reads FUNC_HEAD bytes of each."""
+    counted: Dict[Any, int] = {}
+    for head, length in inspect.pending_heads(conn, name, 0, first, FUNC_HEAD):
+        shown = describe_task(head, length)
+        key = (shown.get("func", "(undecodable)"), bool(shown.get("go")))
+        counted[key] = counted.get(key, 0) + 1
+    return [{"func": func, "go": go, "count": count}
+            for (func, go), count in sorted(counted.items(), key=lambda item: (-item[1], item[0]))]
 
 
 def _when(timestamp: float) -> str:

@@ -1,5 +1,5 @@
-"""The operators' reads of Redis: which keys may be queues', each queue's counts, its workers and who
-holds what, its scheduled tasks and periodic entries, and which queue a tracked task's record is in. Replies come back as plain data; what to show
+"""The operators' reads of Redis: which keys may be queues', each queue's counts, its pending tasks, its
+workers and who holds what, its scheduled tasks and periodic entries, and which queue a tracked task's record is in. Replies come back as plain data; what to show
 and how is delayed.ops.admin's."""
 import re
 import time
@@ -9,9 +9,12 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, 
 import redis
 
 from .connection import is_cluster
+from .scripts import Script
 from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, LEGACY_PERIODIC_KEY,
                          NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_PREFIX_BYTES, SCHEDULED_SUFFIX, TASK_INFIX,
                          WORKERS_SUFFIX, QueueKeys)
+
+PEEK_QUEUE = Script("peek_queue")
 
 # Replies are cast to what a connection that does not decode responses returns (ours never do).
 
@@ -203,10 +206,18 @@ def periodic_ticks(conn: redis.Redis, names: Sequence[str], limit: int) -> List[
     return list(found.values())
 
 
-def next_scheduled(conn: redis.Redis, name: str, count: int) -> List[Tuple[bytes, float]]:
-    """The count scheduled tasks of the queue due soonest: (blob, unix time it is due), in that order."""
+def pending_heads(conn: redis.Redis, name: str, start: int, count: int, head: int) -> List[Tuple[bytes, int]]:
+    """At most count tasks of the queue from position start (0: the next a worker takes), in order, each
+    cut to its first head bytes: (head, its full length). One round trip, never a whole blob."""
+    reply = cast(List[object], PEEK_QUEUE.bind(conn, QueueKeys.of(name))(start=start, count=count, head=head))
+    return [(cast(bytes, reply[i + 1]), cast(int, reply[i])) for i in range(0, len(reply), 2)]
+
+
+def next_scheduled(conn: redis.Redis, name: str, count: int, start: int = 0) -> List[Tuple[bytes, float]]:
+    """count scheduled tasks of the queue, in the order they are due, from position start (0: due
+    soonest): (blob, unix time it is due)."""
     members = cast(List[Tuple[bytes, float]],
-                   conn.zrange(QueueKeys.of(name).scheduled, 0, count - 1, withscores=True))
+                   conn.zrange(QueueKeys.of(name).scheduled, start, start + count - 1, withscores=True))
     return [(member[SCHEDULED_PREFIX_BYTES:], due) for member, due in members]
 
 

@@ -27,6 +27,13 @@ from .sampler import Sampler, sparkline
 
 TOKEN_COOKIE = "delayed_dashboard_token"
 PAGE = 20
+QUEUE_PAGE = 50
+"""Tasks a queue's pending and scheduled tabs show at a time."""
+SUMMARY = 1000
+"""Tasks at the head of a queue its pending tab counts by function."""
+MAX_START = 10 ** 9
+"""The furthest position a tab pages to (a larger one would not reach Redis as an integer)."""
+TABS = ("pending", "processing", "scheduled", "dead")
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "[::1]"}
 CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; "
        "base-uri 'none'")
@@ -111,6 +118,31 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
             holders=admin.holders(conn, found), letters=letters, page=PAGE, scheduled=upcoming,
             periodic=admin.periodic(conn, found), every=sampler.every, window=sampler.window,
             refresh=refresh if refresh and refresh > 0 else None)
+
+    @app.get("/queue")
+    def queue_page() -> Reply:
+        """One queue, a tab at a time: pending (in order, and counted by function), processing, scheduled, dead."""
+        queue, tab, args = _queue(), flask.request.args.get("tab", "pending"), flask.request.args
+        if tab not in TABS:
+            return _message("No such tab", f"A queue's tabs are {', '.join(TABS)}.", 404)
+        start = min(max(0, args.get("start", 0, type=int)), MAX_START)
+        shown: Dict[str, Any] = {}
+        if tab == "pending":
+            shown = {"tasks": admin.pending(conn, queue, start, QUEUE_PAGE),
+                     "summary": admin.pending_by_func(conn, queue, SUMMARY), "summarised": SUMMARY}
+        elif tab == "processing":
+            shown = {"holders": admin.holders(conn, [queue])}
+        elif tab == "scheduled":
+            shown = {"tasks": admin.scheduled(conn, queue, QUEUE_PAGE, start)}
+        else:
+            reason, func = args.get("reason", ""), args.get("func", "")
+            try:
+                letters, after = admin.filtered_dead(conn, queue, args.get("after") or None, reason, func, PAGE)
+            except DeadLetterError as exc:
+                return _message("No such dead letter", str(exc), 404)
+            shown = {"letters": letters, "after": after, "reason": reason, "func": func}
+        return flask.render_template("queue.html", queue=queue, tab=tab, tabs=TABS, row=admin.stats(conn, [queue])[0],
+                                     start=start, page=QUEUE_PAGE, **shown)
 
     @app.get("/dead")
     def dead_list() -> Reply:
