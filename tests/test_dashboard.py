@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 import pytest
 import redis
 
-from delayed import GoTask, PyTask, Queue
+from delayed import GoTask, PyTask, Queue, Worker
 from delayed.ops import admin
 from delayed.protocol import inspect
 from delayed.ops.dashboard.sampler import Sampler, rate_fields, sparkline
@@ -22,6 +22,8 @@ from delayed.wire.dead_letter import record
 from delayed.wire.keys import LEGACY_PERIODIC_KEY
 from delayed.testing import RedisServer, free_port
 from delayed.protocol.worker_ops import WorkerOps
+from delayed.runtime.lifecycle import Lifecycle
+from delayed.worker.holding import Claim, Holding
 
 from .conftest import ROOT, spawn, wait_for
 
@@ -609,7 +611,7 @@ def test_in_a_browser_a_queue_s_page_shows_pending_processing_scheduled_and_dead
     browser.find_element(By.CSS_SELECTOR, "a.tab.scheduled").click()
     wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "table.scheduled"), what="the scheduled tab")
     (due, later), = [row.split(" ", 1) for row in rows("table.scheduled tr.task")]
-    assert due.endswith("+00:00") and later == 'tests.tasks:record(["later"])'
+    assert due.endswith("+00:00") and later == 'tests.tasks:record(["later"]) run now delete'
 
     browser.find_element(By.CSS_SELECTOR, "a.tab.dead").click()
     wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "form.filter"), what="the dead tab")
@@ -639,4 +641,83 @@ def test_a_queue_s_dead_tab_pages_through_the_letters_that_match(conn, dashboard
     for start in ("-5", "x", str(10 ** 30)):
         for tab in ("pending", "scheduled"):
             assert web.get(f"/queue?queue=jobs&tab={tab}&start={start}")[0] == 200
+    assert snapshot(conn) == before
+
+
+# Scheduled tasks: run now, delete
+
+def test_in_a_browser_a_scheduled_task_is_run_now_or_deleted_exactly(conn, dashboard, browser):
+    from selenium.webdriver.common.by import By
+
+    jobs = Queue("jobs", conn)
+    jobs.enqueue(PyTask("tests.tasks:record", ["plain"]), delay=3600)
+    tracked = jobs.enqueue(PyTask("tests.tasks:record", ["tracked"]), delay=7200, result_ttl=600)
+    jobs.enqueue_many([PyTask("tests.tasks:record", ["twin"])] * 2, delay=10800)  # one due time, one blob
+    web = dashboard()
+
+    def shown() -> list:
+        return [row.text.split(" ", 1)[1] for row in browser.find_elements(By.CSS_SELECTOR, "table.scheduled tr.task")]
+
+    def click(row: int, button: str, message: str) -> None:
+        browser.find_elements(By.CSS_SELECTOR, f"table.scheduled tr.task button.{button}")[row].click()
+        wait_for(lambda: message in browser.page_source, what=message)
+
+    browser.get(web.base + "/queue?queue=jobs&tab=scheduled")
+    assert shown() == ['tests.tasks:record(["plain"]) run now delete', 'tests.tasks:record(["tracked"]) run now delete',
+                       'tests.tasks:record(["twin"]) run now delete', 'tests.tasks:record(["twin"]) run now delete']
+    click(1, "run-now", "moved the scheduled task into jobs: it runs next")
+    assert conn.lrange("jobs", 0, -1) == [PyTask("tests.tasks:record", ["tracked"], options={"id": tracked.id})
+                                          .serialize()] and conn.llen("jobs_noti") == 1
+    assert tracked.status() == "pending" and tracked.info().due is None
+    assert jobs.cancel(tracked.id)  # the record names where the task is now: in the queue
+    assert conn.llen("jobs") == 0 and conn.llen("jobs_noti") == 0
+
+    click(2, "run-now", "moved the scheduled task into jobs: it runs next")  # one of the twins
+    assert conn.llen("jobs") == 1 and conn.llen("jobs_noti") == 1 and conn.zcard("jobs_scheduled") == 2
+    click(0, "delete", "deleted the scheduled task of jobs")
+    assert shown() == ['tests.tasks:record(["twin"]) run now delete'] and conn.llen("jobs") == 1
+
+    for button in ("run-now", "delete"):  # the member changed since the page showed it: nothing happens
+        browser.get(web.base + "/queue?queue=jobs&tab=scheduled")
+        conn.zadd("jobs_scheduled", {conn.zrange("jobs_scheduled", 0, 0)[0]: time.time() + 60})
+        click(0, button, "that task is no longer scheduled in jobs")
+    assert conn.zcard("jobs_scheduled") == 1 and conn.llen("jobs") == 1 and conn.llen("jobs_noti") == 1
+
+
+def test_deleting_a_tracked_scheduled_task_cancels_it_and_running_a_retry_now_keeps_it_retrying(conn):
+    jobs = Queue("jobs", conn)
+    deleted = jobs.enqueue(PyTask("tests.tasks:record", ["x"]), delay=600, result_ttl=600)
+    (_, _, ref), = inspect.next_scheduled(conn, "jobs", 10)
+    assert admin.delete_scheduled(conn, "jobs", ref) and deleted.status() == "cancelled"
+    assert not admin.delete_scheduled(conn, "jobs", ref) and not admin.run_scheduled(conn, "jobs", ref)
+    retried = jobs.enqueue(PyTask("tests.tasks:always_fail", ["f"], max_retries=2, backoff=600), result_ttl=600)
+    ops = WorkerOps(jobs)
+    claim = Claim("delayed-py-" + "0" * 32, ops.claim("delayed-py-" + "0" * 32, timeout=1),
+                  Holding(jobs, 1, Lifecycle("worker")))
+    assert Worker(jobs, ["tests.tasks"]).execute(claim.blob).apply(ops, claim)
+    assert retried.status() == "retrying" and retried.info().due > time.time() + 500
+    (_, _, ref), = inspect.next_scheduled(conn, "jobs", 10)
+    assert admin.run_scheduled(conn, "jobs", ref)
+    info = retried.info()
+    assert (info.status, info.error) == ("retrying", "ValueError: f always fails") and info.due <= time.time()
+    assert conn.llen("jobs") == 1 and conn.llen("jobs_noti") == 1 and jobs.cancel(retried.id)
+
+
+def test_run_now_and_delete_are_posts_with_the_csrf_token_and_a_bad_ref_changes_nothing(conn, dashboard):
+    Queue("jobs", conn).enqueue(PyTask("tests.tasks:record", ["x"]), delay=600)
+    (_, due, ref), = inspect.next_scheduled(conn, "jobs", 10)
+    web = dashboard()
+    before = snapshot(conn)
+    for path in ("/scheduled/run", "/scheduled/delete"):
+        for form in ({"queue": "jobs", "ref": ref}, {"queue": "jobs", "ref": ref, "csrf": "wrong"}):
+            status, _, text = web.request("POST", path, form)
+            assert status == 403 and "Nothing was changed" in text
+        assert web.get(f"{path}?{urlencode({'queue': 'jobs', 'ref': ref})}")[0] == 405
+        nonce, digest = ref.split(":")[1:]
+        for bad in ("", "nonsense", f"1_0:{nonce}:{digest}", f"nan:{nonce}:{digest}", f"{due!r}:{nonce}:{'0' * 40}",
+                    f"{due!r}:{'0' * 16}:{digest}", f"{due + 1!r}:{nonce}:{digest}", ref + "\n"):
+            status, headers, _ = web.request("POST", path, {"queue": "jobs", "ref": bad, "csrf": web.csrf()})
+            assert status == 303 and headers["Location"] == "/queue?queue=jobs&tab=scheduled"
+            page = web.get(headers["Location"], Cookie=headers["Set-Cookie"].split(";")[0])[1]
+            assert "no longer scheduled in jobs" in page, bad
     assert snapshot(conn) == before

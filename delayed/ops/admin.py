@@ -10,6 +10,7 @@ import redis
 
 from ..wire import preview
 from ..protocol import inspect
+from ..protocol import scheduled as scheduled_ops
 from ..wire.dead_letter import MAX_ERROR, UNDECODABLE
 from ..errors import MalformedTaskError, TaskNotFoundError
 from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_SUFFIX,
@@ -285,10 +286,22 @@ def set_paused(conn: redis.Redis, name: str, paused: bool) -> bool:
     return queue.pause() if paused else queue.resume()
 
 
-def scheduled(conn: redis.Redis, name: str, count: int = 20, start: int = 0) -> List[Row]:
-    """The next tasks to become due (from the start-th on): when, and what."""
-    return [{"due": _when(due), "task": describe_task(blob)}
-            for blob, due in inspect.next_scheduled(conn, name, count, start)]
+def scheduled(conn: redis.Redis, name: str, count: int = 20, start: int = 0, refs: bool = False) -> List[Row]:
+    """The next tasks to become due (from the start-th on): when, and what; with refs, also "ref",
+    which names the task to run_scheduled and delete_scheduled."""
+    return [{"due": _when(due), "task": describe_task(blob), **({"ref": ref} if refs else {})}
+            for blob, due, ref in inspect.next_scheduled(conn, name, count, start)]
+
+
+def run_scheduled(conn: redis.Redis, name: str, ref: str) -> bool:
+    """Move the scheduled task ref names into the queue now, with its notification; False if it is no
+    longer scheduled (moved when due, cancelled, or run or deleted by someone else)."""
+    return scheduled_ops.run_now(conn, name, ref)
+
+
+def delete_scheduled(conn: redis.Redis, name: str, ref: str) -> bool:
+    """Delete the scheduled task ref names; False if it is no longer scheduled."""
+    return scheduled_ops.delete(conn, name, ref)
 
 
 def pending(conn: redis.Redis, name: str, start: int = 0, count: int = 50) -> List[Row]:

@@ -9,6 +9,7 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, 
 import redis
 
 from .connection import is_cluster
+from .scheduled import member_ref
 from .scripts import Script
 from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, LEGACY_PERIODIC_KEY,
                          NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_PREFIX_BYTES, SCHEDULED_SUFFIX, TASK_INFIX,
@@ -213,12 +214,12 @@ def pending_heads(conn: redis.Redis, name: str, start: int, count: int, head: in
     return [(cast(bytes, reply[i + 1]), cast(int, reply[i])) for i in range(0, len(reply), 2)]
 
 
-def next_scheduled(conn: redis.Redis, name: str, count: int, start: int = 0) -> List[Tuple[bytes, float]]:
+def next_scheduled(conn: redis.Redis, name: str, count: int, start: int = 0) -> List[Tuple[bytes, float, str]]:
     """count scheduled tasks of the queue, in the order they are due, from position start (0: due
-    soonest): (blob, unix time it is due)."""
+    soonest): (blob, unix time it is due, its ref for scheduled.run_now and delete)."""
     members = cast(List[Tuple[bytes, float]],
                    conn.zrange(QueueKeys.of(name).scheduled, start, start + count - 1, withscores=True))
-    return [(member[SCHEDULED_PREFIX_BYTES:], due) for member, due in members]
+    return [(member[SCHEDULED_PREFIX_BYTES:], due, member_ref(member, due)) for member, due in members]
 
 
 _GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")

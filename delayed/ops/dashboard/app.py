@@ -13,7 +13,7 @@ Security model:
 """
 import hmac
 import secrets
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from urllib.parse import urlencode
 
 import flask
@@ -133,7 +133,7 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
         elif tab == "processing":
             shown = {"holders": admin.holders(conn, [queue])}
         elif tab == "scheduled":
-            shown = {"tasks": admin.scheduled(conn, queue, QUEUE_PAGE, start)}
+            shown = {"tasks": admin.scheduled(conn, queue, QUEUE_PAGE, start, refs=True)}
         else:
             reason, func = args.get("reason", ""), args.get("func", "")
             try:
@@ -143,6 +143,24 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
             shown = {"letters": letters, "after": after, "reason": reason, "func": func}
         return flask.render_template("queue.html", queue=queue, tab=tab, tabs=TABS, row=admin.stats(conn, [queue])[0],
                                      start=start, page=QUEUE_PAGE, **shown)
+
+    def on_scheduled(action: Callable[[redis.Redis, str, str], bool], done: str) -> Response:
+        """Run or delete the scheduled task the form's ref names, and say which happened."""
+        queue = _queue()
+        if action(conn, queue, flask.request.form.get("ref", "")):
+            flask.flash(done.format(queue=queue), "done")
+        else:
+            flask.flash(f"that task is no longer scheduled in {queue} (it became due, or was cancelled, run or "
+                        "deleted meanwhile): nothing was changed", "error")
+        return flask.redirect(flask.url_for("queue_page", queue=queue, tab="scheduled"), 303)
+
+    @app.post("/scheduled/run")
+    def run_scheduled() -> Response:
+        return on_scheduled(admin.run_scheduled, "moved the scheduled task into {queue}: it runs next")
+
+    @app.post("/scheduled/delete")
+    def delete_scheduled() -> Response:
+        return on_scheduled(admin.delete_scheduled, "deleted the scheduled task of {queue}")
 
     @app.get("/dead")
     def dead_list() -> Reply:
