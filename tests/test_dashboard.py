@@ -303,7 +303,9 @@ def test_gets_never_change_redis(conn, dashboard):
     for path in ("/", "/?refresh=5", "/dead?queue=default", f"/dead?queue=default&after={letter_id}",
                  f"/dead/show?queue=default&id={letter_id}", "/dead/purge?queue=default", "/dead/show?queue=default&id=1-0",
                  "/dead/requeue?queue=default&id=" + letter_id, "/dead/delete?queue=default&id=" + letter_id,
-                 "/dead/purge?queue=default&confirm=yes", "/static/dashboard.css"):
+                 "/dead/purge?queue=default&confirm=yes", "/static/dashboard.css",
+                 *(f"/queue?queue=default&tab={tab}" for tab in ("pending", "processing", "scheduled", "dead")),
+                 "/task?id=" + "0" * 32, "/scheduled/run?queue=default&ref=x", "/task/cancel?queue=default&id=x"):
         status, _ = web.get(path)
         assert status in (200, 404, 405), path
     assert web.get("/dead/requeue?queue=default&id=" + letter_id)[0] == 405  # actions are POSTs only
@@ -322,13 +324,16 @@ def test_html_in_tasks_errors_and_queue_names_is_shown_as_text(conn, dashboard):
     conn.set(GO_WORKER, "1", ex=60)
     web = dashboard()
     for path in ("/", "/dead?" + urlencode({"queue": "q<script>"}),
-                 "/dead/show?" + urlencode({"queue": "q<script>", "id": letter_id})):
+                 "/dead/show?" + urlencode({"queue": "q<script>", "id": letter_id}),
+                 "/queue?" + urlencode({"queue": "q<script>", "tab": "dead"})):
         status, headers, page = web.request("GET", path)
         assert status == 200
         assert "<script" not in page and "<img" not in page and "<b>" not in page, path
         assert "&lt;script&gt;alert(&#39;error&#39;)&lt;/script&gt;" in page, path
         assert "q&lt;script&gt;" in page
         assert "default-src 'none'" in headers["Content-Security-Policy"]
+    status, page = web.get("/queue?" + urlencode({"queue": "q<script>", "tab": "processing"}))
+    assert status == 200 and "<img" not in page and "onerror=alert(1)" in page
     status, page = web.get("/dead/show?" + urlencode({"queue": "q<script>", "id": letter_id}))
     assert "ValueError: &lt;script&gt;" in page  # the traceback, escaped too
     assert unescape(re.search(r'<pre class="json">(.*?)</pre>', page, re.S).group(1)).count("onerror") == 1
