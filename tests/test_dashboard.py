@@ -692,7 +692,7 @@ def test_in_a_browser_a_scheduled_task_is_run_now_or_deleted_exactly(conn, dashb
 def test_deleting_a_tracked_scheduled_task_cancels_it_and_running_a_retry_now_keeps_it_retrying(conn):
     jobs = Queue("jobs", conn)
     deleted = jobs.enqueue(PyTask("tests.tasks:record", ["x"]), delay=600, result_ttl=600)
-    (_, _, ref), = inspect.next_scheduled(conn, "jobs", 10)
+    [(_, _, _, ref)] = inspect.next_scheduled(conn, "jobs", 10, 0, 100)
     assert admin.delete_scheduled(conn, "jobs", ref) and deleted.status() == "cancelled"
     assert not admin.delete_scheduled(conn, "jobs", ref) and not admin.run_scheduled(conn, "jobs", ref)
     retried = jobs.enqueue(PyTask("tests.tasks:always_fail", ["f"], max_retries=2, backoff=600), result_ttl=600)
@@ -701,7 +701,7 @@ def test_deleting_a_tracked_scheduled_task_cancels_it_and_running_a_retry_now_ke
                   Holding(jobs, 1, Lifecycle("worker")))
     assert Worker(jobs, ["tests.tasks"]).execute(claim.blob).apply(ops, claim)
     assert retried.status() == "retrying" and retried.info().due > time.time() + 500
-    (_, _, ref), = inspect.next_scheduled(conn, "jobs", 10)
+    [(_, _, _, ref)] = inspect.next_scheduled(conn, "jobs", 10, 0, 100)
     assert admin.run_scheduled(conn, "jobs", ref)
     info = retried.info()
     assert (info.status, info.error) == ("retrying", "ValueError: f always fails") and info.due <= time.time()
@@ -710,7 +710,7 @@ def test_deleting_a_tracked_scheduled_task_cancels_it_and_running_a_retry_now_ke
 
 def test_run_now_and_delete_are_posts_with_the_csrf_token_and_a_bad_ref_changes_nothing(conn, dashboard):
     Queue("jobs", conn).enqueue(PyTask("tests.tasks:record", ["x"]), delay=600)
-    (_, due, ref), = inspect.next_scheduled(conn, "jobs", 10)
+    [(_, _, due, ref)] = inspect.next_scheduled(conn, "jobs", 10, 0, 100)
     web = dashboard()
     before = snapshot(conn)
     for path in ("/scheduled/run", "/scheduled/delete"):

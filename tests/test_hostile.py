@@ -126,3 +126,20 @@ def test_a_100_mb_letter_is_previewed_and_downloadable_not_rendered(conn, redis_
         connection.close()
     finally:
         dashboard.stop()
+
+
+def test_a_100_mb_scheduled_task_is_previewed_not_read_whole(conn, redis_server):
+    blob = msgpack.packb(["tests.tasks:record", ["x" * 100_000_000]])
+    conn.zadd("default_scheduled", {b"\0" * 8 + blob: 4_102_444_800})
+    url = redis_server.url
+    assert _peak_rss_mb("--redis-url", url, "scheduled", "list") < 150
+    shown = json.loads(run("scheduled", "list", "--json", url=url).stdout)
+    assert shown == [{"due": "2100-01-01T00:00:00+00:00", "task": {"func": "tests.tasks:record", "truncated": True,
+                                                                   "bytes": len(blob)}}]
+    dashboard = Dashboard(url)
+    try:
+        for path in ("/", "/queue?queue=default&tab=scheduled"):
+            status, page = dashboard.get(path)
+            assert status == 200 and len(page) < 1_000_000 and f"the first 64 KiB of {len(blob)} bytes" in page
+    finally:
+        dashboard.stop()

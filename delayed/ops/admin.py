@@ -287,10 +287,11 @@ def set_paused(conn: redis.Redis, name: str, paused: bool) -> bool:
 
 
 def scheduled(conn: redis.Redis, name: str, count: int = 20, start: int = 0, refs: bool = False) -> List[Row]:
-    """The next tasks to become due (from the start-th on): when, and what; with refs, also "ref",
-    which names the task to run_scheduled and delete_scheduled."""
-    return [{"due": _when(due), "task": describe_task(blob), **({"ref": ref} if refs else {})}
-            for blob, due, ref in inspect.next_scheduled(conn, name, count, start)]
+    """The next tasks to become due (from the start-th on): when, and what (each read at most
+    PREVIEW_BYTES); with refs, also "ref", which names the task to run_scheduled and delete_scheduled."""
+    return [{"due": _when(task.due), "task": describe_task(task.head, task.length),
+             **({"ref": task.ref} if refs else {})}
+            for task in inspect.next_scheduled(conn, name, count, start, PREVIEW_BYTES)]
 
 
 def run_scheduled(conn: redis.Redis, name: str, ref: str) -> bool:

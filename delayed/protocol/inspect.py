@@ -9,13 +9,14 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, 
 import redis
 
 from .connection import is_cluster
-from .scheduled import member_ref
+from .scheduled import ref
 from .scripts import Script
 from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, LEGACY_PERIODIC_KEY,
                          NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_PREFIX_BYTES, SCHEDULED_SUFFIX, TASK_INFIX,
                          WORKERS_SUFFIX, QueueKeys)
 
 PEEK_QUEUE = Script("peek_queue")
+PEEK_SCHEDULED = Script("peek_scheduled")
 
 # Replies are cast to what a connection that does not decode responses returns (ours never do).
 
@@ -214,12 +215,24 @@ def pending_heads(conn: redis.Redis, name: str, start: int, count: int, head: in
     return [(cast(bytes, reply[i + 1]), cast(int, reply[i])) for i in range(0, len(reply), 2)]
 
 
-def next_scheduled(conn: redis.Redis, name: str, count: int, start: int = 0) -> List[Tuple[bytes, float, str]]:
+class Scheduled(NamedTuple):
+    """A scheduled task as operators see it: the head of its blob, the blob's length, when it is due
+    (unix time), and its ref (see delayed.protocol.scheduled), which names its member exactly."""
+
+    head: bytes
+    length: int
+    due: float
+    ref: str
+
+
+def next_scheduled(conn: redis.Redis, name: str, count: int, start: int, head: int) -> List[Scheduled]:
     """count scheduled tasks of the queue, in the order they are due, from position start (0: due
-    soonest): (blob, unix time it is due, its ref for scheduled.run_now and delete)."""
-    members = cast(List[Tuple[bytes, float]],
-                   conn.zrange(QueueKeys.of(name).scheduled, start, start + count - 1, withscores=True))
-    return [(member[SCHEDULED_PREFIX_BYTES:], due, member_ref(member, due)) for member, due in members]
+    soonest), each cut to its first head bytes. One round trip, never a whole blob."""
+    peek = PEEK_SCHEDULED.bind(conn, QueueKeys.of(name))
+    reply = cast(List[List[object]], peek(start=start, count=count, head=head))
+    return [Scheduled(cast(bytes, blob_head), cast(int, length), float(cast(bytes, due)),
+                      ref(cast(bytes, due).decode(), cast(bytes, nonce), cast(bytes, digest).decode()))
+            for due, length, blob_head, nonce, digest in reply]
 
 
 _GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")

@@ -1,7 +1,6 @@
 """Operators' changes to one scheduled task: run it now, or delete it. A task is named by a ref
-(member_ref: its due time, its member's nonce and the sha1 of the member), so that a form can name
+(`ref`: its due time, its member's nonce and the sha1 of the member), so that a form can name
 it without carrying its blob, and the script acts only on that exact member."""
-import hashlib
 import re
 from typing import Optional, Tuple
 
@@ -13,12 +12,13 @@ from .scripts import Script
 SCHEDULED_TASK = Script("scheduled_task")
 _REF = re.compile(r"(-?(?:inf|[0-9]+(?:\.[0-9]+)?(?:e[-+][0-9]+)?)):([0-9a-f]{%d}):([0-9a-f]{40})"
                   % (2 * SCHEDULED_PREFIX_BYTES))
-"""A ref: a due time as repr writes a float (and Redis reads it back exactly), the nonce, the sha1."""
+"""A ref: a due time as Redis writes a score (and reads it back exactly), the nonce, the sha1."""
 
 
-def member_ref(member: bytes, due: float) -> str:
-    """The ref of a scheduled-set member due at `due`: "DUE:NONCE:SHA1" (hex)."""
-    return f"{due!r}:{member[:SCHEDULED_PREFIX_BYTES].hex()}:{hashlib.sha1(member).hexdigest()}"
+def ref(due: str, nonce: bytes, digest: str) -> str:
+    """The ref of a scheduled-set member: its score as Redis writes it, its nonce (the member's first
+    SCHEDULED_PREFIX_BYTES) and the sha1 of the whole member (hex): "DUE:NONCE:SHA1"."""
+    return f"{due}:{nonce.hex()}:{digest}"
 
 
 def run_now(conn: redis.Redis, name: str, ref: str) -> bool:
