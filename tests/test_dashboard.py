@@ -726,3 +726,12 @@ def test_run_now_and_delete_are_posts_with_the_csrf_token_and_a_bad_ref_changes_
             page = web.get(headers["Location"], Cookie=headers["Set-Cookie"].split(";")[0])[1]
             assert "no longer scheduled in jobs" in page, bad
     assert snapshot(conn) == before
+
+
+@pytest.mark.parametrize("due", [1e20, 1.5e-7, 1764087693.4567871, -3.0, float("inf"), 0.1, 5e-324])
+def test_a_scheduled_task_is_named_exactly_whatever_its_due_time(conn, due):
+    """A ref carries the score as Redis writes it, which Redis reads back as the same double."""
+    conn.zadd("jobs_scheduled", {b"\1" * 8 + b"blob": due})
+    [(_, _, seen, ref)] = inspect.next_scheduled(conn, "jobs", 10, 0, 100)
+    assert seen == due and admin.run_scheduled(conn, "jobs", ref)
+    assert conn.lrange("jobs", 0, -1) == [b"blob"] and conn.llen("jobs_noti") == 1 and not conn.exists("jobs_scheduled")

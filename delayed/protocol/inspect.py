@@ -9,7 +9,7 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, 
 import redis
 
 from .connection import is_cluster
-from .scheduled import ref
+from .scheduled import ref_of
 from .scripts import Script
 from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, LEGACY_PERIODIC_KEY,
                          NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_PREFIX_BYTES, SCHEDULED_SUFFIX, TASK_INFIX,
@@ -231,7 +231,7 @@ def next_scheduled(conn: redis.Redis, name: str, count: int, start: int, head: i
     peek = PEEK_SCHEDULED.bind(conn, QueueKeys.of(name))
     reply = cast(List[List[object]], peek(start=start, count=count, head=head))
     return [Scheduled(cast(bytes, blob_head), cast(int, length), float(cast(bytes, due)),
-                      ref(cast(bytes, due).decode(), cast(bytes, nonce), cast(bytes, digest).decode()))
+                      ref_of(cast(bytes, due).decode(), cast(bytes, nonce), cast(bytes, digest).decode()))
             for due, length, blob_head, nonce, digest in reply]
 
 

@@ -1,5 +1,5 @@
 """Operators' changes to one scheduled task: run it now, or delete it. A task is named by a ref
-(`ref`: its due time, its member's nonce and the sha1 of the member), so that a form can name
+(`ref_of`: its due time, its member's nonce and the sha1 of the member), so that a form can name
 it without carrying its blob, and the script acts only on that exact member."""
 import re
 from typing import Optional, Tuple
@@ -10,12 +10,12 @@ from ..wire.keys import SCHEDULED_PREFIX_BYTES, QueueKeys
 from .scripts import Script
 
 SCHEDULED_TASK = Script("scheduled_task")
-_REF = re.compile(r"(-?(?:inf|[0-9]+(?:\.[0-9]+)?(?:e[-+][0-9]+)?)):([0-9a-f]{%d}):([0-9a-f]{40})"
+_REF = re.compile(r"(-?(?:inf|[0-9]+(?:\.[0-9]+)?(?:e[-+]?[0-9]+)?)):([0-9a-f]{%d}):([0-9a-f]{40})"
                   % (2 * SCHEDULED_PREFIX_BYTES))
 """A ref: a due time as Redis writes a score (and reads it back exactly), the nonce, the sha1."""
 
 
-def ref(due: str, nonce: bytes, digest: str) -> str:
+def ref_of(due: str, nonce: bytes, digest: str) -> str:
     """The ref of a scheduled-set member: its score as Redis writes it, its nonce (the member's first
     SCHEDULED_PREFIX_BYTES) and the sha1 of the whole member (hex): "DUE:NONCE:SHA1"."""
     return f"{due}:{nonce.hex()}:{digest}"
