@@ -2,6 +2,7 @@
 `delayed` and the dashboard now end as dead letters, and every process keeps running."""
 import http.client
 import json
+import re
 import subprocess
 import sys
 
@@ -141,5 +142,22 @@ def test_a_100_mb_scheduled_task_is_previewed_not_read_whole(conn, redis_server)
         for path in ("/", "/queue?queue=default&tab=scheduled"):
             status, page = dashboard.get(path)
             assert status == 200 and len(page) < 1_000_000 and f"the first 64 KiB of {len(blob)} bytes" in page
+    finally:
+        dashboard.stop()
+
+
+def test_a_100_mb_held_task_is_previewed_not_read_whole(conn, redis_server):
+    blob = msgpack.packb(["tests.tasks:record", ["x" * 100_000_000]])
+    worker = "0123456789abcdef0123456789abcdef"  # a go-delayed worker's id, alive
+    conn.hset("default_processing", worker, blob)
+    conn.set(worker, 1, ex=600)
+    dashboard = Dashboard(redis_server.url, "--queue", "default")  # no discovery: the holders' read alone
+    try:
+        for path in ("/", "/queue?queue=default&tab=processing"):
+            status, page = dashboard.get(path)
+            assert status == 200 and len(page) < 1_000_000 and f"the first 64 KiB of {len(blob)} bytes" in page
+        with open(f"/proc/{dashboard.process.pid}/status") as status_file:
+            peak = int(re.search(r"VmHWM:\s+(\d+) kB", status_file.read()).group(1)) / 1024
+        assert peak < 150, f"the dashboard peaked at {peak:.0f} MB"
     finally:
         dashboard.stop()

@@ -142,11 +142,12 @@ _GO_WORKER_ID = re.compile(r"[0-9a-fA-F]{32}")
 def holders(conn: redis.Redis, names: Sequence[str], limit: int = 200) -> List[Row]:
     """Who holds what, per queue, go-delayed's workers included (they register nowhere else): each
     field of N_processing (at most limit per queue, read with HSCAN) whose keep-alive key (the bare
-    worker id) exists. Rows: queue, worker, "go" (a go-delayed id: 32 hex digits), task (described).
+    worker id) exists. Rows: queue, worker, "go" (a go-delayed id: 32 hex digits), task (described
+    from its first PREVIEW_BYTES).
     A field whose keep-alive is gone is a lapsed worker's task that a sweeper will requeue: left out."""
     return [{"queue": name, "worker": worker_id, "go": _GO_WORKER_ID.fullmatch(worker_id) is not None,
-             "task": describe_task(blob)}
-            for name in names for worker_id, blob in inspect.live_holders(conn, name, limit)]
+             "task": describe_task(head, length)}
+            for name in names for worker_id, head, length in inspect.live_holders(conn, name, limit, PREVIEW_BYTES)]
 
 
 def periodic(conn: redis.Redis, names: Sequence[str], limit: int = 1000) -> List[Row]:
@@ -365,7 +366,8 @@ def tracked_task(conn: redis.Redis, task_id: str) -> Optional[Row]:
 
 
 def _cut(text: Optional[str]) -> Optional[str]:
-    """A record's error or note, at most MAX_ERROR characters (a worker writes one line that long; a record may hold more)."""
+    """A record's error or note, at most MAX_ERROR characters (a worker writes one line that long; a
+    record may hold more)."""
     return text if text is None or len(text) <= MAX_ERROR else f"{text[:MAX_ERROR]}… ({len(text)} characters)"
 
 

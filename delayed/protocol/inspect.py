@@ -1,6 +1,6 @@
 """The operators' reads of Redis: which keys may be queues', each queue's counts, its pending tasks, its
-workers and who holds what, its scheduled tasks and periodic entries, and which queue a tracked task's record is in. Replies come back as plain data; what to show
-and how is delayed.ops.admin's."""
+workers and who holds what, its scheduled tasks and periodic entries, and which queue holds a tracked
+task's record. Replies come back as plain data; what to show and how is delayed.ops.admin's."""
 import re
 import time
 from dataclasses import dataclass
@@ -17,6 +17,7 @@ from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEA
 
 PEEK_QUEUE = Script("peek_queue")
 PEEK_SCHEDULED = Script("peek_scheduled")
+PEEK_PROCESSING = Script("peek_processing")
 
 # Replies are cast to what a connection that does not decode responses returns (ours never do).
 
@@ -165,18 +166,16 @@ def live_workers(conn: redis.Redis, name: str, now: float) -> List[Worker]:
     return [Worker(member.decode(errors="replace"), expires) for member, expires in live]
 
 
-def live_holders(conn: redis.Redis, name: str, limit: int) -> List[Tuple[str, bytes]]:
-    """(worker id, blob) for the tasks held in the queue (at most limit, read with HSCAN) whose
-    worker's keep-alive key (its bare id) exists, go-delayed's workers included; a task whose
-    keep-alive is gone is a lapsed worker's, which a sweeper will requeue: left out. Two round
-    trips and those of the HSCAN."""
-    held: List[Tuple[str, bytes]] = []
-    for field, blob in conn.hscan_iter(QueueKeys.of(name).processing, count=100):
-        held.append((cast(bytes, field).decode(errors="replace"), cast(bytes, blob)))
-        if len(held) >= limit:
-            break
+def live_holders(conn: redis.Redis, name: str, limit: int, head: int) -> List[Tuple[str, bytes, int]]:
+    """(worker id, the first head bytes of its task, the task's length) for the tasks held in the queue
+    (at most limit, read with HSCAN) whose worker's keep-alive key (its bare id) exists, go-delayed's
+    workers included; a task whose keep-alive is gone is a lapsed worker's, which a sweeper will
+    requeue: left out. Two round trips, never a whole blob."""
+    reply = cast(List[object], PEEK_PROCESSING.bind(conn, QueueKeys.of(name))(limit=limit, head=head))
+    held = [(cast(bytes, reply[i]).decode(errors="replace"), cast(bytes, reply[i + 2]), cast(int, reply[i + 1]))
+            for i in range(0, len(reply), 3)]
     with conn.pipeline(transaction=False) as pipe:
-        for worker_id, _ in held:
+        for worker_id, _, _ in held:
             pipe.exists(worker_id)
         alive = pipe.execute()
     return [task for task, live in zip(held, alive) if live]
