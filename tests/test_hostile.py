@@ -161,3 +161,12 @@ def test_a_100_mb_held_task_is_previewed_not_read_whole(conn, redis_server):
         assert peak < 150, f"the dashboard peaked at {peak:.0f} MB"
     finally:
         dashboard.stop()
+
+
+def test_finding_the_queues_never_reads_a_held_task(conn, redis_server):
+    """`delayed stats` (and the dashboard's overview) tell a queue's keys by a sample of each: a hash's
+    field names, never its values, which are tasks of any size."""
+    blob = msgpack.packb(["tests.tasks:record", ["x" * 100_000_000]])
+    conn.hset("default_processing", "0123456789abcdef0123456789abcdef", blob)
+    assert _peak_rss_mb("--redis-url", redis_server.url, "stats") < 150
+    assert json.loads(run("stats", "--json", url=redis_server.url).stdout)[0]["processing"] == 1

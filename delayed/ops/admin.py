@@ -30,11 +30,11 @@ def queue_names(conn: redis.Redis) -> List[str]:
     """The queues of ours or go-delayed's that have keys now; other programs' keys are left alone.
 
     A name N counts when one of its keys has the right type and looks like ours: `N` a list and
-    `N_noti` a list of "1"s; `N_processing` a hash with a worker id among its first fields; `N_workers` a
-    sorted set whose first member is one of our worker ids; `N_scheduled` a sorted set whose
-    first member is 8 bytes and a task blob; `N_dead_letters` a stream (or `N_dead`, as older
-    versions kept them, a list) whose first entry is a dead-letter record; `N_counts` a hash
-    whose first fields are counted events (a queue drained empty keeps its counters). Cost: those
+    `N_noti` a list of "1"s; `N_processing` a hash with a worker id among up to 10 of its fields;
+    `N_workers` a sorted set whose first member is one of our worker ids; `N_scheduled` a sorted
+    set whose first member is 8 bytes and a task blob; `N_dead_letters` a stream (or `N_dead`, as
+    older versions kept them, a list) whose first entry is a dead-letter record; `N_counts` a hash
+    whose fields (up to 10) are counted events (a queue drained empty keeps its counters). Cost: those
     of inspect.candidates, and a script per dead-letter stream of a name nothing else showed to be
     a queue (reading the head of its first letter); never a whole key read.
     """

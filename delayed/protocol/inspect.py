@@ -29,7 +29,7 @@ KEY_TYPES = {NOTI_SUFFIX: "list", PROCESSING_SUFFIX: "hash", DEAD_SUFFIX: "list"
 @dataclass(frozen=True)
 class Sample:
     """The head of key name + suffix, one of a would-be queue's keys that has its type (KEY_TYPES):
-    a hash's first fields (one HSCAN page of 10), a sorted set's first member (a scheduled task's
+    up to 10 of a hash's field names (HRANDFIELD: all of a small hash's; never its values), a sorted set's first member (a scheduled task's
     blob, its prefix cut off) or a list's first item; none if it is empty. name_is_list: whether
     the key `name` itself is a list, as a queue's is."""
 
@@ -68,7 +68,7 @@ def candidates(conn: redis.Redis) -> Candidates:
         for name, suffix in typed:
             kind = KEY_TYPES[suffix]
             if kind == "hash":
-                pipe.hscan(name + suffix, 0, count=10)
+                pipe.hrandfield(name + suffix, 10)  # field names only: a processing hash's values are tasks
             elif kind == "zset":
                 pipe.zrange(name + suffix, 0, 0)
             else:
@@ -96,8 +96,8 @@ def _types(conn: redis.Redis, keys: Sequence[str]) -> List[str]:
 def _head(suffix: str, reply: object) -> List[bytes]:
     """A sample's reply as the Sample.head of a key with this suffix."""
     kind = KEY_TYPES[suffix]
-    if kind == "hash":  # HSCAN: (cursor, {field: value})
-        return list(cast(Tuple[int, Dict[bytes, bytes]], reply)[1])
+    if kind == "hash":  # HRANDFIELD: [field, ...]
+        return cast(List[bytes], reply)
     if kind == "zset":
         members = cast(List[bytes], reply)
         return [member[SCHEDULED_PREFIX_BYTES:] for member in members] if suffix == SCHEDULED_SUFFIX else members
