@@ -29,9 +29,9 @@ KEY_TYPES = {NOTI_SUFFIX: "list", PROCESSING_SUFFIX: "hash", DEAD_SUFFIX: "list"
 @dataclass(frozen=True)
 class Sample:
     """The head of key name + suffix, one of a would-be queue's keys that has its type (KEY_TYPES):
-    up to 10 of a hash's field names (HRANDFIELD: all of a small hash's; never its values), a sorted set's first member (a scheduled task's
-    blob, its prefix cut off) or a list's first item; none if it is empty. name_is_list: whether
-    the key `name` itself is a list, as a queue's is."""
+    up to 10 of a hash's field names (HRANDFIELD: all of a small hash's; never its values), a sorted
+    set's first member (a scheduled task's blob, its prefix cut off) or a list's first item; none if
+    it is empty. name_is_list: whether the key `name` itself is a list, as a queue's is."""
 
     name: str
     suffix: str
@@ -168,7 +168,7 @@ def live_workers(conn: redis.Redis, name: str, now: float) -> List[Worker]:
 
 def live_holders(conn: redis.Redis, name: str, limit: int, head: int) -> List[Tuple[str, bytes, int]]:
     """(worker id, the first head bytes of its task, the task's length) for the tasks held in the queue
-    (at most limit, read with HSCAN) whose worker's keep-alive key (its bare id) exists, go-delayed's
+    (at most limit, read with HSCAN in a script) whose worker's keep-alive key (its bare id) exists, go-delayed's
     workers included; a task whose keep-alive is gone is a lapsed worker's, which a sweeper will
     requeue: left out. Two round trips, never a whole blob."""
     reply = cast(List[object], PEEK_PROCESSING.bind(conn, QueueKeys.of(name))(limit=limit, head=head))
