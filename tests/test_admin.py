@@ -144,3 +144,17 @@ def test_enqueue_by_hand(conn, redis_server):
     assert conn.zcard("default_scheduled") == 1
     status, output = delayed(redis_server.url, "enqueue", "m:f", "--kwargs", "{oops", check=False)
     assert status == 2 and output.count("\n") == 1 and "--kwargs is not JSON" in output
+
+
+def test_a_long_task_s_preview_tells_a_py_task_from_a_go_task_by_its_second_element():
+    """A blob too long to decode whole is read from its head: [func, args] with args cut off is a
+    PyTask (its args an array), [func, payload] a GoTask (its payload a msgpack bin)."""
+    from delayed.ops.admin import PREVIEW_BYTES, describe_task
+
+    py = PyTask("tests.tasks:record", ["x" * 100_000]).serialize()
+    go = GoTask("main.Resize", "x" * 100_000).serialize()
+    assert len(py) > PREVIEW_BYTES and len(go) > PREVIEW_BYTES
+    assert describe_task(py[:1024], len(py)) == {"func": "tests.tasks:record", "truncated": True, "bytes": len(py)}
+    assert describe_task(py) == {"func": "tests.tasks:record", "truncated": True, "bytes": len(py)}
+    assert describe_task(go[:1024], len(go)) == {"func": "main.Resize", "go": True, "truncated": True,
+                                                  "bytes": len(go)}

@@ -14,14 +14,17 @@ from urllib.parse import urlencode
 import pytest
 import redis
 
-from delayed import GoTask, PyTask, Queue
+from delayed import GoTask, PyTask, Queue, Worker
 from delayed.ops import admin
+from delayed.protocol import inspect
 from delayed.ops.dashboard.charts import chart
 from delayed.ops.dashboard.sampler import Sampler, series
 from delayed.wire.dead_letter import record
 from delayed.wire.keys import LEGACY_PERIODIC_KEY
 from delayed.testing import RedisServer, free_port
 from delayed.protocol.worker_ops import WorkerOps
+from delayed.runtime.lifecycle import Lifecycle
+from delayed.worker.holding import Claim, Holding
 
 from .conftest import ROOT, spawn, wait_for
 
@@ -302,7 +305,9 @@ def test_gets_never_change_redis(conn, dashboard):
     for path in ("/", "/?refresh=5", "/dead?queue=default", f"/dead?queue=default&after={letter_id}",
                  f"/dead/show?queue=default&id={letter_id}", "/dead/purge?queue=default", "/dead/show?queue=default&id=1-0",
                  "/dead/requeue?queue=default&id=" + letter_id, "/dead/delete?queue=default&id=" + letter_id,
-                 "/dead/purge?queue=default&confirm=yes", "/static/dashboard.css"):
+                 "/dead/purge?queue=default&confirm=yes", "/static/dashboard.css",
+                 *(f"/queue?queue=default&tab={tab}" for tab in ("pending", "processing", "scheduled", "dead")),
+                 "/task?id=" + "0" * 32, "/scheduled/run?queue=default&ref=x", "/task/cancel?queue=default&id=x"):
         status, _ = web.get(path)
         assert status in (200, 404, 405), path
     assert web.get("/dead/requeue?queue=default&id=" + letter_id)[0] == 405  # actions are POSTs only
@@ -321,13 +326,16 @@ def test_html_in_tasks_errors_and_queue_names_is_shown_as_text(conn, dashboard):
     conn.set(GO_WORKER, "1", ex=60)
     web = dashboard()
     for path in ("/", "/dead?" + urlencode({"queue": "q<script>"}),
-                 "/dead/show?" + urlencode({"queue": "q<script>", "id": letter_id})):
+                 "/dead/show?" + urlencode({"queue": "q<script>", "id": letter_id}),
+                 "/queue?" + urlencode({"queue": "q<script>", "tab": "dead"})):
         status, headers, page = web.request("GET", path)
         assert status == 200
         assert "<script" not in page and "<img" not in page and "<b>" not in page, path
         assert "&lt;script&gt;alert(&#39;error&#39;)&lt;/script&gt;" in page, path
         assert "q&lt;script&gt;" in page
         assert "default-src 'none'" in headers["Content-Security-Policy"]
+    status, page = web.get("/queue?" + urlencode({"queue": "q<script>", "tab": "processing"}))
+    assert status == 200 and "<img" not in page and "onerror=alert(1)" in page
     status, page = web.get("/dead/show?" + urlencode({"queue": "q<script>", "id": letter_id}))
     assert "ValueError: &lt;script&gt;" in page  # the traceback, escaped too
     assert unescape(re.search(r'<pre class="json">(.*?)</pre>', page, re.S).group(1)).count("onerror") == 1
@@ -561,3 +569,249 @@ def test_a_queue_is_paused_and_resumed_from_the_overview(conn, dashboard):
     assert '<span class="tag paused">paused</span>' in page and 'class="resume"' in page
     web.request("POST", "/queue/pause", {"queue": "default", "paused": "no", "csrf": web.csrf()})
     assert queue.paused_since() is None and cells(web.get()[1], "default")["pending"] == 1
+
+
+# Tracked tasks
+
+def test_in_a_browser_a_tracked_task_is_found_by_id_and_cancelled_while_it_waits(conn, redis_server, dashboard,
+                                                                                 browser):
+    from selenium.webdriver.common.by import By
+
+    jobs, waiting = Queue("jobs", conn), Queue("waiting", conn)
+    done = jobs.enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=600)
+    failed = jobs.enqueue(PyTask("tests.tasks:always_fail", ["<b>no</b>"]), result_ttl=600)
+    worker = spawn("delayed.worker", "tests.tasks", "--queue", "jobs", redis_url=redis_server.url)
+    try:
+        assert done.result(timeout=20) == 3
+        wait_for(lambda: failed.status() == "failed", what="the failing task to fail")
+    finally:
+        worker.terminate()
+        worker.communicate(timeout=10)
+    pending = waiting.enqueue(PyTask("tests.tasks:record", ["later"]), result_ttl=600)
+    web = dashboard()
+
+    def find(task_id: str) -> None:
+        browser.get(web.base + "/")
+        box = browser.find_element(By.CSS_SELECTOR, "header form.find-task input[name=id]")
+        box.send_keys(task_id)
+        browser.find_element(By.CSS_SELECTOR, "header form.find-task button").click()
+        wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "h2 code"), what="the task's page")
+
+    def shown(name: str) -> str:
+        return browser.find_element(By.CSS_SELECTOR, f"dd.{name}").text
+
+    find(done.id)
+    assert browser.find_element(By.CSS_SELECTOR, "span.status").text == "done"
+    assert (shown("func"), shown("attempts")) == ("tests.tasks:add", "1")
+    assert shown("finished_at").endswith("+00:00") and shown("worker").startswith("delayed-py-")
+    assert json.loads(browser.find_element(By.CSS_SELECTOR, "pre.result").text) == 3
+    assert not browser.find_elements(By.CSS_SELECTOR, "button.cancel")  # it ended: nothing to cancel
+
+    find(failed.id)
+    assert browser.find_element(By.CSS_SELECTOR, "span.status").text == "failed"
+    assert shown("error") == "ValueError: <b>no</b> always fails"  # text, not markup
+    assert shown("letter") == jobs.dead.list()[0]["id"]
+
+    find(pending.id)
+    assert browser.find_element(By.CSS_SELECTOR, "span.status").text == "pending"
+    assert "waiting" in browser.find_element(By.CSS_SELECTOR, "h2").text
+    browser.find_element(By.CSS_SELECTOR, "button.cancel").click()
+    wait_for(lambda: f"cancelled task {pending.id} (pending) in waiting" in browser.page_source,
+             what="the cancel's message")
+    assert browser.find_element(By.CSS_SELECTOR, "span.status").text == "cancelled"
+    assert not browser.find_elements(By.CSS_SELECTOR, "button.cancel")
+    assert conn.llen("waiting") == 0 and conn.llen("waiting_noti") == 0 and pending.status() == "cancelled"
+
+
+def test_an_unknown_task_id_is_a_404_saying_so_and_glob_characters_match_only_themselves(conn, dashboard):
+    handle = Queue("jobs", conn).enqueue(PyTask("tests.tasks:record", ["x"]), result_ttl=600)
+    conn.set("jobs_task:" + "f" * 32, "a string, not a record")
+    web = dashboard()
+    for task_id in ("0" * 32, "*", handle.id[:-1] + "?", handle.id[:5] + "*", "[0-9a-f]*", "\\*", "f" * 32):
+        status, page = web.get("/task?" + urlencode({"id": task_id}))
+        assert status == 404 and "There is no tracked task" in page and handle.id not in page, task_id
+    assert web.get("/task?id=")[0] == 400
+    status, page = web.get("/task?id=" + handle.id)
+    assert status == 200 and 'class="status">pending<' in page
+    conn.hset("other_task:" + handle.id, "status", "done")  # the same id on two queues: the first by name
+    assert inspect.find_task(conn, handle.id) == "jobs" and inspect.find_task(conn, "") is None
+
+
+def test_cancel_is_a_post_with_the_csrf_token(conn, dashboard):
+    queue = Queue("jobs", conn)
+    handle = queue.enqueue(PyTask("tests.tasks:record", ["x"]), result_ttl=600)
+    web = dashboard()
+    before = snapshot(conn)
+    for form in ({"queue": "jobs", "id": handle.id}, {"queue": "jobs", "id": handle.id, "csrf": "wrong"}):
+        status, _, text = web.request("POST", "/task/cancel", form)
+        assert status == 403 and "Nothing was changed" in text
+    assert web.get(f"/task/cancel?queue=jobs&id={handle.id}")[0] == 405
+    assert web.get(f"/task?id={handle.id}")[0] == 200
+    assert snapshot(conn) == before
+    status, headers, _ = web.request("POST", "/task/cancel", {"queue": "jobs", "id": "0" * 32, "csrf": web.csrf()})
+    assert status == 303 and headers["Location"] == "/task?id=" + "0" * 32
+    status, headers, _ = web.request("POST", "/task/cancel", {"queue": "jobs", "id": handle.id, "csrf": web.csrf()})
+    assert status == 303 and handle.status() == "cancelled"
+    page = web.get(headers["Location"], Cookie=headers["Set-Cookie"].split(";")[0])[1]
+    assert f"cancelled task {handle.id} (pending) in jobs" in page
+
+
+# A queue's page
+
+def test_in_a_browser_a_queue_s_page_shows_pending_processing_scheduled_and_dead_tasks(conn, dashboard, browser):
+    from selenium.webdriver.common.by import By
+
+    jobs = Queue("jobs", conn, max_task_size=3_000_000)
+    jobs.enqueue(PyTask("tests.tasks:record", ["x" * 2_000_000]))  # a preview of its head, not 2 MB
+    jobs.enqueue_many([PyTask("tests.tasks:record", [i]) for i in range(54)])
+    jobs.enqueue_many([GoTask("main.Resize", i) for i in range(5)])
+    jobs.enqueue(PyTask("tests.tasks:record", ["later"]), delay=3600)
+    conn.hset("jobs_processing", GO_WORKER, GoTask("main.Resize", 640).serialize())
+    conn.set(GO_WORKER, "1", ex=60)
+    failed = letter(conn, "jobs", "first", PyTask("tests.tasks:always_fail", ["a"]))
+    other = letter(conn, "jobs", "second", PyTask("tests.tasks:record", ["b"]))
+    web = dashboard()
+
+    def rows(css: str) -> list:
+        return [row.text for row in browser.find_elements(By.CSS_SELECTOR, css)]
+
+    browser.get(web.base + "/")
+    browser.find_element(By.CSS_SELECTOR, 'tr.queue[data-queue="jobs"] td.name a').click()
+    wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "nav.tabs"), what="the queue's page")
+    assert browser.find_element(By.CSS_SELECTOR, "a.tab.current").text == "pending 60"
+    assert rows("table.summary tbody tr") == ["tests.tasks:record 55", "main.Resize Go 5"]
+    listed = rows("table.pending tr.task")
+    assert len(listed) == 50 and listed[1] == "1 tests.tasks:record([0])"
+    assert listed[0].startswith("0 tests.tasks:record(") and "(the first 64 KiB of 2000026 bytes)" in listed[0]
+    assert len(browser.page_source) < 200_000
+    browser.find_element(By.CSS_SELECTOR, "a.next").click()
+    wait_for(lambda: len(rows("table.pending tr.task")) == 10, what="the second page")
+    assert rows("table.pending tr.task")[-1] == "59 main.Resize(4) Go"
+    assert browser.find_elements(By.CSS_SELECTOR, "a.previous") and not browser.find_elements(By.CSS_SELECTOR, "a.next")
+
+    browser.find_element(By.CSS_SELECTOR, "a.tab.processing").click()
+    wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "table.holders"), what="the processing tab")
+    assert rows("table.holders tbody tr") == [f"{GO_WORKER} go-delayed main.Resize(640) Go"]
+
+    browser.find_element(By.CSS_SELECTOR, "a.tab.scheduled").click()
+    wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "table.scheduled"), what="the scheduled tab")
+    (due, later), = [row.split(" ", 1) for row in rows("table.scheduled tr.task")]
+    assert due.endswith("+00:00") and later == 'tests.tasks:record(["later"]) run now delete'
+
+    browser.find_element(By.CSS_SELECTOR, "a.tab.dead").click()
+    wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "form.filter"), what="the dead tab")
+    assert [row.get_attribute("data-id") for row in browser.find_elements(By.CSS_SELECTOR, "tr.letter")] == [
+        failed, other]
+    browser.find_element(By.CSS_SELECTOR, "form.filter input[name=func]").send_keys("tests.tasks:always_fail")
+    browser.find_element(By.CSS_SELECTOR, "form.filter button").click()
+    wait_for(lambda: "func=tests.tasks" in browser.current_url, what="the filtered page")
+    assert [row.get_attribute("data-id") for row in browser.find_elements(By.CSS_SELECTOR, "tr.letter")] == [failed]
+    browser.find_element(By.CSS_SELECTOR, "form.filter input[name=reason]").send_keys("dead")
+    browser.find_element(By.CSS_SELECTOR, "form.filter button").click()
+    wait_for(lambda: "No dead letters match." in browser.page_source, what="nothing to match")
+
+
+def test_a_queue_s_dead_tab_pages_through_the_letters_that_match(conn, dashboard):
+    ids = [letter(conn, "jobs", f"failure {i}", PyTask("tests.tasks:always_fail" if i % 2 else "tests.tasks:record",
+                                                        [i])) for i in range(50)]
+    web = dashboard()
+    before = snapshot(conn)
+    status, page = web.get("/queue?queue=jobs&tab=dead&func=tests.tasks:always_fail")
+    assert status == 200 and re.findall(r'<tr class="letter" data-id="([^"]+)"', page) == ids[1:40:2]
+    status, rest = web.get(unescape(re.search(r'<a class="next" href="([^"]+)"', page).group(1)))
+    assert status == 200 and re.findall(r'<tr class="letter" data-id="([^"]+)"', rest) == ids[41::2]
+    assert 'class="next"' not in rest
+    assert web.get("/queue?queue=jobs&tab=dead&after=nonsense")[0] == 404
+    assert web.get("/queue?queue=jobs&tab=nonsense")[0] == 404 and web.get("/queue?tab=dead")[0] == 400
+    for start in ("-5", "x", str(10 ** 30)):
+        for tab in ("pending", "scheduled"):
+            assert web.get(f"/queue?queue=jobs&tab={tab}&start={start}")[0] == 200
+    assert snapshot(conn) == before
+
+
+# Scheduled tasks: run now, delete
+
+def test_in_a_browser_a_scheduled_task_is_run_now_or_deleted_exactly(conn, dashboard, browser):
+    from selenium.webdriver.common.by import By
+
+    jobs = Queue("jobs", conn)
+    jobs.enqueue(PyTask("tests.tasks:record", ["plain"]), delay=3600)
+    tracked = jobs.enqueue(PyTask("tests.tasks:record", ["tracked"]), delay=7200, result_ttl=600)
+    jobs.enqueue_many([PyTask("tests.tasks:record", ["twin"])] * 2, delay=10800)  # one due time, one blob
+    web = dashboard()
+
+    def shown() -> list:
+        return [row.text.split(" ", 1)[1] for row in browser.find_elements(By.CSS_SELECTOR, "table.scheduled tr.task")]
+
+    def click(row: int, button: str, message: str) -> None:
+        browser.find_elements(By.CSS_SELECTOR, f"table.scheduled tr.task button.{button}")[row].click()
+        wait_for(lambda: message in browser.page_source, what=message)
+
+    browser.get(web.base + "/queue?queue=jobs&tab=scheduled")
+    assert shown() == ['tests.tasks:record(["plain"]) run now delete', 'tests.tasks:record(["tracked"]) run now delete',
+                       'tests.tasks:record(["twin"]) run now delete', 'tests.tasks:record(["twin"]) run now delete']
+    click(1, "run-now", "moved the scheduled task into jobs: it runs next")
+    assert conn.lrange("jobs", 0, -1) == [PyTask("tests.tasks:record", ["tracked"], options={"id": tracked.id})
+                                          .serialize()] and conn.llen("jobs_noti") == 1
+    assert tracked.status() == "pending" and tracked.info().due is None
+    assert jobs.cancel(tracked.id)  # the record names where the task is now: in the queue
+    assert conn.llen("jobs") == 0 and conn.llen("jobs_noti") == 0
+
+    click(2, "run-now", "moved the scheduled task into jobs: it runs next")  # one of the twins
+    assert conn.llen("jobs") == 1 and conn.llen("jobs_noti") == 1 and conn.zcard("jobs_scheduled") == 2
+    click(0, "delete", "deleted the scheduled task of jobs")
+    assert shown() == ['tests.tasks:record(["twin"]) run now delete'] and conn.llen("jobs") == 1
+
+    for button in ("run-now", "delete"):  # the member changed since the page showed it: nothing happens
+        browser.get(web.base + "/queue?queue=jobs&tab=scheduled")
+        conn.zadd("jobs_scheduled", {conn.zrange("jobs_scheduled", 0, 0)[0]: time.time() + 60})
+        click(0, button, "that task is no longer scheduled in jobs")
+    assert conn.zcard("jobs_scheduled") == 1 and conn.llen("jobs") == 1 and conn.llen("jobs_noti") == 1
+
+
+def test_deleting_a_tracked_scheduled_task_cancels_it_and_running_a_retry_now_keeps_it_retrying(conn):
+    jobs = Queue("jobs", conn)
+    deleted = jobs.enqueue(PyTask("tests.tasks:record", ["x"]), delay=600, result_ttl=600)
+    [(_, _, _, ref)] = inspect.next_scheduled(conn, "jobs", 10, 0, 100)
+    assert admin.delete_scheduled(conn, "jobs", ref) and deleted.status() == "cancelled"
+    assert not admin.delete_scheduled(conn, "jobs", ref) and not admin.run_scheduled(conn, "jobs", ref)
+    retried = jobs.enqueue(PyTask("tests.tasks:always_fail", ["f"], max_retries=2, backoff=600), result_ttl=600)
+    ops = WorkerOps(jobs)
+    claim = Claim("delayed-py-" + "0" * 32, ops.claim("delayed-py-" + "0" * 32, timeout=1),
+                  Holding(jobs, 1, Lifecycle("worker")))
+    assert Worker(jobs, ["tests.tasks"]).execute(claim.blob).apply(ops, claim)
+    assert retried.status() == "retrying" and retried.info().due > time.time() + 500
+    [(_, _, _, ref)] = inspect.next_scheduled(conn, "jobs", 10, 0, 100)
+    assert admin.run_scheduled(conn, "jobs", ref)
+    info = retried.info()
+    assert (info.status, info.error) == ("retrying", "ValueError: f always fails") and info.due <= time.time()
+    assert conn.llen("jobs") == 1 and conn.llen("jobs_noti") == 1 and jobs.cancel(retried.id)
+
+
+def test_run_now_and_delete_are_posts_with_the_csrf_token_and_a_bad_ref_changes_nothing(conn, dashboard):
+    Queue("jobs", conn).enqueue(PyTask("tests.tasks:record", ["x"]), delay=600)
+    [(_, _, due, ref)] = inspect.next_scheduled(conn, "jobs", 10, 0, 100)
+    web = dashboard()
+    before = snapshot(conn)
+    for path in ("/scheduled/run", "/scheduled/delete"):
+        for form in ({"queue": "jobs", "ref": ref}, {"queue": "jobs", "ref": ref, "csrf": "wrong"}):
+            status, _, text = web.request("POST", path, form)
+            assert status == 403 and "Nothing was changed" in text
+        assert web.get(f"{path}?{urlencode({'queue': 'jobs', 'ref': ref})}")[0] == 405
+        nonce, digest = ref.split(":")[1:]
+        for bad in ("", "nonsense", f"1_0:{nonce}:{digest}", f"nan:{nonce}:{digest}", f"{due!r}:{nonce}:{'0' * 40}",
+                    f"{due!r}:{'0' * 16}:{digest}", f"{due + 1!r}:{nonce}:{digest}", ref + "\n"):
+            status, headers, _ = web.request("POST", path, {"queue": "jobs", "ref": bad, "csrf": web.csrf()})
+            assert status == 303 and headers["Location"] == "/queue?queue=jobs&tab=scheduled"
+            page = web.get(headers["Location"], Cookie=headers["Set-Cookie"].split(";")[0])[1]
+            assert "no longer scheduled in jobs" in page, bad
+    assert snapshot(conn) == before
+
+
+@pytest.mark.parametrize("due", [1e20, 1.5e-7, 1764087693.4567871, -3.0, float("inf"), 0.1, 5e-324])
+def test_a_scheduled_task_is_named_exactly_whatever_its_due_time(conn, due):
+    """A ref carries the score as Redis writes it, which Redis reads back as the same double."""
+    conn.zadd("jobs_scheduled", {b"\1" * 8 + b"blob": due})
+    [(_, _, seen, ref)] = inspect.next_scheduled(conn, "jobs", 10, 0, 100)
+    assert seen == due and admin.run_scheduled(conn, "jobs", ref)
+    assert conn.lrange("jobs", 0, -1) == [b"blob"] and conn.llen("jobs_noti") == 1 and not conn.exists("jobs_scheduled")

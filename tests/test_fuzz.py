@@ -128,7 +128,8 @@ def test_every_reader_survives_any_blob_where_readers_find_blobs(conn, redis_ser
     conn.set(GO_WORKER, 1)
     letter = conn.xadd("h_dead_letters", record(reason="malformed", error="x", blob=blob, queue="h", worker=None))
     odd = conn.xadd("h_dead_letters", {"record": blob, "task": blob})
-    conn.hset("h_task:" + "0" * 32, mapping={"status": "done", "func": "m:f", "result": blob, "ttl": 60})
+    conn.hset("h_task:" + "0" * 32, mapping={"status": "done", "func": "m:f", "result": blob, "ttl": 60,
+                                             "error": blob, "note": blob, "attempts": blob, "enqueued": blob})
     for argv in (["stats"], ["stats", "--json"], ["workers", "--json"], ["dead", "list", "--queue", "h"],
                  ["dead", "list", "--queue", "h", "--json"], ["scheduled", "list", "--queue", "h"],
                  ["scheduled", "list", "--queue", "h", "--json"], ["task", "0" * 32, "--queue", "h"],
@@ -139,7 +140,9 @@ def test_every_reader_survives_any_blob_where_readers_find_blobs(conn, redis_ser
         out = capsys.readouterr().out
         if "--json" in argv:
             json.loads(out)
-    for path in ("/", "/dead?queue=h", f"/dead/show?queue=h&id={letter.decode()}", f"/dead/show?queue=h&id={odd.decode()}"):
+    for path in ("/", "/dead?queue=h", f"/dead/show?queue=h&id={letter.decode()}", f"/dead/show?queue=h&id={odd.decode()}",
+                 "/task?id=" + "0" * 32, *(f"/queue?queue=h&tab={tab}" for tab in ("pending", "processing", "scheduled", "dead")),
+                 "/queue?queue=h&tab=dead&reason=malformed"):
         reply = dashboard_client.get(path)
         assert reply.status_code == 200 and len(reply.data) < 2_000_000, path
     assert dashboard_client.get(f"/dead/raw?queue=h&id={letter.decode()}").data == blob

@@ -2,6 +2,7 @@
 `delayed` and the dashboard now end as dead letters, and every process keeps running."""
 import http.client
 import json
+import re
 import subprocess
 import sys
 
@@ -126,3 +127,46 @@ def test_a_100_mb_letter_is_previewed_and_downloadable_not_rendered(conn, redis_
         connection.close()
     finally:
         dashboard.stop()
+
+
+def test_a_100_mb_scheduled_task_is_previewed_not_read_whole(conn, redis_server):
+    blob = msgpack.packb(["tests.tasks:record", ["x" * 100_000_000]])
+    conn.zadd("default_scheduled", {b"\0" * 8 + blob: 4_102_444_800})
+    url = redis_server.url
+    assert _peak_rss_mb("--redis-url", url, "scheduled", "list") < 150
+    shown = json.loads(run("scheduled", "list", "--json", url=url).stdout)
+    assert shown == [{"due": "2100-01-01T00:00:00+00:00", "task": {"func": "tests.tasks:record", "truncated": True,
+                                                                   "bytes": len(blob)}}]
+    dashboard = Dashboard(url)
+    try:
+        for path in ("/", "/queue?queue=default&tab=scheduled"):
+            status, page = dashboard.get(path)
+            assert status == 200 and len(page) < 1_000_000 and f"the first 64 KiB of {len(blob)} bytes" in page
+    finally:
+        dashboard.stop()
+
+
+def test_a_100_mb_held_task_is_previewed_not_read_whole(conn, redis_server):
+    blob = msgpack.packb(["tests.tasks:record", ["x" * 100_000_000]])
+    worker = "0123456789abcdef0123456789abcdef"  # a go-delayed worker's id, alive
+    conn.hset("default_processing", worker, blob)
+    conn.set(worker, 1, ex=600)
+    dashboard = Dashboard(redis_server.url, "--queue", "default")  # no discovery: the holders' read alone
+    try:
+        for path in ("/", "/queue?queue=default&tab=processing"):
+            status, page = dashboard.get(path)
+            assert status == 200 and len(page) < 1_000_000 and f"the first 64 KiB of {len(blob)} bytes" in page
+        with open(f"/proc/{dashboard.process.pid}/status") as status_file:
+            peak = int(re.search(r"VmHWM:\s+(\d+) kB", status_file.read()).group(1)) / 1024
+        assert peak < 150, f"the dashboard peaked at {peak:.0f} MB"
+    finally:
+        dashboard.stop()
+
+
+def test_finding_the_queues_never_reads_a_held_task(conn, redis_server):
+    """`delayed stats` (and the dashboard's overview) tell a queue's keys by a sample of each: a hash's
+    field names, never its values, which are tasks of any size."""
+    blob = msgpack.packb(["tests.tasks:record", ["x" * 100_000_000]])
+    conn.hset("default_processing", "0123456789abcdef0123456789abcdef", blob)
+    assert _peak_rss_mb("--redis-url", redis_server.url, "stats") < 150
+    assert json.loads(run("stats", "--json", url=redis_server.url).stdout)[0]["processing"] == 1

@@ -1,21 +1,23 @@
-"""What `python -m delayed` shows and does: queue counts, dead letters, scheduled tasks, workers."""
+"""What `python -m delayed` shows and does: queue counts, dead letters, scheduled tasks, workers, tracked tasks."""
 import datetime
 import json
 import re
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import msgpack
 import redis
 
 from ..wire import preview
 from ..protocol import inspect, samples
-from ..wire.dead_letter import UNDECODABLE
-from ..errors import MalformedTaskError
+from ..protocol import scheduled as scheduled_ops
+from ..wire.dead_letter import MAX_ERROR, UNDECODABLE
+from ..errors import MalformedTaskError, TaskNotFoundError
 from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_SUFFIX,
                          WORKER_ID_PREFIX, WORKERS_SUFFIX)
 from ..protocol.queue import Queue
 from ..wire.task import GoTask, decode_task
+from ..wire.tracking import Cancel, Status
 
 Row = Dict[str, Any]
 
@@ -28,11 +30,11 @@ def queue_names(conn: redis.Redis) -> List[str]:
     """The queues of ours or go-delayed's that have keys now; other programs' keys are left alone.
 
     A name N counts when one of its keys has the right type and looks like ours: `N` a list and
-    `N_noti` a list of "1"s; `N_processing` a hash with a worker id among its first fields; `N_workers` a
-    sorted set whose first member is one of our worker ids; `N_scheduled` a sorted set whose
-    first member is 8 bytes and a task blob; `N_dead_letters` a stream (or `N_dead`, as older
-    versions kept them, a list) whose first entry is a dead-letter record; `N_counts` a hash
-    whose first fields are counted events (a queue drained empty keeps its counters). Cost: those
+    `N_noti` a list of "1"s; `N_processing` a hash with a worker id among up to 10 of its fields;
+    `N_workers` a sorted set whose first member is one of our worker ids; `N_scheduled` a sorted
+    set whose first member is 8 bytes and a task blob; `N_dead_letters` a stream (or `N_dead`, as
+    older versions kept them, a list) whose first entry is a dead-letter record; `N_counts` a hash
+    whose fields (up to 10) are counted events (a queue drained empty keeps its counters). Cost: those
     of inspect.candidates, and a script per dead-letter stream of a name nothing else showed to be
     a queue (reading the head of its first letter); never a whole key read.
     """
@@ -188,11 +190,12 @@ _GO_WORKER_ID = re.compile(r"[0-9a-fA-F]{32}")
 def holders(conn: redis.Redis, names: Sequence[str], limit: int = 200) -> List[Row]:
     """Who holds what, per queue, go-delayed's workers included (they register nowhere else): each
     field of N_processing (at most limit per queue, read with HSCAN) whose keep-alive key (the bare
-    worker id) exists. Rows: queue, worker, "go" (a go-delayed id: 32 hex digits), task (described).
+    worker id) exists. Rows: queue, worker, "go" (a go-delayed id: 32 hex digits), task (described
+    from its first PREVIEW_BYTES).
     A field whose keep-alive is gone is a lapsed worker's task that a sweeper will requeue: left out."""
     return [{"queue": name, "worker": worker_id, "go": _GO_WORKER_ID.fullmatch(worker_id) is not None,
-             "task": describe_task(blob)}
-            for name in names for worker_id, blob in inspect.live_holders(conn, name, limit)]
+             "task": describe_task(head, length)}
+            for name in names for worker_id, head, length in inspect.live_holders(conn, name, limit, PREVIEW_BYTES)]
 
 
 def periodic(conn: redis.Redis, names: Sequence[str], limit: int = 1000) -> List[Row]:
@@ -215,6 +218,8 @@ def _tick_time(text: str) -> str:
 PREVIEW_BYTES = 64 * 1024
 """Bytes of a blob the operating views read and decode: a longer one is shown from its head."""
 _PY_FIELDS = ("args", "kwargs", "retry", "options")
+_BIN_TYPES = (b"\xc4", b"\xc5", b"\xc6")
+"""The first byte of a msgpack bin: a GoTask's payload (a PyTask's args are an array)."""
 
 
 def describe_task(blob: bytes, length: Optional[int] = None) -> Row:
@@ -244,17 +249,19 @@ def _describe_head(head: bytes, length: int) -> Row:
     unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
     unpacker.feed(head)
     fields: List[Any] = []
-    size = 0
+    size, second = 0, b""
     try:
         size = unpacker.read_array_header()
         while len(fields) < min(size, 5):
             fields.append(unpacker.unpack())
+            if len(fields) == 1:
+                second = head[unpacker.tell():unpacker.tell() + 1]  # the type byte of the second field
     except Exception:  # the head ends (OutOfData), or is not msgpack: keep the fields read so far
         pass
     if not fields or not isinstance(fields[0], str):
         return {"undecodable": length}
     shown: Row = {"func": preview.value(fields[0])}
-    if size == 2 and (len(fields) == 1 or isinstance(fields[1], bytes)):  # a GoTask: [func, payload]
+    if size == 2 and second in _BIN_TYPES:  # a GoTask: [func, payload], its payload a msgpack bin
         shown["go"] = True
         if len(fields) == 2:
             try:
@@ -272,6 +279,28 @@ def dead_letters(conn: redis.Redis, name: str, after: Optional[str] = None, coun
     their ids, each task read up to PREVIEW_BYTES (see DeadLetters.list's head). migrate=False never
     writes: letters still in an old N_dead list are then not moved, nor listed."""
     return Queue(name, conn).dead.list(after, count, migrate, head=PREVIEW_BYTES)
+
+
+def filtered_dead(conn: redis.Redis, name: str, after: Optional[str] = None, reason: str = "", func: str = "",
+                  count: int = 20, scan: int = 1000) -> Tuple[List[Row], Optional[str]]:
+    """Up to count dead letters after `after` whose reason and func (the record's) are these (an empty
+    one matches any), described (describe_dead; never migrating), looking at most scan letters: the
+    letters, and where the next page starts (None at the end of the stream)."""
+    found: List[Row] = []
+    looked = 0
+    while looked < scan:
+        wanted = min(100, scan - looked)
+        letters = dead_letters(conn, name, after, wanted, migrate=False)
+        looked += len(letters)
+        for entry in letters:
+            after = entry["id"]
+            if (not reason or entry.get("reason") == reason) and (not func or entry.get("func") == func):
+                found.append(describe_dead(entry))
+                if len(found) == count:
+                    return found, after
+        if len(letters) < wanted:
+            return found, None
+    return found, after
 
 
 def dead_letter(conn: redis.Redis, name: str, letter_id: str, migrate: bool = True, whole: bool = False) -> Row:
@@ -306,9 +335,46 @@ def set_paused(conn: redis.Redis, name: str, paused: bool) -> bool:
     return queue.pause() if paused else queue.resume()
 
 
-def scheduled(conn: redis.Redis, name: str, count: int = 20) -> List[Row]:
-    """The next tasks to become due: when, and what."""
-    return [{"due": _when(due), "task": describe_task(blob)} for blob, due in inspect.next_scheduled(conn, name, count)]
+def scheduled(conn: redis.Redis, name: str, count: int = 20, start: int = 0, refs: bool = False) -> List[Row]:
+    """The next tasks to become due (from the start-th on): when, and what (each read at most
+    PREVIEW_BYTES); with refs, also "ref", which names the task to run_scheduled and delete_scheduled."""
+    return [{"due": _when(task.due), "task": describe_task(task.head, task.length),
+             **({"ref": task.ref} if refs else {})}
+            for task in inspect.next_scheduled(conn, name, count, start, PREVIEW_BYTES)]
+
+
+def run_scheduled(conn: redis.Redis, name: str, ref: str) -> bool:
+    """Move the scheduled task ref names into the queue now, with its notification; False if it is no
+    longer scheduled (moved when due, cancelled, or run or deleted by someone else)."""
+    return scheduled_ops.run_now(conn, name, ref)
+
+
+def delete_scheduled(conn: redis.Redis, name: str, ref: str) -> bool:
+    """Delete the scheduled task ref names; False if it is no longer scheduled."""
+    return scheduled_ops.delete(conn, name, ref)
+
+
+def pending(conn: redis.Redis, name: str, start: int = 0, count: int = 50) -> List[Row]:
+    """Tasks waiting in the queue from position start (0: the next a worker takes), in order: position,
+    and the task as a preview (each read at most PREVIEW_BYTES)."""
+    return [{"position": start + i, "task": describe_task(head, length)}
+            for i, (head, length) in enumerate(inspect.pending_heads(conn, name, start, count, PREVIEW_BYTES))]
+
+
+FUNC_HEAD = 1024
+"""Bytes of each task pending_by_func reads: enough for its func path."""
+
+
+def pending_by_func(conn: redis.Redis, name: str, first: int = 1000) -> List[Row]:
+    """How many of the first `first` tasks in the queue call each function, most first: func (a
+    preview; "(undecodable)" for what is no task), go (a GoTask's), count. Reads FUNC_HEAD bytes of each."""
+    counted: Dict[Any, int] = {}
+    for head, length in inspect.pending_heads(conn, name, 0, first, FUNC_HEAD):
+        shown = describe_task(head, length)
+        key = (shown.get("func", "(undecodable)"), bool(shown.get("go")))
+        counted[key] = counted.get(key, 0) + 1
+    return [{"func": func, "go": go, "count": count}
+            for (func, go), count in sorted(counted.items(), key=lambda item: (-item[1], item[0]))]
 
 
 def _when(timestamp: float) -> str:
@@ -323,3 +389,37 @@ def describe_dead(entry: Row) -> Row:
     """A dead letter for display: its task previewed (describe_task; None if it has none)."""
     task = entry["task"]
     return {**entry, "task": None if task is None else describe_task(task, entry.get("task_bytes"))}
+
+
+WAITING = (Status.SCHEDULED, Status.PENDING, Status.RETRYING)
+"""The statuses of a tracked task that cancel() can still take off its queue."""
+_TIMES = ("enqueued_at", "due", "started_at", "finished_at")
+
+
+def tracked_task(conn: redis.Redis, task_id: str) -> Optional[Row]:
+    """A tracked task's record, found on any queue (inspect.find_task), for display: TaskInfo's fields,
+    times in ISO 8601 (UTC), the result and error as bounded previews, and "waiting" (whether
+    cancel_task may still take it); None if no queue has a record of this id."""
+    queue = inspect.find_task(conn, task_id)
+    if queue is None:
+        return None
+    try:
+        info = Queue(queue, conn).task_info(task_id).as_dict()
+    except (TaskNotFoundError, ValueError):  # expired since the scan found it; or, on a cluster, no queue's name
+        return None
+    for field in _TIMES:
+        info[field] = None if info[field] is None else _when(info[field])
+    return {**info, "result": preview.value(info["result"]), "error": _cut(info["error"]), "note": _cut(info["note"]),
+            "waiting": info["status"] in WAITING}
+
+
+def _cut(text: Optional[str]) -> Optional[str]:
+    """A record's error or note, at most MAX_ERROR characters (a worker writes one line that long; a
+    record may hold more)."""
+    return text if text is None or len(text) <= MAX_ERROR else f"{text[:MAX_ERROR]}… ({len(text)} characters)"
+
+
+def cancel_task(conn: redis.Redis, name: str, task_id: str) -> Cancel:
+    """Queue.cancel: take a waiting tracked task off the queue, its record ended as cancelled;
+    TaskNotFoundError if there is no record of it."""
+    return Queue(name, conn).cancel(task_id)

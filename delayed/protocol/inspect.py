@@ -1,7 +1,8 @@
-"""The operators' reads of Redis: which keys may be queues', each queue's counts, its workers and who
-holds what, its scheduled tasks and periodic entries. Replies come back as plain data; what to show
-and how is delayed.ops.admin's."""
+"""The operators' reads of Redis: which keys may be queues', each queue's counts, its pending tasks, its
+workers and who holds what, its scheduled tasks and periodic entries, and which queue holds a tracked
+task's record. Replies come back as plain data; what to show and how is delayed.ops.admin's."""
 import math
+import re
 import time
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, cast
@@ -9,10 +10,15 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, 
 import redis
 
 from .connection import is_cluster
+from .scheduled import ref_of
 from .scripts import Script
 from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, LEGACY_PERIODIC_KEY,
-                         NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_PREFIX_BYTES, SCHEDULED_SUFFIX, WORKERS_SUFFIX,
-                         QueueKeys)
+                         NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_PREFIX_BYTES, SCHEDULED_SUFFIX, TASK_INFIX,
+                         WORKERS_SUFFIX, QueueKeys)
+
+PEEK_QUEUE = Script("peek_queue")
+PEEK_SCHEDULED = Script("peek_scheduled")
+PEEK_PROCESSING = Script("peek_processing")
 
 WAITING_SINCE = Script("waiting_since")
 
@@ -26,9 +32,9 @@ KEY_TYPES = {NOTI_SUFFIX: "list", PROCESSING_SUFFIX: "hash", DEAD_SUFFIX: "list"
 @dataclass(frozen=True)
 class Sample:
     """The head of key name + suffix, one of a would-be queue's keys that has its type (KEY_TYPES):
-    a hash's first fields (one HSCAN page of 10), a sorted set's first member (a scheduled task's
-    blob, its prefix cut off) or a list's first item; none if it is empty. name_is_list: whether
-    the key `name` itself is a list, as a queue's is."""
+    up to 10 of a hash's field names (HRANDFIELD: all of a small hash's; never its values), a sorted
+    set's first member (a scheduled task's blob, its prefix cut off) or a list's first item; none if
+    it is empty. name_is_list: whether the key `name` itself is a list, as a queue's is."""
 
     name: str
     suffix: str
@@ -65,7 +71,7 @@ def candidates(conn: redis.Redis) -> Candidates:
         for name, suffix in typed:
             kind = KEY_TYPES[suffix]
             if kind == "hash":
-                pipe.hscan(name + suffix, 0, count=10)
+                pipe.hrandfield(name + suffix, 10)  # field names only: a processing hash's values are tasks
             elif kind == "zset":
                 pipe.zrange(name + suffix, 0, 0)
             else:
@@ -93,8 +99,8 @@ def _types(conn: redis.Redis, keys: Sequence[str]) -> List[str]:
 def _head(suffix: str, reply: object) -> List[bytes]:
     """A sample's reply as the Sample.head of a key with this suffix."""
     kind = KEY_TYPES[suffix]
-    if kind == "hash":  # HSCAN: (cursor, {field: value})
-        return list(cast(Tuple[int, Dict[bytes, bytes]], reply)[1])
+    if kind == "hash":  # HRANDFIELD: [field, ...]
+        return cast(List[bytes], reply)
     if kind == "zset":
         members = cast(List[bytes], reply)
         return [member[SCHEDULED_PREFIX_BYTES:] for member in members] if suffix == SCHEDULED_SUFFIX else members
@@ -182,18 +188,16 @@ def live_workers(conn: redis.Redis, name: str, now: float) -> List[Worker]:
     return [Worker(member.decode(errors="replace"), expires) for member, expires in live]
 
 
-def live_holders(conn: redis.Redis, name: str, limit: int) -> List[Tuple[str, bytes]]:
-    """(worker id, blob) for the tasks held in the queue (at most limit, read with HSCAN) whose
-    worker's keep-alive key (its bare id) exists, go-delayed's workers included; a task whose
-    keep-alive is gone is a lapsed worker's, which a sweeper will requeue: left out. Two round
-    trips and those of the HSCAN."""
-    held: List[Tuple[str, bytes]] = []
-    for field, blob in conn.hscan_iter(QueueKeys.of(name).processing, count=100):
-        held.append((cast(bytes, field).decode(errors="replace"), cast(bytes, blob)))
-        if len(held) >= limit:
-            break
+def live_holders(conn: redis.Redis, name: str, limit: int, head: int) -> List[Tuple[str, bytes, int]]:
+    """(worker id, the first head bytes of its task, the task's length) for the tasks held in the queue
+    (at most limit, read with HSCAN in a script) whose worker's keep-alive key (its bare id) exists, go-delayed's
+    workers included; a task whose keep-alive is gone is a lapsed worker's, which a sweeper will
+    requeue: left out. Two round trips, never a whole blob."""
+    reply = cast(List[object], PEEK_PROCESSING.bind(conn, QueueKeys.of(name))(limit=limit, head=head))
+    held = [(cast(bytes, reply[i]).decode(errors="replace"), cast(bytes, reply[i + 2]), cast(int, reply[i + 1]))
+            for i in range(0, len(reply), 3)]
     with conn.pipeline(transaction=False) as pipe:
-        for worker_id, _ in held:
+        for worker_id, _, _ in held:
             pipe.exists(worker_id)
         alive = pipe.execute()
     return [task for task, live in zip(held, alive) if live]
@@ -225,8 +229,48 @@ def periodic_ticks(conn: redis.Redis, names: Sequence[str], limit: int) -> List[
     return list(found.values())
 
 
-def next_scheduled(conn: redis.Redis, name: str, count: int) -> List[Tuple[bytes, float]]:
-    """The count scheduled tasks of the queue due soonest: (blob, unix time it is due), in that order."""
-    members = cast(List[Tuple[bytes, float]],
-                   conn.zrange(QueueKeys.of(name).scheduled, 0, count - 1, withscores=True))
-    return [(member[SCHEDULED_PREFIX_BYTES:], due) for member, due in members]
+def pending_heads(conn: redis.Redis, name: str, start: int, count: int, head: int) -> List[Tuple[bytes, int]]:
+    """At most count tasks of the queue from position start (0: the next a worker takes), in order, each
+    cut to its first head bytes: (head, its full length). One round trip, never a whole blob."""
+    reply = cast(List[object], PEEK_QUEUE.bind(conn, QueueKeys.of(name))(start=start, count=count, head=head))
+    return [(cast(bytes, reply[i + 1]), cast(int, reply[i])) for i in range(0, len(reply), 2)]
+
+
+class Scheduled(NamedTuple):
+    """A scheduled task as operators see it: the head of its blob, the blob's length, when it is due
+    (unix time), and its ref (see delayed.protocol.scheduled), which names its member exactly."""
+
+    head: bytes
+    length: int
+    due: float
+    ref: str
+
+
+def next_scheduled(conn: redis.Redis, name: str, count: int, start: int, head: int) -> List[Scheduled]:
+    """count scheduled tasks of the queue, in the order they are due, from position start (0: due
+    soonest), each cut to its first head bytes. One round trip, never a whole blob."""
+    peek = PEEK_SCHEDULED.bind(conn, QueueKeys.of(name))
+    reply = cast(List[List[object]], peek(start=start, count=count, head=head))
+    return [Scheduled(cast(bytes, blob_head), cast(int, length), float(cast(bytes, due)),
+                      ref_of(cast(bytes, due).decode(), cast(bytes, nonce), cast(bytes, digest).decode()))
+            for due, length, blob_head, nonce, digest in reply]
+
+
+_GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
+
+
+def find_task(conn: redis.Redis, task_id: str) -> Optional[str]:
+    """The queue whose tracked-task record (a hash, <queue>_task:<id>) holds this id, or None (the
+    first by name if several queues have one). Cost: one SCAN MATCH of the whole keyspace (every
+    node's, on a cluster) and a TYPE per key it matched; the id is matched literally, glob
+    characters and all."""
+    if not task_id:
+        return None
+    suffix = TASK_INFIX + task_id
+    pattern = "*" + _GLOB_SPECIAL.sub(r"\\\1", suffix)
+    keys = sorted({cast(bytes, raw).decode(errors="replace") for raw in conn.scan_iter(match=pattern, count=1000)})
+    keys = [key for key in keys if key.endswith(suffix) and len(key) > len(suffix)]
+    for key, kind in zip(keys, _types(conn, keys)):
+        if kind == "hash":
+            return key[: -len(suffix)]
+    return None

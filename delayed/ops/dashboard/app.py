@@ -14,7 +14,7 @@ Security model:
 import hmac
 import secrets
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from urllib.parse import urlencode
 
 import flask
@@ -23,12 +23,19 @@ from werkzeug.wrappers import Response
 
 from .. import admin
 from ...protocol.connection import error_text
-from ...errors import DeadLetterError
+from ...errors import DeadLetterError, TaskNotFoundError
 from .charts import chart
 from .sampler import Sampler, series
 
 TOKEN_COOKIE = "delayed_dashboard_token"
 PAGE = 20
+QUEUE_PAGE = 50
+"""Tasks a queue's pending and scheduled tabs show at a time."""
+SUMMARY = 1000
+"""Tasks at the head of a queue its pending tab counts by function."""
+MAX_START = 10 ** 9
+"""The furthest position a tab pages to (a larger one would not reach Redis as an integer)."""
+TABS = ("pending", "processing", "scheduled", "dead")
 LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "[::1]"}
 CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; "
        "base-uri 'none'")
@@ -115,6 +122,49 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
             periodic=admin.periodic(conn, found), every=sampler.every, window=sampler.window,
             refresh=refresh if refresh and refresh > 0 else None)
 
+    @app.get("/queue")
+    def queue_page() -> Reply:
+        """One queue, a tab at a time: pending (in order, and counted by function), processing, scheduled, dead."""
+        queue, tab, args = _queue(), flask.request.args.get("tab", "pending"), flask.request.args
+        if tab not in TABS:
+            return _message("No such tab", f"A queue's tabs are {', '.join(TABS)}.", 404)
+        start = min(max(0, args.get("start", 0, type=int)), MAX_START)
+        shown: Dict[str, Any] = {}
+        if tab == "pending":
+            shown = {"tasks": admin.pending(conn, queue, start, QUEUE_PAGE),
+                     "summary": admin.pending_by_func(conn, queue, SUMMARY), "summarised": SUMMARY}
+        elif tab == "processing":
+            shown = {"holders": admin.holders(conn, [queue])}
+        elif tab == "scheduled":
+            shown = {"tasks": admin.scheduled(conn, queue, QUEUE_PAGE, start, refs=True)}
+        else:
+            reason, func = args.get("reason", ""), args.get("func", "")
+            try:
+                letters, after = admin.filtered_dead(conn, queue, args.get("after") or None, reason, func, PAGE)
+            except DeadLetterError as exc:
+                return _message("No such dead letter", str(exc), 404)
+            shown = {"letters": letters, "after": after, "reason": reason, "func": func}
+        return flask.render_template("queue.html", queue=queue, tab=tab, tabs=TABS, row=admin.stats(conn, [queue])[0],
+                                     start=start, page=QUEUE_PAGE, **shown)
+
+    def on_scheduled(action: Callable[[redis.Redis, str, str], bool], done: str) -> Response:
+        """Run or delete the scheduled task the form's ref names, and say which happened."""
+        queue = _queue()
+        if action(conn, queue, flask.request.form.get("ref", "")):
+            flask.flash(done.format(queue=queue), "done")
+        else:
+            flask.flash(f"that task is no longer scheduled in {queue} (it became due, or was cancelled, run or "
+                        "deleted meanwhile): nothing was changed", "error")
+        return flask.redirect(flask.url_for("queue_page", queue=queue, tab="scheduled"), 303)
+
+    @app.post("/scheduled/run")
+    def run_scheduled() -> Response:
+        return on_scheduled(admin.run_scheduled, "moved the scheduled task into {queue}: it runs next")
+
+    @app.post("/scheduled/delete")
+    def delete_scheduled() -> Response:
+        return on_scheduled(admin.delete_scheduled, "deleted the scheduled task of {queue}")
+
     @app.get("/dead")
     def dead_list() -> Reply:
         queue = _queue()
@@ -151,6 +201,29 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
     def purge_confirm() -> Reply:
         queue = _queue()
         return flask.render_template("purge.html", queue=queue, count=admin.stats(conn, [queue])[0]["dead"])
+
+    @app.get("/task")
+    def task() -> Reply:
+        """A tracked task found by id on any queue: its record, result and error, and a cancel button while it waits."""
+        task_id = flask.request.args.get("id", "").strip()
+        if not task_id:
+            return _message("No task id", "Say which task: ?id=ID (its handle's .id).", 400)
+        found = admin.tracked_task(conn, task_id)
+        if found is None:
+            return _message("No such task", f"There is no tracked task {task_id} on any queue: it was never "
+                            "tracked (enqueued without result_ttl), or its record expired.", 404)
+        return flask.render_template("task.html", task=found)
+
+    @app.post("/task/cancel")
+    def cancel() -> Response:
+        queue, task_id = _queue(), flask.request.form.get("id", "")
+        try:
+            outcome = admin.cancel_task(conn, queue, task_id)
+        except TaskNotFoundError as exc:
+            flask.flash(str(exc), "error")
+        else:
+            flask.flash(outcome.reason, "done" if outcome else "error")
+        return flask.redirect(flask.url_for("task", id=task_id), 303)
 
     @app.post("/queue/pause")
     def pause() -> Response:
