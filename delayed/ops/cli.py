@@ -25,6 +25,7 @@ from .dashboard.cli import main as dashboard_main
 from ..errors import DeadLetterError
 from ..errors import QueueFullError, TaskNotFoundError, TaskTooLargeError
 from ..protocol.eviction import eviction_policy
+from ..protocol.inspect import task_queues
 from .metrics.cli import main as metrics_main
 from ..protocol.queue import Queue
 from ..wire.task import GoTask, PyTask
@@ -197,9 +198,23 @@ def _enqueue(conn: redis.Redis, args: argparse.Namespace) -> None:
           f"enqueued {json.dumps(described)} into {args.queue}")
 
 
+def _tracked_queue(conn: redis.Redis, args: argparse.Namespace) -> Queue:
+    """The queue of task args.id: --queue if given, else the one whose record of it a SCAN finds."""
+    if args.queue is not None:
+        return Queue(args.queue, conn)
+    found = task_queues(conn, args.id)
+    if not found:
+        raise CommandError(f"no record of task {args.id} on any queue: never tracked (enqueued without result_ttl), "
+                           "or it expired result_ttl seconds after the task ended")
+    if len(found) > 1:
+        raise CommandError(f"task {args.id} has records on several queues ({', '.join(found)}): name one with --queue",
+                           status=2)
+    return Queue(found[0], conn)
+
+
 def _task(conn: redis.Redis, args: argparse.Namespace) -> None:
     try:
-        info = Queue(args.queue, conn).task_info(args.id).as_dict()
+        info = _tracked_queue(conn, args).task_info(args.id).as_dict()
     except TaskNotFoundError as exc:
         raise CommandError(str(exc)) from None
     info["result"] = preview.value(info["result"])  # whatever the task returned, shown bounded
@@ -230,7 +245,7 @@ def _local_time(timestamp: float) -> str:
 
 def _cancel(conn: redis.Redis, args: argparse.Namespace) -> None:
     try:
-        outcome = Queue(args.queue, conn).cancel(args.id)
+        outcome = _tracked_queue(conn, args).cancel(args.id)
     except TaskNotFoundError as exc:
         raise CommandError(str(exc)) from None
     if args.json:
@@ -298,6 +313,9 @@ def front_parser() -> argparse.ArgumentParser:
     return front
 
 
+FOUND_QUEUE = "the queue that tracks it (default: the one holding a record of it, found with one SCAN)"
+
+
 def parser() -> argparse.ArgumentParser:
     common = _common(defaults=True)
     top = argparse.ArgumentParser(prog="delayed", description=__doc__)
@@ -349,11 +367,11 @@ def parser() -> argparse.ArgumentParser:
 
     task = commands.add_parser("task", parents=[common], help="a tracked task's status, result or error")
     task.add_argument("id", metavar="ID", help="the task's id (its handle's .id)")
-    task.add_argument("--queue", default="default", help="(default: %(default)s)")
+    task.add_argument("--queue", help=FOUND_QUEUE)
     cancel = commands.add_parser("cancel", parents=[common], help="cancel a tracked task that waits "
                                  "(scheduled, pending or retrying); a running one is not interrupted")
     cancel.add_argument("id", metavar="ID", help="the task's id (its handle's .id)")
-    cancel.add_argument("--queue", default="default", help="(default: %(default)s)")
+    cancel.add_argument("--queue", help=FOUND_QUEUE)
     for name, help_text in (("pause", "our workers take no new task from these queues (go-delayed's do)"),
                             ("resume", "resume paused queues")):
         pausing = commands.add_parser(name, parents=[common], help=help_text)

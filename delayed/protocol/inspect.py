@@ -2,6 +2,7 @@
 holds what, its scheduled tasks and periodic entries. Replies come back as plain data; what to show
 and how is delayed.ops.admin's."""
 import math
+import re
 import time
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, cast
@@ -11,8 +12,8 @@ import redis
 from .connection import is_cluster
 from .scripts import Script
 from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, LEGACY_PERIODIC_KEY,
-                         NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_PREFIX_BYTES, SCHEDULED_SUFFIX, WORKERS_SUFFIX,
-                         QueueKeys)
+                         NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_PREFIX_BYTES, SCHEDULED_SUFFIX, TASK_INFIX,
+                         WORKERS_SUFFIX, QueueKeys)
 
 WAITING_SINCE = Script("waiting_since")
 
@@ -76,10 +77,24 @@ def candidates(conn: redis.Redis) -> Candidates:
     return Candidates(samples, streams)
 
 
-def _keys(conn: redis.Redis) -> Iterator[str]:
-    """Every key in the database (every node's, on a cluster), decoded."""
-    for raw in conn.scan_iter(count=1000):
+def _keys(conn: redis.Redis, match: Optional[str] = None) -> Iterator[str]:
+    """Every key in the database (every node's, on a cluster), or those matching the glob pattern
+    match, decoded."""
+    for raw in conn.scan_iter(match=match, count=1000):
         yield cast(bytes, raw).decode(errors="replace")
+
+
+def task_queues(conn: redis.Redis, task_id: str) -> List[str]:
+    """The queues holding a tracked record of task_id (a hash N_task:<id>), by name: one SCAN MATCH
+    of `*_task:<id>` (Redis filters the keys; none comes back but those), then their TYPEs."""
+    suffix = TASK_INFIX + task_id
+    keys = sorted(key for key in _keys(conn, "*" + _GLOB_SPECIAL.sub(r"\\\g<0>", suffix))
+                  if key.endswith(suffix) and len(key) > len(suffix))
+    return [key[: -len(suffix)] for key, kind in zip(keys, _types(conn, keys)) if kind == "hash"]
+
+
+_GLOB_SPECIAL = re.compile(r"[*?\[\]\\]")
+"""What a SCAN MATCH pattern reads as a wildcard or an escape: escaped to match an id as it is."""
 
 
 def _types(conn: redis.Redis, keys: Sequence[str]) -> List[str]:
