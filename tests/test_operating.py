@@ -68,7 +68,8 @@ def test_json_output_is_json_all_the_way_down(conn, redis_server):
     ]
     status, out, err = run("enqueue", "main.Add", "1", "[2]", "--go", "--queue", "go", "--json", url=redis_server.url)
     assert status == 0, err
-    assert json.loads(out) == {"enqueued": {"go": True, "func": "main.Add", "payload": [1, [2]]}, "queue": "go"}
+    assert json.loads(out) == {"enqueued": {"go": True, "func": "main.Add", "payload": [1, [2]]}, "queue": "go",
+                               "id": None, "delay": None}
     status, out, err = run("enqueue", "tests.tasks:record", "x", "--json", url=redis_server.url)
     assert json.loads(out)["enqueued"] == {"func": "tests.tasks:record", "args": ["x"], "kwargs": {}, "retry": 0,
                                            "options": {}}
@@ -321,6 +322,8 @@ def test_help_does_not_show_the_password_in_delayed_redis_url():
     (["enqueue", "tasks:add", "--delay", "-5"], "argument --delay: must be a positive number"),
     (["enqueue", "tasks:add", "--retry", "-2"], "argument --retry: must be -1 (forever) or more"),
     (["scheduled", "list", "--limit", "0"], "argument --limit: must be a positive number"),
+    (["enqueue", "tasks:add", "--result-ttl", "0"], "argument --result-ttl: must be a positive number"),
+    (["enqueue", "main.Add", "--go", "--result-ttl", "60"], "--result-ttl tracks PyTasks only"),
 ])
 def test_bad_enqueue_input_is_one_line_exit_2_and_writes_nothing(conn, redis_server, words, message):
     conn.set("keep", "me")
@@ -342,3 +345,18 @@ def test_scheduled_list_shows_a_task_due_never(conn, redis_server):
     status, out, err = run("scheduled", "list", "--json", url=redis_server.url)
     assert status == 0, err
     assert json.loads(out)[0]["due"] == "inf"
+
+
+def test_enqueue_result_ttl_tracks_the_task_and_says_its_id_and_its_delay(conn, redis_server, capsys):
+    url = ["--redis-url", redis_server.url]
+    assert main(["enqueue", "tests.tasks:add", "1", "2", "--queue", "q", "--result-ttl", "60", *url]) == 0
+    out = capsys.readouterr().out
+    task_id = re.fullmatch(r'enqueued \{.*\} into q; tracked as task ([0-9a-f]{32}) \(delayed task \1\)\n', out)[1]
+    assert Queue("q", conn).task_info(task_id).status == "pending"
+    assert main(["enqueue", "tests.tasks:add", "--delay", "300", "--result-ttl", "60", "--json", *url]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["delay"] == 300 and Queue("default", conn).task_info(shown["id"]).status == "scheduled"
+    assert main(["enqueue", "tests.tasks:add", "--delay", "2.5", *url]) == 0
+    assert capsys.readouterr().out.endswith(" into default, due in 2.5 s\n")
+    assert main(["enqueue", "tests.tasks:add", "--json", *url]) == 0
+    assert json.loads(capsys.readouterr().out)["id"] is None

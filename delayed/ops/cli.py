@@ -187,15 +187,22 @@ def _enqueue(conn: redis.Redis, args: argparse.Namespace) -> None:
         if kwargs is not None and not isinstance(kwargs, dict):
             raise CommandError(f"--kwargs must be a JSON object, got {args.kwargs}", status=2)
         task = PyTask(args.func, values, kwargs, args.retry)
+    if args.go and args.result_ttl is not None:
+        raise CommandError("--result-ttl tracks PyTasks only: a go-delayed worker would not write the record", status=2)
     try:
-        Queue(args.queue, conn).enqueue(task, delay=args.delay)
+        handle = Queue(args.queue, conn).enqueue(task, delay=args.delay, result_ttl=args.result_ttl)
     except TaskTooLargeError as exc:
         raise CommandError(str(exc), status=2) from None
     except QueueFullError as exc:
         raise CommandError(str(exc)) from None
     described = admin.describe_task(task.serialize())
-    print(json.dumps({"enqueued": described, "queue": args.queue}) if args.json else
-          f"enqueued {json.dumps(described)} into {args.queue}")
+    task_id = None if handle is None else handle.id
+    if args.json:
+        print(json.dumps({"enqueued": described, "queue": args.queue, "id": task_id, "delay": args.delay}))
+        return
+    print(f"enqueued {json.dumps(described)} into {args.queue}" +
+          ("" if args.delay is None else f", due in {args.delay:g} s") +
+          ("" if task_id is None else f"; tracked as task {task_id} (delayed task {task_id})"))
 
 
 def _tracked_queue(conn: redis.Redis, args: argparse.Namespace) -> Queue:
@@ -363,6 +370,9 @@ def parser() -> argparse.ArgumentParser:
     enqueue.add_argument("--kwargs", metavar="JSON", help='keyword arguments, e.g. \'{"b": 2}\'')
     enqueue.add_argument("--retry", type=_retry, default=0, help="runs after a failure; -1: forever (default: 0)")
     enqueue.add_argument("--delay", type=positive(float), metavar="SECONDS", help="hold it this long first")
+    enqueue.add_argument("--result-ttl", type=positive(float), metavar="SECONDS",
+                         help="track it (prints its id, for `delayed task ID`): its record is kept this long after "
+                              "it ended (PyTasks only)")
     enqueue.add_argument("--go", action="store_true", help="a GoTask for a go-delayed worker")
 
     task = commands.add_parser("task", parents=[common], help="a tracked task's status, result or error")
