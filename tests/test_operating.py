@@ -360,3 +360,18 @@ def test_enqueue_result_ttl_tracks_the_task_and_says_its_id_and_its_delay(conn, 
     assert capsys.readouterr().out.endswith(" into default, due in 2.5 s\n")
     assert main(["enqueue", "tests.tasks:add", "--json", *url]) == 0
     assert json.loads(capsys.readouterr().out)["id"] is None
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:6501", "http://127.0.0.1:6501/0", "redis://127.0.0.1:notaport/0", ""])
+@pytest.mark.parametrize("command", ["delayed stats", "delayed.worker tests.tasks", "delayed.sweeper",
+                                     "delayed.scheduler tests.schedule_fast"])
+def test_a_malformed_redis_url_is_a_usage_error_naming_every_scheme(command, url):
+    module, *words = command.split()
+    status, out, err = run(*words, "--redis-url", url, module=module)
+    assert status == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"{module}: not a valid Redis URL: "), err
+    if "notaport" in url:
+        assert "Port could not be cast to integer value as 'notaport'" in err
+    else:
+        assert err.endswith("a Redis URL starts with one of redis://, rediss://, unix://, redis+cluster://, "
+                            "rediss+cluster://, redis+sentinel://\n"), err

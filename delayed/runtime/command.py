@@ -78,7 +78,8 @@ def client(args: argparse.Namespace) -> redis.Redis:
 
 
 def connect_checked(args: argparse.Namespace, stopping: Callable[[], bool] = lambda: False) -> redis.Redis:
-    """A client for args.redis_url that has answered a PING, or a CommandError that says why not.
+    """A client for args.redis_url that has answered a PING, or a CommandError that says why not:
+    a URL that does not parse is a usage error (exit status 2), a Redis that does not answer exit 1.
 
     No message holds the URL's password: the URL is shown redacted, and redis-py's own message
     is scrubbed of it (or left out for a URL that does not parse, which may quote any piece of it).
@@ -88,13 +89,13 @@ def connect_checked(args: argparse.Namespace, stopping: Callable[[], bool] = lam
         raise CommandError(f"the password in {redacted(url)} holds a '/': percent-encode it as %2F",
                            status=2)
     try:
-        conn = client(args)
+        conn = client(args)  # a RedisCluster connects here
         once_more_if_dropped(lambda: ping(conn), stopping)
     except RedisURLError as exc:  # ours: says what is wrong, without the password
-        raise CommandError(f"cannot reach Redis at {exc}") from None
-    except (ValueError, TypeError) as exc:  # a URL that does not parse
-        detail = "not a valid Redis URL" if secrets_of(url) else f"not a valid Redis URL ({exc})"
-        raise CommandError(f"cannot reach Redis at {redacted(url)}: {detail}") from None
+        raise CommandError(f"not a valid Redis URL: {exc}", status=2) from None
+    except (ValueError, TypeError) as exc:  # redis-py's parse of the URL
+        detail = "" if secrets_of(url) else f" ({exc})"
+        raise CommandError(f"not a valid Redis URL: {redacted(url)}{detail}", status=2) from None
     except UNREACHABLE as exc:  # unreachable, refused, or refused our password
         raise _unreachable(url, exc, conn if isinstance(exc, MasterNotFoundError) else None) from None
     return conn
