@@ -375,3 +375,17 @@ def test_a_malformed_redis_url_is_a_usage_error_naming_every_scheme(command, url
     else:
         assert err.endswith("a Redis URL starts with one of redis://, rediss://, unix://, redis+cluster://, "
                             "rediss+cluster://, redis+sentinel://\n"), err
+
+
+@pytest.mark.parametrize("command", ["delayed task {id}", "delayed --json task {id}", "delayed stats", "delayed --help",
+                                     "delayed dead list --help", "delayed.worker --help"])
+def test_a_reader_that_goes_away_ends_the_command_quietly(conn, redis_server, command):
+    """With status 141, as a shell says of a process SIGPIPE killed; --help with 0, or 141 when its
+    text did not fit in one write (argparse swallows a failed write)."""
+    task_id = Queue("q", conn).enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=60).id
+    module, *words = command.format(id=task_id).split()
+    process = subprocess.Popen([sys.executable, "-m", module, *words, "--redis-url", redis_server.url], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # as `| head -0` would: whatever the command writes goes nowhere
+    err = process.stderr.read().decode()
+    assert process.wait(30) in ((0, 141) if "--help" in words else (141,)) and err == "", err

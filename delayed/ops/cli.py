@@ -15,7 +15,8 @@ import redis
 
 from . import admin
 from ..wire import preview
-from ..runtime.command import CommandError, add_connection_options, connect_checked, positive, run_command
+from ..runtime.command import (CommandError, add_connection_options, connect_checked, positive, quiet_on_closed_pipe,
+                               run_command)
 from ..scheduler.cli import main as scheduler_main
 from ..sweeper.cli import main as sweeper_main
 from ..worker.cli import main as worker_main
@@ -390,7 +391,12 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """`delayed [OPTIONS] COMMAND ...`: the options before COMMAND go after it, to COMMAND's own parser."""
+    """`delayed [OPTIONS] COMMAND ...`: the options before COMMAND go after it, to COMMAND's own parser;
+    a closed stdout, even under --help, ends it quietly."""
+    return quiet_on_closed_pipe(lambda: _main(argv))
+
+
+def _main(argv: Optional[Sequence[str]]) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     front = front_parser()
     first = front.parse_args(words)

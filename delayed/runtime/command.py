@@ -4,6 +4,7 @@ import importlib.util
 import logging
 import math
 import os
+import signal
 import socket
 import sys
 import time
@@ -191,15 +192,38 @@ def check_cluster_names(conn: redis.Redis, names: Sequence[str]) -> None:
 
 def run_command(prog: str, main: Callable[[argparse.Namespace], int], parser: argparse.ArgumentParser,
          argv: Optional[Sequence[str]]) -> int:
-    """Parse argv, hide its Redis password from `ps`, run main; a CommandError is one line on stderr."""
-    args = parser.parse_args(argv)
-    cmdline.hide(secrets_of(args.redis_url))  # before anything forks: children inherit the command line
-    logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
+    """Parse argv, hide its Redis password from `ps`, run main; a CommandError is one line on stderr,
+    a closed stdout ends it quietly (see quiet_on_closed_pipe)."""
+    def run() -> int:
+        args = parser.parse_args(argv)
+        cmdline.hide(secrets_of(args.redis_url))  # before anything forks: children inherit the command line
+        logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
+        try:
+            return main(args)
+        except CommandError as exc:
+            print(f"{prog}: {exc}", file=sys.stderr)
+            return exc.status
+
+    return quiet_on_closed_pipe(run)
+
+
+CLOSED_PIPE_STATUS = 128 + signal.SIGPIPE
+"""The exit status of a command whose stdout's reader went away: a shell's for a process SIGPIPE killed."""
+
+
+def quiet_on_closed_pipe(run: Callable[[], int]) -> int:
+    """run(), its output flushed; if the reader of stdout went away (`delayed task ID | head -1`), the
+    command ends there with CLOSED_PIPE_STATUS and no BrokenPipeError traceback, as `yes | head` does."""
     try:
-        return main(args)
-    except CommandError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return exc.status
+        try:
+            return run()
+        finally:  # also as argparse's --help exits
+            sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python flushes stdout once more as it exits: into nothing
+        os.close(devnull)
+        return CLOSED_PIPE_STATUS
 
 
 def add_dead_options(parser: argparse.ArgumentParser) -> None:
