@@ -107,8 +107,10 @@ def _dead(conn: redis.Redis, args: argparse.Namespace) -> None:
     try:
         if args.action == "list":
             rows = [admin.describe_dead(entry)
-                    for entry in admin.dead_letters(conn, args.queue, args.after, args.limit)]
-            _show(args, rows, ("id", "reason", "func", "failed_at", "error"))
+                    for entry in admin.dead_letters(conn, args.queue, args.after, args.limit + 1)]
+            _show(args, rows[:args.limit], ("id", "reason", "func", "failed_at", "error"))
+            if len(rows) > args.limit:  # on stderr: stdout stays the table, or JSON
+                print(f"more: --after {rows[args.limit - 1]['id']}", file=sys.stderr)
         elif args.action == "show" and args.raw:
             _raw_task(admin.dead_letter(conn, args.queue, args.id, whole=True))
         elif args.action == "show":
@@ -346,7 +348,8 @@ def parser() -> argparse.ArgumentParser:
         action.add_argument("--queue", default="default", help="(default: %(default)s)")
         if name == "list":
             action.add_argument("--after", metavar="ID", help="start after this letter (default: the oldest)")
-            action.add_argument("--limit", type=int, default=20)
+            action.add_argument("--limit", type=positive(int), default=20, metavar="N",
+                                help="letters shown; if more remain, stderr says how to page on (default: %(default)s)")
         elif name == "show":
             action.add_argument("id", metavar="ID")
             action.add_argument("--raw", action="store_true", help="write the task's bytes, whole, to stdout (without "
