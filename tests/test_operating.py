@@ -389,3 +389,38 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(conn, redis_server, co
     process.stdout.close()  # as `| head -0` would: whatever the command writes goes nowhere
     err = process.stderr.read().decode()
     assert process.wait(30) in ((0, 141) if "--help" in words else (141,)) and err == "", err
+
+
+@pytest.mark.parametrize("words", [
+    ["stats", "--queue", ""], ["dead", "list", "--queue", ""], ["pause", ""], ["enqueue", "tests.tasks:add", "--queue",
+    "a_noti"], ["resume", "q", "x_dead_letters"], ["task", "abc", "--queue", "x_processing"],
+    ["workers", "--queue", "q", "--queue", "q_paused"],
+])
+def test_the_delayed_command_refuses_a_name_no_queue_can_have(conn, redis_server, words):
+    status, out, err = run(*words, url=redis_server.url)
+    assert status == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith("delayed: a queue's name cannot be empty" if "" in words else "delayed: queue name '"), err
+    assert conn.keys() == []
+
+
+@pytest.mark.parametrize("command", ["delayed.worker tests.tasks", "delayed.sweeper"])
+def test_the_roles_refuse_a_name_no_queue_can_have(redis_server, command):
+    module, *words = command.split()
+    status, out, err = run(*words, "--queue", "default", "--queue", "default_scheduled", url=redis_server.url,
+                           module=module)
+    assert status == 2 and err.count("\n") == 1, err
+    assert err == f"{module}: queue name 'default_scheduled' is a key of queue 'default' (its _scheduled key): " \
+                  "the two queues would mix their keys; name it otherwise\n"
+
+
+def test_pausing_a_queue_that_does_not_exist_warns_with_the_ones_that_do(conn, redis_server):
+    Queue("default", conn).enqueue(PyTask("tests.tasks:record"))
+    Queue("mail", conn).enqueue(PyTask("tests.tasks:record"))
+    status, out, err = run("pause", "defualt", "mail", url=redis_server.url)
+    assert status == 0 and out.startswith("paused defualt") and "paused mail" in out
+    assert err == "delayed: warning: no queue named 'defualt' has keys now (queues found: default, mail); paused all " \
+                  "the same\n"
+    status, out, err = run("resume", "defualt", "mail", url=redis_server.url)  # it was paused: no typo
+    assert status == 0 and err == "", err
+    status, out, err = run("resume", "nosuch", url=redis_server.url)
+    assert status == 0 and err.startswith("delayed: warning: no queue named 'nosuch' has keys now"), err

@@ -47,7 +47,7 @@ def _first_letter_is_ours(conn: redis.Redis, name: str) -> bool:
     may be of any size)."""
     try:
         letters = Queue(name, conn).dead.list(count=1, migrate=False, head=PREVIEW_BYTES)
-    except ValueError:  # a name without a hash tag, on a Redis Cluster: no queue of ours
+    except ValueError:  # a name no queue can have (e.g. without a hash tag, on a Redis Cluster): not ours
         return False
     return bool(letters) and letters[0]["reason"] != UNDECODABLE
 

@@ -15,8 +15,8 @@ import redis
 
 from . import admin
 from ..wire import preview
-from ..runtime.command import (CommandError, add_connection_options, connect_checked, positive, quiet_on_closed_pipe,
-                               run_command)
+from ..runtime.command import (CommandError, add_connection_options, check_queue_names, connect_checked, positive,
+                               quiet_on_closed_pipe, run_command)
 from ..scheduler.cli import main as scheduler_main
 from ..sweeper.cli import main as sweeper_main
 from ..worker.cli import main as worker_main
@@ -269,9 +269,13 @@ def _cancel(conn: redis.Redis, args: argparse.Namespace) -> None:
 def _pause(conn: redis.Redis, args: argparse.Namespace) -> None:
     """pause/resume: each named queue, saying what changed (go-delayed's workers do not pause)."""
     pausing = args.command == "pause"
+    known = admin.queue_names(conn)
     rows = []
     for name in args.names:
         changed = admin.set_paused(conn, name, pausing)
+        if name not in known and (pausing or not changed):  # a typo? (a queue resumed was one)
+            print(f"delayed: warning: no queue named {name!r} has keys now (queues found: "
+                  f"{', '.join(known) or 'none'}); {'paused' if pausing else 'resumed'} all the same", file=sys.stderr)
         rows.append({"queue": name, "paused": pausing, "changed": changed})
         if not args.json:
             print(f"{'paused' if pausing else 'resumed'} {name}" + ("" if changed else
@@ -280,6 +284,12 @@ def _pause(conn: redis.Redis, args: argparse.Namespace) -> None:
                    if pausing and changed else ""))
     if args.json:
         print(json.dumps(rows))
+
+
+def _named_queues(args: argparse.Namespace) -> List[str]:
+    """The queues a command names: its --queue (once, or repeated) and pause's or resume's NAMEs."""
+    named = getattr(args, "queue", None)
+    return [*([named] if isinstance(named, str) else named or []), *getattr(args, "names", [])]
 
 
 def _retry(text: str) -> int:
@@ -411,7 +421,9 @@ def _main(argv: Optional[Sequence[str]]) -> int:
 
     def command(args: argparse.Namespace) -> int:
         try:
-            COMMANDS[args.command](connect_checked(args), args)
+            conn = connect_checked(args)
+            check_queue_names(conn, _named_queues(args))
+            COMMANDS[args.command](conn, args)
         except KeyboardInterrupt:
             pass
         except redis.RedisError as exc:  # e.g. --queue naming another program's key: WRONGTYPE

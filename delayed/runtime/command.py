@@ -18,7 +18,7 @@ from ..protocol.connection import (DEFAULT_REDIS_URL, RedisURLError, connect, is
                                    redacted, scrubbed, secrets_of, sentinels_say)
 from ..protocol.eviction import eviction_policy
 from ..protocol.dead_letters import DEFAULT_DEAD_MAX, DEFAULT_DEAD_MAX_AGE
-from ..wire.keys import check_cluster_name
+from ..wire.keys import check_queue_name
 from . import cmdline
 from .lifecycle import Lifecycle
 
@@ -179,15 +179,16 @@ def connect_unless_stopped(args: argparse.Namespace, lifecycle: Lifecycle,
     return conn
 
 
-def check_cluster_names(conn: redis.Redis, names: Sequence[str]) -> None:
-    """On a Redis Cluster, a CommandError (exit 2) in one line for the first queue name without a
-    hash tag, saying how to name it (see delayed.wire.keys.check_cluster_name); elsewhere nothing."""
-    if is_cluster(conn):
-        for name in names:
-            try:
-                check_cluster_name(name)
-            except ValueError as exc:
-                raise CommandError(str(exc), status=2) from None
+def check_queue_names(conn: redis.Redis, names: Sequence[str]) -> None:
+    """A CommandError (exit 2) in one line for the first name no queue can have (empty, another
+    queue's key, or on a Redis Cluster without a hash tag), saying why (see
+    delayed.wire.keys.check_queue_name)."""
+    cluster = is_cluster(conn)
+    for name in names:
+        try:
+            check_queue_name(name, cluster)
+        except ValueError as exc:
+            raise CommandError(str(exc), status=2) from None
 
 
 def run_command(prog: str, main: Callable[[argparse.Namespace], int], parser: argparse.ArgumentParser,

@@ -10,7 +10,7 @@ from typing import Any, Callable, List, Optional, Sequence
 from ..protocol.producer import DEFAULT_MAX_TASK_SIZE
 from ..protocol.queue import Queue
 from ..runtime.command import (CommandError, add_connection_options, add_dead_options, add_eviction_option, client,
-                               check_cluster_names, connect_unless_stopped, metrics_unavailable, positive, run_command)
+                               check_queue_names, connect_unless_stopped, metrics_unavailable, positive, run_command)
 from ..runtime.lifecycle import Lifecycle
 from . import metrics as task_metrics
 from .allowlist import Allowlist, submodule_names
@@ -106,7 +106,7 @@ def _worker(args: argparse.Namespace) -> int:
         conn = connect_unless_stopped(args, lifecycle, logging.getLogger("delayed.worker"))
         if conn is None:
             return lifecycle.exit_status
-        check_cluster_names(conn, queue_names)
+        check_queue_names(conn, queue_names)
         conn.close()
 
         def make_worker(on_online: Optional[Callable[[], Any]] = None) -> Worker:
