@@ -61,13 +61,16 @@ def test_ids_are_stable_across_requeues_and_a_requeued_task_is_notified(conn, re
     ids = [row["id"] for row in listed(redis_server.url)]
     assert len(set(ids)) == 3
     status, out, err = delayed(redis_server.url, "dead", "requeue", ids[0], "--queue", "q")
-    assert status == 0 and out.strip() == "requeued 1 tasks into q", err
+    assert status == 0 and out.strip() == "requeued 1 task into q", err
     assert conn.lrange("q", 0, -1) == [PyTask("m:f", [0]).serialize()] and conn.llen("q_noti") == 1
     status, out, _ = delayed(redis_server.url, "dead", "show", ids[2], "--queue", "q", "--json")
     assert status == 0 and json.loads(out)["id"] == ids[2] and json.loads(out)["task"]["args"] == [2]
     assert [row["id"] for row in listed(redis_server.url)] == ids[1:]
     status, out, _ = delayed(redis_server.url, "dead", "delete", ids[1], "--queue", "q")
     assert status == 0 and [row["id"] for row in listed(redis_server.url)] == ids[2:]
+    assert out == "deleted 1 dead letter of q\n"
+    status, out, _ = delayed(redis_server.url, "dead", "purge", "--yes", "--queue", "q")
+    assert status == 0 and out == "purged 1 dead letter of q\n"
 
 
 def test_dead_list_says_when_more_letters_remain_and_how_to_page_on(conn, redis_server, queue):

@@ -103,8 +103,11 @@ def test_a_worker_with_nothing_to_allow_refuses_to_start_saying_what_to_pass(tmp
     (tmp_path / "jobs" / "mail.py").write_text("def send(to):\n    pass\n")
     process = worker_in(tmp_path, "jobs")
     assert process.returncode == 2 and process.stderr.count("\n") == 1
-    assert process.stderr.startswith("delayed.worker: jobs define no function to allow")
+    assert process.stderr.startswith("delayed.worker: jobs defines no function to allow")
     assert process.stderr.rstrip().endswith("pass the modules that define them such as jobs.mail")
+    (tmp_path / "empty_mod.py").write_text("")
+    process = worker_in(tmp_path, "jobs", "empty_mod")
+    assert process.returncode == 2 and process.stderr.startswith("delayed.worker: jobs empty_mod define no function")
 
 
 def test_debug_logging_lists_the_allowed_functions(tmp_path, redis_server):

@@ -125,17 +125,22 @@ def _dead(conn: redis.Redis, args: argparse.Namespace) -> None:
             moved = admin.requeue_dead(conn, args.queue, None if args.all else args.ids, progress)
             if progress is not None:
                 print(file=sys.stderr)
-            print(json.dumps({"requeued": moved}) if args.json else f"requeued {moved} tasks into {args.queue}")
+            print(json.dumps({"requeued": moved}) if args.json else f"requeued {_counted(moved, 'task')} into {args.queue}")
         elif args.action == "delete":
             deleted = admin.delete_dead(conn, args.queue, args.ids)
-            print(json.dumps({"deleted": deleted}) if args.json else f"deleted {deleted} dead letters of {args.queue}")
+            print(json.dumps({"deleted": deleted}) if args.json else f"deleted {_counted(deleted, 'dead letter')} of {args.queue}")
         else:
             if not args.yes:
                 raise CommandError("dead purge deletes every dead letter of the queue: add --yes", status=2)
             purged = admin.purge_dead(conn, args.queue)
-            print(json.dumps({"purged": purged}) if args.json else f"purged {purged} dead letters of {args.queue}")
+            print(json.dumps({"purged": purged}) if args.json else f"purged {_counted(purged, 'dead letter')} of {args.queue}")
     except DeadLetterError as exc:  # an id that names no letter: said in one line, exit status 1
         raise CommandError(str(exc)) from None
+
+
+def _counted(count: int, noun: str) -> str:
+    """'1 task', '2 tasks', '0 tasks'."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _raw_task(entry: Dict[str, Any]) -> None:

@@ -74,7 +74,7 @@ def _allowlist(names: Sequence[str]) -> Allowlist:
     if not len(allowlist):
         inside = [sub for module in modules for sub in submodule_names(module)]
         instead = f" such as {', '.join(inside)}" if inside else ""
-        raise CommandError(f"{' '.join(names)} define no function to allow (a module allows only the public "
+        raise CommandError(f"{' '.join(names)} {'defines' if len(names) == 1 else 'define'} no function to allow (a module allows only the public "
                            f"functions defined in it, not those it imports): pass the modules that define "
                            f"them{instead}", status=2)
     logging.getLogger("delayed.worker").debug("allowed functions: %s", ", ".join(allowlist.paths()))
