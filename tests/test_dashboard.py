@@ -342,6 +342,8 @@ def test_a_missing_letter_is_a_clear_message(conn, dashboard):
     assert status == 404 and "not a dead letter id: nonsense" in page
     status, page = web.get("/dead/show?id=1-0")
     assert status == 400 and "Say which queue" in page
+    status, page = web.get("/dead?queue=default_noti")
+    assert status == 400 and "queue name &#39;default_noti&#39; is a key of queue &#39;default&#39;" in page, page
     before = snapshot(conn)
     status, headers, _ = web.request("POST", "/dead/requeue", {"queue": "default", "id": "1-0", "csrf": web.csrf()})
     assert status == 303
