@@ -119,7 +119,7 @@ def test_dead_list_show_requeue_purge(conn, redis_server, busy):
     assert delayed(redis_server.url, "dead", "show", "7-0", "--queue", "q", check=False)[0] == 1
 
     requeued = delayed(redis_server.url, "dead", "requeue", rows[0]["id"], "--queue", "q")
-    assert requeued.strip() == "requeued 1 tasks into q"
+    assert requeued.strip() == "requeued 1 task into q"
     assert conn.lrange("q", -1, -1) == [PyTask("os:system", ["x"]).serialize()] and conn.llen("q_noti") == 3
     assert [row["reason"] for row in Queue("q", conn).dead.list()] == ["malformed"]
 

@@ -200,3 +200,13 @@ def test_a_tracked_task_s_record_lives_in_its_queue_s_slot(cluster):
     assert queue.cancel(waiting.id) and waiting.status() == "cancelled"
     WorkerOps(queue).claim_batch((worker_id,), (), {worker_id: Tracked(handle.id, 0.01, *pack_result(42, 1000))})
     assert handle.result(timeout=1) == 42
+
+
+def test_delayed_task_finds_a_tracked_task_on_whichever_primary_holds_it(cluster, capsys):
+    from delayed.ops.cli import main
+
+    handles = [Queue(name, connect(cluster.url)).enqueue(ONE, result_ttl=60) for name in ("{a}", "{b}", "{c}")]
+    assert len({cluster.primary_for(name).port for name in ("{a}", "{b}", "{c}")}) > 1  # the SCAN visits each
+    for handle in handles:
+        assert main(["task", handle.id, "--redis-url", cluster.url]) == 0
+        assert capsys.readouterr().out.splitlines()[:2] == [f"id: {handle.id}", "status: pending"]

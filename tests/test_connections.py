@@ -95,12 +95,16 @@ def test_tls_flags_need_a_rediss_url(redis_server):
     assert output.strip() == "delayed.sweeper: --tls-ca, --tls-cert and --tls-key need a rediss:// URL"
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1/", "unix:///nonexistent/redis.sock", "redis://127.0.0.1:notaport"])
-def test_a_bad_or_dead_url_is_one_line(url):
+@pytest.mark.parametrize("url, status, says", [
+    ("http://127.0.0.1/", 2, "not a valid Redis URL: http://127.0.0.1/: a Redis URL starts with one of "),
+    ("redis://127.0.0.1:notaport", 2, "not a valid Redis URL: redis://127.0.0.1:notaport (Port could not be cast"),
+    ("unix:///nonexistent/redis.sock", 1, "cannot reach Redis at unix:///nonexistent/redis.sock: "),
+])
+def test_a_bad_or_dead_url_is_one_line(url, status, says):
     process = spawn("delayed.worker", "tests.tasks", redis_url=url)
     output, _ = process.communicate(timeout=10)
-    assert process.returncode == 1
-    assert output.count("\n") == 1 and output.startswith("delayed.worker: cannot reach Redis at ")
+    assert process.returncode == status
+    assert output.count("\n") == 1 and output.startswith("delayed.worker: " + says), output
 
 
 @pytest.mark.parametrize("url, says", [
@@ -111,7 +115,7 @@ def test_a_bad_or_dead_url_is_one_line(url):
 def test_a_malformed_cluster_or_sentinel_url_is_one_line_without_its_password(url, says):
     process = spawn("delayed.sweeper", redis_url=url)
     output, _ = process.communicate(timeout=10)
-    assert process.returncode == 1
+    assert process.returncode == 2
     assert output.count("\n") == 1 and says in output and "s3cret" not in output, output
 
 

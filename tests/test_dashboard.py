@@ -350,6 +350,8 @@ def test_a_missing_letter_is_a_clear_message(conn, dashboard):
     assert status == 404 and "not a dead letter id: nonsense" in page
     status, page = web.get("/dead/show?id=1-0")
     assert status == 400 and "Say which queue" in page
+    status, page = web.get("/dead?queue=default_noti")
+    assert status == 400 and "queue name &#39;default_noti&#39; is a key of queue &#39;default&#39;" in page, page
     before = snapshot(conn)
     status, headers, _ = web.request("POST", "/dead/requeue", {"queue": "default", "id": "1-0", "csrf": web.csrf()})
     assert status == 303
@@ -634,7 +636,8 @@ def test_an_unknown_task_id_is_a_404_saying_so_and_glob_characters_match_only_th
     status, page = web.get("/task?id=" + handle.id)
     assert status == 200 and 'class="status">pending<' in page
     conn.hset("other_task:" + handle.id, "status", "done")  # the same id on two queues: the first by name
-    assert inspect.find_task(conn, handle.id) == "jobs" and inspect.find_task(conn, "") is None
+    assert inspect.task_queues(conn, handle.id) == ["jobs", "other"] and inspect.task_queues(conn, "") == []
+    assert web.get("/task?id=" + handle.id)[0] == 200
 
 
 def test_cancel_is_a_post_with_the_csrf_token(conn, dashboard):

@@ -61,13 +61,33 @@ def test_ids_are_stable_across_requeues_and_a_requeued_task_is_notified(conn, re
     ids = [row["id"] for row in listed(redis_server.url)]
     assert len(set(ids)) == 3
     status, out, err = delayed(redis_server.url, "dead", "requeue", ids[0], "--queue", "q")
-    assert status == 0 and out.strip() == "requeued 1 tasks into q", err
+    assert status == 0 and out.strip() == "requeued 1 task into q", err
     assert conn.lrange("q", 0, -1) == [PyTask("m:f", [0]).serialize()] and conn.llen("q_noti") == 1
     status, out, _ = delayed(redis_server.url, "dead", "show", ids[2], "--queue", "q", "--json")
     assert status == 0 and json.loads(out)["id"] == ids[2] and json.loads(out)["task"]["args"] == [2]
     assert [row["id"] for row in listed(redis_server.url)] == ids[1:]
     status, out, _ = delayed(redis_server.url, "dead", "delete", ids[1], "--queue", "q")
     assert status == 0 and [row["id"] for row in listed(redis_server.url)] == ids[2:]
+    assert out == "deleted 1 dead letter of q\n"
+    status, out, _ = delayed(redis_server.url, "dead", "purge", "--yes", "--queue", "q")
+    assert status == 0 and out == "purged 1 dead letter of q\n"
+
+
+def test_dead_list_says_when_more_letters_remain_and_how_to_page_on(conn, redis_server, queue):
+    for n in range(3):
+        bury(queue, PyTask("m:f", [n]))
+    ids = [row["id"] for row in listed(redis_server.url)]
+    for json_flag in ([], ["--json"]):
+        status, out, err = delayed(redis_server.url, "dead", "list", "--queue", "q", "--limit", "2", *json_flag)
+        assert status == 0 and ids[1] in out and ids[2] not in out and err == f"more: --after {ids[1]}\n", err
+    status, out, err = delayed(redis_server.url, "dead", "list", "--queue", "q", "--after", ids[1], "--limit", "1")
+    assert status == 0 and ids[2] in out and err == ""
+    status, out, err = delayed(redis_server.url, "dead", "list", "--queue", "q", "--limit", "3")
+    assert status == 0 and err == ""
+    status, out, err = delayed(redis_server.url, "dead", "list", "--limit", "0")
+    assert status == 2 and "argument --limit: must be a positive number" in err
+    status, out, err = delayed(redis_server.url, "dead", "list", "--help")
+    assert status == 0 and "(default: 20)" in out
 
 
 def test_a_missing_id_is_an_error_naming_it_and_nothing_changes(conn, redis_server, queue):

@@ -68,7 +68,8 @@ def test_json_output_is_json_all_the_way_down(conn, redis_server):
     ]
     status, out, err = run("enqueue", "main.Add", "1", "[2]", "--go", "--queue", "go", "--json", url=redis_server.url)
     assert status == 0, err
-    assert json.loads(out) == {"enqueued": {"go": True, "func": "main.Add", "payload": [1, [2]]}, "queue": "go"}
+    assert json.loads(out) == {"enqueued": {"go": True, "func": "main.Add", "payload": [1, [2]]}, "queue": "go",
+                               "id": None, "delay": None}
     status, out, err = run("enqueue", "tests.tasks:record", "x", "--json", url=redis_server.url)
     assert json.loads(out)["enqueued"] == {"func": "tests.tasks:record", "args": ["x"], "kwargs": {}, "retry": 0,
                                            "options": {}}
@@ -102,8 +103,11 @@ def test_a_worker_with_nothing_to_allow_refuses_to_start_saying_what_to_pass(tmp
     (tmp_path / "jobs" / "mail.py").write_text("def send(to):\n    pass\n")
     process = worker_in(tmp_path, "jobs")
     assert process.returncode == 2 and process.stderr.count("\n") == 1
-    assert process.stderr.startswith("delayed.worker: jobs define no function to allow")
+    assert process.stderr.startswith("delayed.worker: jobs defines no function to allow")
     assert process.stderr.rstrip().endswith("pass the modules that define them such as jobs.mail")
+    (tmp_path / "empty_mod.py").write_text("")
+    process = worker_in(tmp_path, "jobs", "empty_mod")
+    assert process.returncode == 2 and process.stderr.startswith("delayed.worker: jobs empty_mod define no function")
 
 
 def test_debug_logging_lists_the_allowed_functions(tmp_path, redis_server):
@@ -321,6 +325,8 @@ def test_help_does_not_show_the_password_in_delayed_redis_url():
     (["enqueue", "tasks:add", "--delay", "-5"], "argument --delay: must be a positive number"),
     (["enqueue", "tasks:add", "--retry", "-2"], "argument --retry: must be -1 (forever) or more"),
     (["scheduled", "list", "--limit", "0"], "argument --limit: must be a positive number"),
+    (["enqueue", "tasks:add", "--result-ttl", "0"], "argument --result-ttl: must be a positive number"),
+    (["enqueue", "main.Add", "--go", "--result-ttl", "60"], "--result-ttl tracks PyTasks only"),
 ])
 def test_bad_enqueue_input_is_one_line_exit_2_and_writes_nothing(conn, redis_server, words, message):
     conn.set("keep", "me")
@@ -342,3 +348,82 @@ def test_scheduled_list_shows_a_task_due_never(conn, redis_server):
     status, out, err = run("scheduled", "list", "--json", url=redis_server.url)
     assert status == 0, err
     assert json.loads(out)[0]["due"] == "inf"
+
+
+def test_enqueue_result_ttl_tracks_the_task_and_says_its_id_and_its_delay(conn, redis_server, capsys):
+    url = ["--redis-url", redis_server.url]
+    assert main(["enqueue", "tests.tasks:add", "1", "2", "--queue", "q", "--result-ttl", "60", *url]) == 0
+    out = capsys.readouterr().out
+    task_id = re.fullmatch(r'enqueued \{.*\} into q; tracked as task ([0-9a-f]{32}) \(delayed task \1\)\n', out)[1]
+    assert Queue("q", conn).task_info(task_id).status == "pending"
+    assert main(["enqueue", "tests.tasks:add", "--delay", "300", "--result-ttl", "60", "--json", *url]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["delay"] == 300 and Queue("default", conn).task_info(shown["id"]).status == "scheduled"
+    assert main(["enqueue", "tests.tasks:add", "--delay", "2.5", *url]) == 0
+    assert capsys.readouterr().out.endswith(" into default, due in 2.5 s\n")
+    assert main(["enqueue", "tests.tasks:add", "--json", *url]) == 0
+    assert json.loads(capsys.readouterr().out)["id"] is None
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:6501", "http://127.0.0.1:6501/0", "redis://127.0.0.1:notaport/0", ""])
+@pytest.mark.parametrize("command", ["delayed stats", "delayed.worker tests.tasks", "delayed.sweeper",
+                                     "delayed.scheduler tests.schedule_fast"])
+def test_a_malformed_redis_url_is_a_usage_error_naming_every_scheme(command, url):
+    module, *words = command.split()
+    status, out, err = run(*words, "--redis-url", url, module=module)
+    assert status == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"{module}: not a valid Redis URL: "), err
+    if "notaport" in url:
+        assert "Port could not be cast to integer value as 'notaport'" in err
+    else:
+        assert err.endswith("a Redis URL starts with one of redis://, rediss://, unix://, redis+cluster://, "
+                            "rediss+cluster://, redis+sentinel://\n"), err
+
+
+@pytest.mark.parametrize("command", ["delayed task {id}", "delayed --json task {id}", "delayed stats", "delayed --help",
+                                     "delayed dead list --help", "delayed.worker --help"])
+def test_a_reader_that_goes_away_ends_the_command_quietly(conn, redis_server, command):
+    """With status 141, as a shell says of a process SIGPIPE killed; --help with 0, or 141 when its
+    text did not fit in one write (argparse swallows a failed write)."""
+    task_id = Queue("q", conn).enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=60).id
+    module, *words = command.format(id=task_id).split()
+    process = subprocess.Popen([sys.executable, "-m", module, *words, "--redis-url", redis_server.url], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # as `| head -0` would: whatever the command writes goes nowhere
+    err = process.stderr.read().decode()
+    assert process.wait(30) in ((0, 141) if "--help" in words else (141,)) and err == "", err
+
+
+@pytest.mark.parametrize("words", [
+    ["stats", "--queue", ""], ["dead", "list", "--queue", ""], ["pause", ""], ["enqueue", "tests.tasks:add", "--queue",
+    "a_noti"], ["resume", "q", "x_dead_letters"], ["task", "abc", "--queue", "x_processing"],
+    ["workers", "--queue", "q", "--queue", "q_paused"],
+])
+def test_the_delayed_command_refuses_a_name_no_queue_can_have(conn, redis_server, words):
+    status, out, err = run(*words, url=redis_server.url)
+    assert status == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith("delayed: a queue's name cannot be empty" if "" in words else "delayed: queue name '"), err
+    assert conn.keys() == []
+
+
+@pytest.mark.parametrize("command", ["delayed.worker tests.tasks", "delayed.sweeper"])
+def test_the_roles_refuse_a_name_no_queue_can_have(redis_server, command):
+    module, *words = command.split()
+    status, out, err = run(*words, "--queue", "default", "--queue", "default_scheduled", url=redis_server.url,
+                           module=module)
+    assert status == 2 and err.count("\n") == 1, err
+    assert err == f"{module}: queue name 'default_scheduled' is a key of queue 'default' (its _scheduled key): " \
+                  "the two queues would mix their keys; name it otherwise\n"
+
+
+def test_pausing_a_queue_that_does_not_exist_warns_with_the_ones_that_do(conn, redis_server):
+    Queue("default", conn).enqueue(PyTask("tests.tasks:record"))
+    Queue("mail", conn).enqueue(PyTask("tests.tasks:record"))
+    status, out, err = run("pause", "defualt", "mail", url=redis_server.url)
+    assert status == 0 and out.startswith("paused defualt") and "paused mail" in out
+    assert err == "delayed: warning: no queue named 'defualt' has keys now (queues found: default, mail); paused all " \
+                  "the same\n"
+    status, out, err = run("resume", "defualt", "mail", url=redis_server.url)  # it was paused: no typo
+    assert status == 0 and err == "", err
+    status, out, err = run("resume", "nosuch", url=redis_server.url)
+    assert status == 0 and err.startswith("delayed: warning: no queue named 'nosuch' has keys now"), err

@@ -1,5 +1,6 @@
 """Queue operations against a real Redis: the exact keys go-delayed uses, and the sweep."""
 import asyncio
+import re
 import secrets
 import time
 
@@ -395,3 +396,29 @@ def _slowest_sweep_command(conn, queue):
     assert not any(entry["command"].startswith((b"HGETALL", b"HSCAN")) for entry in sent)
     return max((entry for entry in sent if not entry["command"].startswith((b"SLOWLOG", b"CONFIG"))),
                key=lambda entry: entry["duration"])
+
+
+@pytest.mark.parametrize("name, says", [
+    ("", "a queue's name cannot be empty"),
+    ("a_noti", "queue name 'a_noti' is a key of queue 'a' (its _noti key)"),
+    ("x_processing", "is a key of queue 'x' (its _processing key)"),
+    ("x_dead_letters", "is a key of queue 'x' (its _dead_letters key)"),
+    ("x_dead", "is a key of queue 'x' (its _dead key)"),
+    ("x_samples", "is a key of queue 'x' (its _samples key)"),
+    ("x_task:3f2a", "queue name 'x_task:3f2a' holds '_task:', as the keys of queue 'x' do"),
+    ("x_unique:k", "holds '_unique:', as the keys of queue 'x' do"),
+])
+def test_a_name_no_queue_can_have_is_refused_by_every_face(conn, name, says):
+    from delayed.scheduler import Periodic, Scheduler
+
+    for make in (lambda: Queue(name, conn), lambda: AsyncQueue(name, redis.asyncio.Redis()),
+                 lambda: Scheduler(conn, [Periodic("tests.tasks:record", every=60, queue=name)])):
+        with pytest.raises(ValueError, match=re.escape(says)):
+            make()
+    assert conn.keys() == []
+
+
+@pytest.mark.parametrize("name", ["_noti", "noti", "a_notify", "dead_letters", "my_task", "{x}_noti_", "a:b"])
+def test_names_that_only_look_like_keys_are_queues(conn, name):
+    Queue(name, conn).enqueue(PyTask("tests.tasks:record"))
+    assert Queue(name, conn).len() == 1

@@ -362,6 +362,23 @@ def test_delayed_task_shows_a_tracked_task(conn, redis_server, queue, run_worker
     assert capsys.readouterr().err.startswith(f"delayed: no record of task {'f' * 32} in q: never tracked")
 
 
+def test_delayed_task_and_cancel_find_the_queue_that_tracks_the_task(conn, redis_server, queue, capsys):
+    from delayed.ops.cli import main
+
+    shown, cancelled = queue.enqueue_many([PyTask("m:f", [1]), PyTask("m:f", [2])], result_ttl=60)
+    conn.set("other_task:" + shown.id, "not a record")  # another program's key of that name: not a record
+    url = ["--redis-url", redis_server.url]
+    assert main(["task", shown.id, *url]) == 0
+    assert capsys.readouterr().out.splitlines()[:2] == [f"id: {shown.id}", "status: pending"]
+    assert main(["cancel", cancelled.id, *url]) == 0
+    assert capsys.readouterr().out == f"cancelled task {cancelled.id} (pending) in q\n"
+    assert main(["task", shown.id, "--queue", "default", *url]) == 1  # --queue narrows the search
+    assert capsys.readouterr().err.startswith(f"delayed: no record of task {shown.id} in default: ")
+    for pattern in ("*", shown.id[:5] + "*", "[0-9a-f]" + shown.id[1:]):  # an id is matched as it is, not as a glob
+        assert main(["task", pattern, *url]) == 1
+        assert capsys.readouterr().err.startswith(f"delayed: no record of task {pattern} on any queue: never tracked")
+
+
 def test_delayed_cancel(conn, redis_server, queue, capsys):
     from delayed.ops.cli import main
 

@@ -49,7 +49,7 @@ def _first_letter_is_ours(conn: redis.Redis, name: str) -> bool:
     may be of any size)."""
     try:
         letters = Queue(name, conn).dead.list(count=1, migrate=False, head=PREVIEW_BYTES)
-    except ValueError:  # a name without a hash tag, on a Redis Cluster: no queue of ours
+    except ValueError:  # a name no queue can have (e.g. without a hash tag, on a Redis Cluster): not ours
         return False
     return bool(letters) and letters[0]["reason"] != UNDECODABLE
 
@@ -397,12 +397,13 @@ _TIMES = ("enqueued_at", "due", "started_at", "finished_at")
 
 
 def tracked_task(conn: redis.Redis, task_id: str) -> Optional[Row]:
-    """A tracked task's record, found on any queue (inspect.find_task), for display: TaskInfo's fields,
+    """A tracked task's record, found on any queue (inspect.task_queues: the first by name), for display: TaskInfo's fields,
     times in ISO 8601 (UTC), the result and error as bounded previews, and "waiting" (whether
     cancel_task may still take it); None if no queue has a record of this id."""
-    queue = inspect.find_task(conn, task_id)
-    if queue is None:
+    queues = inspect.task_queues(conn, task_id)
+    if not queues:
         return None
+    queue = queues[0]
     try:
         info = Queue(queue, conn).task_info(task_id).as_dict()
     except (TaskNotFoundError, ValueError):  # expired since the scan found it; or, on a cluster, no queue's name

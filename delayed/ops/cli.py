@@ -15,7 +15,8 @@ import redis
 
 from . import admin
 from ..wire import preview
-from ..runtime.command import CommandError, add_connection_options, connect_checked, positive, run_command
+from ..runtime.command import (CommandError, add_connection_options, check_queue_names, connect_checked, positive,
+                               quiet_on_closed_pipe, run_command)
 from ..scheduler.cli import main as scheduler_main
 from ..sweeper.cli import main as sweeper_main
 from ..worker.cli import main as worker_main
@@ -25,6 +26,7 @@ from .dashboard.cli import main as dashboard_main
 from ..errors import DeadLetterError
 from ..errors import QueueFullError, TaskNotFoundError, TaskTooLargeError
 from ..protocol.eviction import eviction_policy
+from ..protocol.inspect import task_queues
 from .metrics.cli import main as metrics_main
 from ..protocol.queue import Queue
 from ..wire.task import GoTask, PyTask
@@ -105,8 +107,10 @@ def _dead(conn: redis.Redis, args: argparse.Namespace) -> None:
     try:
         if args.action == "list":
             rows = [admin.describe_dead(entry)
-                    for entry in admin.dead_letters(conn, args.queue, args.after, args.limit)]
-            _show(args, rows, ("id", "reason", "func", "failed_at", "error"))
+                    for entry in admin.dead_letters(conn, args.queue, args.after, args.limit + 1)]
+            _show(args, rows[:args.limit], ("id", "reason", "func", "failed_at", "error"))
+            if len(rows) > args.limit:  # on stderr: stdout stays the table, or JSON
+                print(f"more: --after {rows[args.limit - 1]['id']}", file=sys.stderr)
         elif args.action == "show" and args.raw:
             _raw_task(admin.dead_letter(conn, args.queue, args.id, whole=True))
         elif args.action == "show":
@@ -121,17 +125,22 @@ def _dead(conn: redis.Redis, args: argparse.Namespace) -> None:
             moved = admin.requeue_dead(conn, args.queue, None if args.all else args.ids, progress)
             if progress is not None:
                 print(file=sys.stderr)
-            print(json.dumps({"requeued": moved}) if args.json else f"requeued {moved} tasks into {args.queue}")
+            print(json.dumps({"requeued": moved}) if args.json else f"requeued {_counted(moved, 'task')} into {args.queue}")
         elif args.action == "delete":
             deleted = admin.delete_dead(conn, args.queue, args.ids)
-            print(json.dumps({"deleted": deleted}) if args.json else f"deleted {deleted} dead letters of {args.queue}")
+            print(json.dumps({"deleted": deleted}) if args.json else f"deleted {_counted(deleted, 'dead letter')} of {args.queue}")
         else:
             if not args.yes:
                 raise CommandError("dead purge deletes every dead letter of the queue: add --yes", status=2)
             purged = admin.purge_dead(conn, args.queue)
-            print(json.dumps({"purged": purged}) if args.json else f"purged {purged} dead letters of {args.queue}")
+            print(json.dumps({"purged": purged}) if args.json else f"purged {_counted(purged, 'dead letter')} of {args.queue}")
     except DeadLetterError as exc:  # an id that names no letter: said in one line, exit status 1
         raise CommandError(str(exc)) from None
+
+
+def _counted(count: int, noun: str) -> str:
+    """'1 task', '2 tasks', '0 tasks'."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _raw_task(entry: Dict[str, Any]) -> None:
@@ -186,20 +195,41 @@ def _enqueue(conn: redis.Redis, args: argparse.Namespace) -> None:
         if kwargs is not None and not isinstance(kwargs, dict):
             raise CommandError(f"--kwargs must be a JSON object, got {args.kwargs}", status=2)
         task = PyTask(args.func, values, kwargs, args.retry)
+    if args.go and args.result_ttl is not None:
+        raise CommandError("--result-ttl tracks PyTasks only: a go-delayed worker would not write the record", status=2)
     try:
-        Queue(args.queue, conn).enqueue(task, delay=args.delay)
+        handle = Queue(args.queue, conn).enqueue(task, delay=args.delay, result_ttl=args.result_ttl)
     except TaskTooLargeError as exc:
         raise CommandError(str(exc), status=2) from None
     except QueueFullError as exc:
         raise CommandError(str(exc)) from None
     described = admin.describe_task(task.serialize())
-    print(json.dumps({"enqueued": described, "queue": args.queue}) if args.json else
-          f"enqueued {json.dumps(described)} into {args.queue}")
+    task_id = None if handle is None else handle.id
+    if args.json:
+        print(json.dumps({"enqueued": described, "queue": args.queue, "id": task_id, "delay": args.delay}))
+        return
+    print(f"enqueued {json.dumps(described)} into {args.queue}" +
+          ("" if args.delay is None else f", due in {args.delay:g} s") +
+          ("" if task_id is None else f"; tracked as task {task_id} (delayed task {task_id})"))
+
+
+def _tracked_queue(conn: redis.Redis, args: argparse.Namespace) -> Queue:
+    """The queue of task args.id: --queue if given, else the one whose record of it a SCAN finds."""
+    if args.queue is not None:
+        return Queue(args.queue, conn)
+    found = task_queues(conn, args.id)
+    if not found:
+        raise CommandError(f"no record of task {args.id} on any queue: never tracked (enqueued without result_ttl), "
+                           "or it expired result_ttl seconds after the task ended")
+    if len(found) > 1:
+        raise CommandError(f"task {args.id} has records on several queues ({', '.join(found)}): name one with --queue",
+                           status=2)
+    return Queue(found[0], conn)
 
 
 def _task(conn: redis.Redis, args: argparse.Namespace) -> None:
     try:
-        info = Queue(args.queue, conn).task_info(args.id).as_dict()
+        info = _tracked_queue(conn, args).task_info(args.id).as_dict()
     except TaskNotFoundError as exc:
         raise CommandError(str(exc)) from None
     info["result"] = preview.value(info["result"])  # whatever the task returned, shown bounded
@@ -230,7 +260,7 @@ def _local_time(timestamp: float) -> str:
 
 def _cancel(conn: redis.Redis, args: argparse.Namespace) -> None:
     try:
-        outcome = Queue(args.queue, conn).cancel(args.id)
+        outcome = _tracked_queue(conn, args).cancel(args.id)
     except TaskNotFoundError as exc:
         raise CommandError(str(exc)) from None
     if args.json:
@@ -244,9 +274,13 @@ def _cancel(conn: redis.Redis, args: argparse.Namespace) -> None:
 def _pause(conn: redis.Redis, args: argparse.Namespace) -> None:
     """pause/resume: each named queue, saying what changed (go-delayed's workers do not pause)."""
     pausing = args.command == "pause"
+    known = admin.queue_names(conn)
     rows = []
     for name in args.names:
         changed = admin.set_paused(conn, name, pausing)
+        if name not in known and (pausing or not changed):  # a typo? (a queue resumed was one)
+            print(f"delayed: warning: no queue named {name!r} has keys now (queues found: "
+                  f"{', '.join(known) or 'none'}); {'paused' if pausing else 'resumed'} all the same", file=sys.stderr)
         rows.append({"queue": name, "paused": pausing, "changed": changed})
         if not args.json:
             print(f"{'paused' if pausing else 'resumed'} {name}" + ("" if changed else
@@ -255,6 +289,12 @@ def _pause(conn: redis.Redis, args: argparse.Namespace) -> None:
                    if pausing and changed else ""))
     if args.json:
         print(json.dumps(rows))
+
+
+def _named_queues(args: argparse.Namespace) -> List[str]:
+    """The queues a command names: its --queue (once, or repeated) and pause's or resume's NAMEs."""
+    named = getattr(args, "queue", None)
+    return [*([named] if isinstance(named, str) else named or []), *getattr(args, "names", [])]
 
 
 def _retry(text: str) -> int:
@@ -298,6 +338,9 @@ def front_parser() -> argparse.ArgumentParser:
     return front
 
 
+FOUND_QUEUE = "the queue that tracks it (default: the one holding a record of it, found with one SCAN)"
+
+
 def parser() -> argparse.ArgumentParser:
     common = _common(defaults=True)
     top = argparse.ArgumentParser(prog="delayed", description=__doc__)
@@ -320,7 +363,8 @@ def parser() -> argparse.ArgumentParser:
         action.add_argument("--queue", default="default", help="(default: %(default)s)")
         if name == "list":
             action.add_argument("--after", metavar="ID", help="start after this letter (default: the oldest)")
-            action.add_argument("--limit", type=int, default=20)
+            action.add_argument("--limit", type=positive(int), default=20, metavar="N",
+                                help="letters shown; if more remain, stderr says how to page on (default: %(default)s)")
         elif name == "show":
             action.add_argument("id", metavar="ID")
             action.add_argument("--raw", action="store_true", help="write the task's bytes, whole, to stdout (without "
@@ -345,15 +389,18 @@ def parser() -> argparse.ArgumentParser:
     enqueue.add_argument("--kwargs", metavar="JSON", help='keyword arguments, e.g. \'{"b": 2}\'')
     enqueue.add_argument("--retry", type=_retry, default=0, help="runs after a failure; -1: forever (default: 0)")
     enqueue.add_argument("--delay", type=positive(float), metavar="SECONDS", help="hold it this long first")
+    enqueue.add_argument("--result-ttl", type=positive(float), metavar="SECONDS",
+                         help="track it (prints its id, for `delayed task ID`): its record is kept this long after "
+                              "it ended (PyTasks only)")
     enqueue.add_argument("--go", action="store_true", help="a GoTask for a go-delayed worker")
 
     task = commands.add_parser("task", parents=[common], help="a tracked task's status, result or error")
     task.add_argument("id", metavar="ID", help="the task's id (its handle's .id)")
-    task.add_argument("--queue", default="default", help="(default: %(default)s)")
+    task.add_argument("--queue", help=FOUND_QUEUE)
     cancel = commands.add_parser("cancel", parents=[common], help="cancel a tracked task that waits "
                                  "(scheduled, pending or retrying); a running one is not interrupted")
     cancel.add_argument("id", metavar="ID", help="the task's id (its handle's .id)")
-    cancel.add_argument("--queue", default="default", help="(default: %(default)s)")
+    cancel.add_argument("--queue", help=FOUND_QUEUE)
     for name, help_text in (("pause", "our workers take no new task from these queues (go-delayed's do)"),
                             ("resume", "resume paused queues")):
         pausing = commands.add_parser(name, parents=[common], help=help_text)
@@ -362,7 +409,12 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """`delayed [OPTIONS] COMMAND ...`: the options before COMMAND go after it, to COMMAND's own parser."""
+    """`delayed [OPTIONS] COMMAND ...`: the options before COMMAND go after it, to COMMAND's own parser;
+    a closed stdout, even under --help, ends it quietly."""
+    return quiet_on_closed_pipe(lambda: _main(argv))
+
+
+def _main(argv: Optional[Sequence[str]]) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     front = front_parser()
     first = front.parse_args(words)
@@ -374,7 +426,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     def command(args: argparse.Namespace) -> int:
         try:
-            COMMANDS[args.command](connect_checked(args), args)
+            conn = connect_checked(args)
+            check_queue_names(conn, _named_queues(args))
+            COMMANDS[args.command](conn, args)
         except KeyboardInterrupt:
             pass
         except redis.RedisError as exc:  # e.g. --queue naming another program's key: WRONGTYPE

@@ -5,16 +5,16 @@ from typing import Any, Optional
 import redis
 from redis.crc import key_slot
 
-from ..wire.keys import QueueKeys, check_cluster_name
+from ..wire.keys import QueueKeys, check_queue_name
 from .connection import is_cluster, sent_once
 from .dead_letters import DEFAULT_DEAD_MAX, DEFAULT_DEAD_MAX_AGE, DeadLetters
 from .producer import DEFAULT_MAX_TASK_SIZE
 
 
 def queue_keys(name: str, conn: Any) -> QueueKeys:
-    """The keys of queue `name`; on a Redis Cluster, a name without a hash tag is refused (ValueError)."""
-    if is_cluster(conn):
-        check_cluster_name(name)
+    """The keys of queue `name`; a name no queue can have (empty, another queue's key, or on a Redis
+    Cluster without a hash tag) is refused (ValueError: see check_queue_name)."""
+    check_queue_name(name, is_cluster(conn))
     return QueueKeys.of(name)
 
 

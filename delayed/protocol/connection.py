@@ -25,6 +25,8 @@ SOCKET_TIMEOUT = 10.0
 
 CLUSTER_SCHEMES = ("redis+cluster://", "rediss+cluster://")
 SENTINEL_SCHEME = "redis+sentinel://"
+SCHEMES = ("redis://", "rediss://", "unix://", *CLUSTER_SCHEMES, SENTINEL_SCHEME)
+"""How the URLs connect() takes start (the first three are redis-py's own)."""
 SENTINEL_OPTIONS = ("sentinel_username", "sentinel_password")
 """Query options of a redis+sentinel:// URL for the sentinels themselves (the user info is the data nodes')."""
 
@@ -41,13 +43,16 @@ def connect(url: str, **options: Any) -> Any:
     redis.cluster.RedisCluster that discovers the cluster from those nodes); or
     redis+sentinel://[user:password@]host:port[,host:port...]/MASTER_NAME[/db][?options] (a
     redis.Redis on the primary the sentinels name, found again after a failover; the user info is
-    the data nodes', sentinel_username and sentinel_password options are the sentinels').
+    the data nodes', sentinel_username and sentinel_password options are the sentinels'). Any other
+    scheme: RedisURLError, naming these.
     options: query options as redis-py's URLs take them (socket_timeout=5, ssl_ca_certs=...).
 
     redis-py's own retries are off: they would resend a command whose reply was lost
     (applying an enqueue twice, unseen) and hold a worker inside redis-py through an
     outage where a stop cannot reach it. The roles' OutageBackoff is the one retry layer.
     """
+    if not url.startswith(SCHEMES):
+        raise RedisURLError(f"{redacted(url) or 'an empty URL'}: a Redis URL starts with one of {', '.join(SCHEMES)}")
     settings: dict = dict(socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=5, health_check_interval=30,
                           retry=Retry(NoBackoff(), 0))
     if not url.startswith("unix:"):

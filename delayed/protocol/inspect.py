@@ -82,10 +82,27 @@ def candidates(conn: redis.Redis) -> Candidates:
     return Candidates(samples, streams)
 
 
-def _keys(conn: redis.Redis) -> Iterator[str]:
-    """Every key in the database (every node's, on a cluster), decoded."""
-    for raw in conn.scan_iter(count=1000):
+def _keys(conn: redis.Redis, match: Optional[str] = None) -> Iterator[str]:
+    """Every key in the database (every node's, on a cluster), or those matching the glob pattern
+    match, decoded."""
+    for raw in conn.scan_iter(match=match, count=1000):
         yield cast(bytes, raw).decode(errors="replace")
+
+
+def task_queues(conn: redis.Redis, task_id: str) -> List[str]:
+    """The queues holding a tracked record of task_id (a hash N_task:<id>), by name: one SCAN MATCH
+    of `*_task:<id>` over the whole keyspace (every node's, on a cluster; Redis filters the keys, the id
+    matched literally, glob characters and all), then their TYPEs."""
+    if not task_id:
+        return []
+    suffix = TASK_INFIX + task_id
+    keys = sorted(key for key in _keys(conn, "*" + _GLOB_SPECIAL.sub(r"\\\g<0>", suffix))
+                  if key.endswith(suffix) and len(key) > len(suffix))
+    return [key[: -len(suffix)] for key, kind in zip(keys, _types(conn, keys)) if kind == "hash"]
+
+
+_GLOB_SPECIAL = re.compile(r"[*?\[\]\\]")
+"""What a SCAN MATCH pattern reads as a wildcard or an escape: escaped to match an id as it is."""
 
 
 def _types(conn: redis.Redis, keys: Sequence[str]) -> List[str]:
@@ -254,23 +271,3 @@ def next_scheduled(conn: redis.Redis, name: str, count: int, start: int, head: i
     return [Scheduled(cast(bytes, blob_head), cast(int, length), float(cast(bytes, due)),
                       ref_of(cast(bytes, due).decode(), cast(bytes, nonce), cast(bytes, digest).decode()))
             for due, length, blob_head, nonce, digest in reply]
-
-
-_GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
-
-
-def find_task(conn: redis.Redis, task_id: str) -> Optional[str]:
-    """The queue whose tracked-task record (a hash, <queue>_task:<id>) holds this id, or None (the
-    first by name if several queues have one). Cost: one SCAN MATCH of the whole keyspace (every
-    node's, on a cluster) and a TYPE per key it matched; the id is matched literally, glob
-    characters and all."""
-    if not task_id:
-        return None
-    suffix = TASK_INFIX + task_id
-    pattern = "*" + _GLOB_SPECIAL.sub(r"\\\1", suffix)
-    keys = sorted({cast(bytes, raw).decode(errors="replace") for raw in conn.scan_iter(match=pattern, count=1000)})
-    keys = [key for key in keys if key.endswith(suffix) and len(key) > len(suffix)]
-    for key, kind in zip(keys, _types(conn, keys)):
-        if kind == "hash":
-            return key[: -len(suffix)]
-    return None

@@ -4,6 +4,7 @@ import importlib.util
 import logging
 import math
 import os
+import signal
 import socket
 import sys
 import time
@@ -17,7 +18,7 @@ from ..protocol.connection import (DEFAULT_REDIS_URL, RedisURLError, connect, is
                                    redacted, scrubbed, secrets_of, sentinels_say)
 from ..protocol.eviction import eviction_policy
 from ..protocol.dead_letters import DEFAULT_DEAD_MAX, DEFAULT_DEAD_MAX_AGE
-from ..wire.keys import check_cluster_name
+from ..wire.keys import check_queue_name
 from . import cmdline
 from .lifecycle import Lifecycle
 
@@ -78,7 +79,8 @@ def client(args: argparse.Namespace) -> redis.Redis:
 
 
 def connect_checked(args: argparse.Namespace, stopping: Callable[[], bool] = lambda: False) -> redis.Redis:
-    """A client for args.redis_url that has answered a PING, or a CommandError that says why not.
+    """A client for args.redis_url that has answered a PING, or a CommandError that says why not:
+    a URL that does not parse is a usage error (exit status 2), a Redis that does not answer exit 1.
 
     No message holds the URL's password: the URL is shown redacted, and redis-py's own message
     is scrubbed of it (or left out for a URL that does not parse, which may quote any piece of it).
@@ -88,13 +90,13 @@ def connect_checked(args: argparse.Namespace, stopping: Callable[[], bool] = lam
         raise CommandError(f"the password in {redacted(url)} holds a '/': percent-encode it as %2F",
                            status=2)
     try:
-        conn = client(args)
+        conn = client(args)  # a RedisCluster connects here
         once_more_if_dropped(lambda: ping(conn), stopping)
     except RedisURLError as exc:  # ours: says what is wrong, without the password
-        raise CommandError(f"cannot reach Redis at {exc}") from None
-    except (ValueError, TypeError) as exc:  # a URL that does not parse
-        detail = "not a valid Redis URL" if secrets_of(url) else f"not a valid Redis URL ({exc})"
-        raise CommandError(f"cannot reach Redis at {redacted(url)}: {detail}") from None
+        raise CommandError(f"not a valid Redis URL: {exc}", status=2) from None
+    except (ValueError, TypeError) as exc:  # redis-py's parse of the URL
+        detail = "" if secrets_of(url) else f" ({exc})"
+        raise CommandError(f"not a valid Redis URL: {redacted(url)}{detail}", status=2) from None
     except UNREACHABLE as exc:  # unreachable, refused, or refused our password
         raise _unreachable(url, exc, conn if isinstance(exc, MasterNotFoundError) else None) from None
     return conn
@@ -177,28 +179,52 @@ def connect_unless_stopped(args: argparse.Namespace, lifecycle: Lifecycle,
     return conn
 
 
-def check_cluster_names(conn: redis.Redis, names: Sequence[str]) -> None:
-    """On a Redis Cluster, a CommandError (exit 2) in one line for the first queue name without a
-    hash tag, saying how to name it (see delayed.wire.keys.check_cluster_name); elsewhere nothing."""
-    if is_cluster(conn):
-        for name in names:
-            try:
-                check_cluster_name(name)
-            except ValueError as exc:
-                raise CommandError(str(exc), status=2) from None
+def check_queue_names(conn: redis.Redis, names: Sequence[str]) -> None:
+    """A CommandError (exit 2) in one line for the first name no queue can have (empty, another
+    queue's key, or on a Redis Cluster without a hash tag), saying why (see
+    delayed.wire.keys.check_queue_name)."""
+    cluster = is_cluster(conn)
+    for name in names:
+        try:
+            check_queue_name(name, cluster)
+        except ValueError as exc:
+            raise CommandError(str(exc), status=2) from None
 
 
 def run_command(prog: str, main: Callable[[argparse.Namespace], int], parser: argparse.ArgumentParser,
          argv: Optional[Sequence[str]]) -> int:
-    """Parse argv, hide its Redis password from `ps`, run main; a CommandError is one line on stderr."""
-    args = parser.parse_args(argv)
-    cmdline.hide(secrets_of(args.redis_url))  # before anything forks: children inherit the command line
-    logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
+    """Parse argv, hide its Redis password from `ps`, run main; a CommandError is one line on stderr,
+    a closed stdout ends it quietly (see quiet_on_closed_pipe)."""
+    def run() -> int:
+        args = parser.parse_args(argv)
+        cmdline.hide(secrets_of(args.redis_url))  # before anything forks: children inherit the command line
+        logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
+        try:
+            return main(args)
+        except CommandError as exc:
+            print(f"{prog}: {exc}", file=sys.stderr)
+            return exc.status
+
+    return quiet_on_closed_pipe(run)
+
+
+CLOSED_PIPE_STATUS = 128 + signal.SIGPIPE
+"""The exit status of a command whose stdout's reader went away: a shell's for a process SIGPIPE killed."""
+
+
+def quiet_on_closed_pipe(run: Callable[[], int]) -> int:
+    """run(), its output flushed; if the reader of stdout went away (`delayed task ID | head -1`), the
+    command ends there with CLOSED_PIPE_STATUS and no BrokenPipeError traceback, as `yes | head` does."""
     try:
-        return main(args)
-    except CommandError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return exc.status
+        try:
+            return run()
+        finally:  # also as argparse's --help exits
+            sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python flushes stdout once more as it exits: into nothing
+        os.close(devnull)
+        return CLOSED_PIPE_STATUS
 
 
 def add_dead_options(parser: argparse.ArgumentParser) -> None:

@@ -18,7 +18,7 @@ import redis
 from ..protocol.connection import is_cluster
 from ..protocol.periodic import Ticks
 from ..runtime.role import Role
-from ..wire.keys import QueueKeys, check_cluster_name
+from ..wire.keys import QueueKeys, check_queue_name
 from ..wire.strenum import StrEnum
 from ..wire.task import GoTask, PyTask
 
@@ -81,15 +81,15 @@ class Scheduler(Role):
     """Enqueues the ticks of `entries` until stopped (run, stop: see Role); run as many replicas as you like.
 
     Each queue's last ticks live in its own hash (N_periodic), so on a Redis Cluster they share the
-    queue's slot; there every entry's queue name needs a hash tag (ValueError otherwise)."""
+    queue's slot; there every entry's queue name needs a hash tag. A queue name Queue refuses is
+    refused here too (ValueError: see check_queue_name)."""
 
     def __init__(self, conn: redis.Redis, entries: Sequence[Periodic], poll: float = 0.5) -> None:
         super().__init__("scheduler", logger)
         self.conn = conn
         self.entries = list(entries)
-        if is_cluster(conn):
-            for entry in self.entries:
-                check_cluster_name(entry.queue)
+        for entry in self.entries:
+            check_queue_name(entry.queue, is_cluster(conn))
         self.poll = min([poll] + [entry.every / 4 for entry in self.entries if entry.every])
         self._ticks = Ticks(conn)
         self._seen: Dict[str, float] = {}

@@ -7,7 +7,7 @@ import runpy
 import sys
 from typing import List, Optional, Sequence
 
-from ..runtime.command import (CommandError, add_connection_options, add_eviction_option, check_cluster_names,
+from ..runtime.command import (CommandError, add_connection_options, add_eviction_option, check_queue_names,
                                connect_unless_stopped, run_command)
 from ..runtime.lifecycle import Lifecycle
 from . import Periodic, Scheduler
@@ -46,7 +46,7 @@ def _scheduler(args: argparse.Namespace) -> int:
         conn = connect_unless_stopped(args, lifecycle, logging.getLogger("delayed.scheduler"))
         if conn is None:
             return lifecycle.exit_status
-        check_cluster_names(conn, [entry.queue for entry in entries])
+        check_queue_names(conn, [entry.queue for entry in entries])
         scheduler = Scheduler(conn, entries)
         lifecycle.on_stop(scheduler.stop)
         return scheduler.run(handle_signals=False)

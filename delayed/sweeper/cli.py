@@ -5,7 +5,7 @@ from typing import List, Optional, Sequence
 
 from ..protocol.queue import Queue
 from ..protocol.sweeper_ops import DEFAULT_MAX_CRASHES
-from ..runtime.command import (add_connection_options, add_dead_options, add_eviction_option, check_cluster_names,
+from ..runtime.command import (add_connection_options, add_dead_options, add_eviction_option, check_queue_names,
                                connect_unless_stopped, positive, run_command)
 from ..runtime.lifecycle import Lifecycle
 from . import Sweeper
@@ -35,7 +35,7 @@ def _sweeper(args: argparse.Namespace) -> int:
         if conn is None:
             return lifecycle.exit_status
         names: List[str] = args.queues or ["default"]
-        check_cluster_names(conn, names)
+        check_queue_names(conn, names)
         queues = [Queue(name, conn, dead_max=args.dead_max, dead_max_age=args.dead_max_age) for name in names]
         sweeper = Sweeper(queues, interval=args.interval,
                           max_crashes=args.max_crashes)

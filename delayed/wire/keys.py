@@ -38,6 +38,15 @@ LEGACY_PERIODIC_KEY = "delayed_periodic"
 """The one hash of every queue's periodic ticks, as versions before per-queue ones kept them: read
 (outside a cluster) for an entry its queue's hash does not know yet."""
 
+CRASHES_SUFFIX = "_crashes"
+"""A hash versions before counted crash loops in; no longer read or written, but a queue's name still."""
+KEY_SUFFIXES = (NOTI_SUFFIX, PROCESSING_SUFFIX, DEAD_SUFFIX, DEAD_LETTERS_SUFFIX, SCHEDULED_SUFFIX, WORKERS_SUFFIX,
+                UNNOTIFIED_SUFFIX, COUNTS_SUFFIX, TRACKED_SUFFIX, PAUSED_SUFFIX, PERIODIC_SUFFIX, SAMPLES_SUFFIX,
+                CRASHES_SUFFIX)
+"""What a queue's keys add to its name: a name ending with one is another queue's key (see check_queue_name)."""
+KEY_INFIXES = (UNIQUE_INFIX, TASK_INFIX)
+"""What a queue's keys of many add to its name, before their own part."""
+
 
 @dataclass(frozen=True)
 class QueueKeys:
@@ -136,6 +145,25 @@ def hash_tag(name: str) -> Optional[str]:
     start = name.find("{")
     end = name.find("}", start + 1) if start >= 0 else -1
     return name[start + 1:end] if end > start + 1 else None
+
+
+def check_queue_name(name: str, cluster: bool = False) -> None:
+    """ValueError, saying why, for a name no queue can have: an empty one, or one that is a key of
+    another queue (`a_noti` is queue a's notification list: the two queues would mix their keys);
+    in a Redis Cluster (cluster), also one without a hash tag (see check_cluster_name)."""
+    if not name:
+        raise ValueError("a queue's name cannot be empty")
+    for suffix in KEY_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            raise ValueError(f"queue name {name!r} is a key of queue {name[:-len(suffix)]!r} (its {suffix} key): "
+                             "the two queues would mix their keys; name it otherwise")
+    for infix in KEY_INFIXES:
+        if infix in name[1:]:
+            base = name[:name.index(infix, 1)]
+            raise ValueError(f"queue name {name!r} holds {infix!r}, as the keys of queue {base!r} do: "
+                             "the two queues would mix their keys; name it otherwise")
+    if cluster:
+        check_cluster_name(name)
 
 
 def check_cluster_name(name: str) -> None:

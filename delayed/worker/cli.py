@@ -10,7 +10,7 @@ from typing import Any, Callable, List, Optional, Sequence
 from ..protocol.producer import DEFAULT_MAX_TASK_SIZE
 from ..protocol.queue import Queue
 from ..runtime.command import (CommandError, add_connection_options, add_dead_options, add_eviction_option, client,
-                               check_cluster_names, connect_unless_stopped, metrics_unavailable, positive, run_command)
+                               check_queue_names, connect_unless_stopped, metrics_unavailable, positive, run_command)
 from ..runtime.lifecycle import Lifecycle
 from . import metrics as task_metrics
 from .allowlist import Allowlist, submodule_names
@@ -74,7 +74,7 @@ def _allowlist(names: Sequence[str]) -> Allowlist:
     if not len(allowlist):
         inside = [sub for module in modules for sub in submodule_names(module)]
         instead = f" such as {', '.join(inside)}" if inside else ""
-        raise CommandError(f"{' '.join(names)} define no function to allow (a module allows only the public "
+        raise CommandError(f"{' '.join(names)} {'defines' if len(names) == 1 else 'define'} no function to allow (a module allows only the public "
                            f"functions defined in it, not those it imports): pass the modules that define "
                            f"them{instead}", status=2)
     logging.getLogger("delayed.worker").debug("allowed functions: %s", ", ".join(allowlist.paths()))
@@ -106,7 +106,7 @@ def _worker(args: argparse.Namespace) -> int:
         conn = connect_unless_stopped(args, lifecycle, logging.getLogger("delayed.worker"))
         if conn is None:
             return lifecycle.exit_status
-        check_cluster_names(conn, queue_names)
+        check_queue_names(conn, queue_names)
         conn.close()
 
         def make_worker(on_online: Optional[Callable[[], Any]] = None) -> Worker:

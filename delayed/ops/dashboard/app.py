@@ -24,6 +24,7 @@ from werkzeug.wrappers import Response
 from .. import admin
 from ...protocol.connection import error_text
 from ...errors import DeadLetterError, TaskNotFoundError
+from ...wire.keys import check_queue_name
 from .charts import chart
 from .sampler import Sampler, series
 
@@ -279,9 +280,14 @@ def _host_name(host: str) -> str:
 
 
 def _queue() -> str:
+    """The queue a request names, or a 400 page saying what is wrong with it (see check_queue_name)."""
     queue = flask.request.values.get("queue", "")
     if not queue:
         flask.abort(_message("No queue", "Say which queue: ?queue=NAME.", 400))
+    try:
+        check_queue_name(queue)
+    except ValueError as exc:
+        flask.abort(_message("No such queue", str(exc), 400))
     return queue
 
 
