@@ -736,6 +736,8 @@ def test_a_queue_s_dead_tab_pages_through_the_letters_that_match(conn, dashboard
 
 def test_in_a_browser_a_scheduled_task_is_run_now_or_deleted_exactly(conn, dashboard, browser):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.expected_conditions import staleness_of
+    from selenium.webdriver.support.ui import WebDriverWait
 
     jobs = Queue("jobs", conn)
     jobs.enqueue(PyTask("tests.tasks:record", ["plain"]), delay=3600)
@@ -747,7 +749,9 @@ def test_in_a_browser_a_scheduled_task_is_run_now_or_deleted_exactly(conn, dashb
         return [row.text.split(" ", 1)[1] for row in browser.find_elements(By.CSS_SELECTOR, "table.scheduled tr.task")]
 
     def click(row: int, button: str, message: str) -> None:
+        page = browser.find_element(By.TAG_NAME, "html")
         browser.find_elements(By.CSS_SELECTOR, f"table.scheduled tr.task button.{button}")[row].click()
+        WebDriverWait(browser, 10).until(staleness_of(page))  # the answer's page, not the one clicked on
         wait_for(lambda: message in browser.page_source, what=message)
 
     browser.get(web.base + "/queue?queue=jobs&tab=scheduled")
