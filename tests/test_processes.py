@@ -1,11 +1,13 @@
 """Real worker, supervisor and sweeper processes, real signals, a real Redis restart."""
 import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 import redis
@@ -387,6 +389,27 @@ def test_a_worker_rides_out_a_redis_restart(tmp_path):
     assert output.count("Redis error") == 1, output
     assert "Redis is back" in output
     assert "Traceback" not in output
+
+
+def test_a_worker_process_says_a_long_outage_once_whatever_its_threads_met(tmp_path):
+    server = RedisServer(tmp_path).start()
+    conn = redis.Redis.from_url(server.url)
+    process = spawn("delayed.worker", "--keep-alive-timeout", "1", "tests.tasks", redis_url=server.url)
+    try:
+        wait_for(lambda: worker_keys(conn), what="the worker to go online")
+        server.stop()
+        time.sleep(2.5)  # long enough for the claims, the due-task mover and the keep-alive to fail
+        server.start()
+        Queue("default", conn).enqueue(PyTask("tests.tasks:record", ["after the outage"]))
+        wait_for(lambda: conn.llen("results"), timeout=20, what="the task enqueued after the outage")
+    finally:
+        process.terminate()
+        status, output = finish(process)
+        server.stop()
+    assert status == 0, output
+    said = [re.search(r"\[(\d+)\]: ", line).group(1) for line in output.splitlines() if "Redis error" in line]  # pids
+    assert said and len(said) == len(set(said)), output
+    assert output.count("Redis is back") == len(said), output
 
 
 def test_module_entry_points_print_help(redis_server):

@@ -303,6 +303,7 @@ class Holdings:
 
     def __init__(self, queues: Sequence[Queue], capacity: int, lifecycle: Lifecycle) -> None:
         self._backoff = OutageBackoff(logger, "worker", wait=lifecycle.wait)  # one Redis: one outage, said once
+        self.outage = self._backoff.outage  # the worker's other threads say theirs through it too
         self.holdings = [Holding(queue, capacity, lifecycle, self._backoff) for queue in queues]
         self._lifecycle = lifecycle
 

@@ -26,6 +26,7 @@ from typing import Any, Callable, Optional
 import redis
 
 from .background import Every
+from ..runtime.backoff import Outage
 from ..runtime.lifecycle import STOP_SIGNALS
 
 logger = logging.getLogger(__name__)
@@ -66,8 +67,9 @@ def _helper(stop_fd: int, parent: int, interval: float, refresh: Callable[[], An
 class KeepAlive:
     """Calls refresh() every interval seconds from a forked helper process until stop()."""
 
-    def __init__(self, interval: float, refresh: Callable[[], Any], what: str) -> None:
+    def __init__(self, interval: float, refresh: Callable[[], Any], what: str, outage: Optional[Outage] = None) -> None:
         self._interval = interval
+        self._outage = outage  # says a Redis outage the fallback thread meets (the worker's, shared)
         self._refresh = refresh
         self._what = what
         self._pid: Optional[int] = None
@@ -107,7 +109,7 @@ class KeepAlive:
                 os._exit(status)
         os.close(read_fd)
         self._pid, self._stop_fd = pid, write_fd
-        self._fallback = Every(self._interval, self._check, self._what)  # takes over if the helper dies
+        self._fallback = Every(self._interval, self._check, self._what, self._outage)  # takes over if the helper dies
         self._fallback.start()
 
     def stop(self) -> None:
@@ -124,7 +126,7 @@ class KeepAlive:
         self._reap(block=True)
 
     def _start_fallback(self) -> None:
-        self._fallback = Every(self._interval, self._refresh, self._what)
+        self._fallback = Every(self._interval, self._refresh, self._what, self._outage)
         self._fallback.start()
 
     def _check(self) -> None:

@@ -225,8 +225,9 @@ class Worker:
             return  # stopped before Redis could be reached
         self.lifecycle.online()
         # forked first, before this worker starts threads of its own
-        keep_alive = KeepAlive(self.keep_alive_interval, self.holdings.keep_alive, f"keep-alive of {self.id}")
-        mover = Every(MOVE_DUE_INTERVAL, lambda: move_due_tasks(self.queues), "move due tasks")
+        keep_alive = KeepAlive(self.keep_alive_interval, self.holdings.keep_alive, f"keep-alive of {self.id}",
+                               self.holdings.outage)
+        mover = Every(MOVE_DUE_INTERVAL, lambda: move_due_tasks(self.queues), "move due tasks", self.holdings.outage)
         keep_alive.start()
         mover.start()
         logger.info("worker %s online on %s %s, %d allowed functions", self.id,
