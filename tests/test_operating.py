@@ -427,3 +427,30 @@ def test_pausing_a_queue_that_does_not_exist_warns_with_the_ones_that_do(conn, r
     assert status == 0 and err == "", err
     status, out, err = run("resume", "nosuch", url=redis_server.url)
     assert status == 0 and err.startswith("delayed: warning: no queue named 'nosuch' has keys now"), err
+
+
+def test_stats_flags_a_gotask_no_go_worker_took_within_go_wait(conn, redis_server):
+    from delayed.protocol.sweeper_ops import SweeperOps
+
+    go, py = Queue("go", conn), Queue("py", conn)
+    go.enqueue(GoTask("main.Resize", ["cat.png"]))
+    py.enqueue(PyTask("tests.tasks:record", ["x"]))
+    for queue in (go, py):
+        SweeperOps(queue).sweep()  # our sweeper notes since when each head has stood there
+    status, out, err = run("stats", "--go-wait", "1", url=redis_server.url)
+    assert status == 0 and "warning" not in err, err  # not yet a second
+    time.sleep(1.2)
+    for queue in (go, py):
+        SweeperOps(queue).sweep()  # the same heads: still noted as first seen
+    status, out, err = run("stats", "--go-wait", "1", url=redis_server.url)
+    assert status == 0 and err.count("\n") == 1, err
+    assert re.search(r"queue 'go': GoTask main.Resize has waited \d+ s at its head, untaken", err), err
+    status, out, _ = run("--json", "stats", "--go-wait", "1", url=redis_server.url)
+    untaken = {row["queue"]: row["go_untaken"] for row in json.loads(out)}
+    assert untaken["go"] >= 1.2 and untaken["py"] is None
+
+    conn.lpop("go"), conn.lpop("go_noti")  # a go-delayed worker took it
+    SweeperOps(go).sweep()
+    assert not conn.exists("go_head_since")
+    status, out, err = run("stats", "--go-wait", "1", url=redis_server.url)
+    assert status == 0 and "warning" not in err, err

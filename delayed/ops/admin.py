@@ -365,6 +365,21 @@ FUNC_HEAD = 1024
 """Bytes of each task pending_by_func reads: enough for its func path."""
 
 
+def untaken_go_tasks(conn: redis.Redis, names: Sequence[str], older_than: float) -> List[Row]:
+    """The queues whose head is a GoTask that has stood there untaken for more than older_than seconds,
+    as our sweeper saw it (a go-delayed worker with that handler would have taken it): queue, func and
+    waited (seconds). Queues no sweeper of ours sweeps are never flagged."""
+    found = []
+    for name, waited in zip(names, inspect.head_waits(conn, names)):
+        if waited is None or waited <= older_than:
+            continue
+        for head, length in inspect.pending_heads(conn, name, 0, 1, FUNC_HEAD):
+            shown = describe_task(head, length)
+            if shown.get("go"):
+                found.append({"queue": name, "func": shown.get("func"), "waited": round(waited, 1)})
+    return found
+
+
 def pending_by_func(conn: redis.Redis, name: str, first: int = 1000) -> List[Row]:
     """How many of the first `first` tasks in the queue call each function, most first: func (a
     preview; "(undecodable)" for what is no task), go (a GoTask's), count. Reads FUNC_HEAD bytes of each."""

@@ -61,9 +61,20 @@ def _names(conn: redis.Redis, args: argparse.Namespace) -> List[str]:
 STATS_COLUMNS = ("queue", "pending", "processing", "scheduled", "dead", "workers", "paused", "latency")
 
 
-def _show_stats(args: argparse.Namespace, rows: List[Dict[str, Any]], columns: Sequence[str]) -> None:
-    """Stats rows; in a table, an estimated latency (see admin.stats) starts with "~"."""
-    _show(args, rows if args.json else [{**row, "latency": _latency(row)} for row in rows], columns)
+def _show_stats(conn: redis.Redis, args: argparse.Namespace, rows: List[Dict[str, Any]],
+                columns: Sequence[str]) -> None:
+    """Stats rows; in a table, an estimated latency (see admin.stats) starts with "~". A GoTask no Go
+    worker took within --go-wait seconds is flagged: "go_untaken" (seconds) in JSON, a warning on stderr."""
+    untaken = {row["queue"]: row for row in admin.untaken_go_tasks(conn, [row["queue"] for row in rows], args.go_wait)}
+    if args.json:
+        _show(args, [{**row, "go_untaken": untaken[row["queue"]]["waited"] if row["queue"] in untaken else None}
+                     for row in rows], columns)
+        return
+    _show(args, [{**row, "latency": _latency(row)} for row in rows], columns)
+    for flagged in untaken.values():
+        print(f"delayed: warning: queue {flagged['queue']!r}: GoTask {flagged['func']} has waited "
+              f"{flagged['waited']:.0f} s at its head, untaken: is a go-delayed worker running on it, with "
+              "that handler registered?", file=sys.stderr, flush=True)
 
 
 def _latency(row: Dict[str, Any]) -> Optional[str]:
@@ -77,7 +88,7 @@ def _stats(conn: redis.Redis, args: argparse.Namespace) -> None:
     if policy.evicts:  # said, not refused: stats only reads
         print(f"delayed: warning: {policy.risk}", file=sys.stderr, flush=True)
     if not args.watch:
-        _show_stats(args, admin.stats(conn, _names(conn, args)), STATS_COLUMNS)
+        _show_stats(conn, args, admin.stats(conn, _names(conn, args)), STATS_COLUMNS)
         return
     outage = OutageBackoff(logging.getLogger("delayed.stats"), "stats --watch", initial=args.watch,
                      maximum=max(args.watch, 10))
@@ -95,7 +106,7 @@ def _stats(conn: redis.Redis, args: argparse.Namespace) -> None:
         rows, previous, then = admin.with_rates(rows, previous, now - then), rows, now
         if not args.json:
             print("\033[H\033[J" + time.strftime("%H:%M:%S"), flush=True)
-        _show_stats(args, rows, STATS_COLUMNS + ("in_per_s", "out_per_s", "net_per_s", "dead_per_s"))
+        _show_stats(conn, args, rows, STATS_COLUMNS + ("in_per_s", "out_per_s", "net_per_s", "dead_per_s"))
         time.sleep(args.watch)
 
 
@@ -351,6 +362,9 @@ def parser() -> argparse.ArgumentParser:
     stats.add_argument("--watch", type=positive(float), metavar="SECONDS",
                        help="refresh every SECONDS until Ctrl-C, with rates (tasks/s in, out, net change, "
                        "dead letters), riding out Redis outages")
+    stats.add_argument("--go-wait", type=positive(float), default=300, metavar="SECONDS",
+                       help="flag a GoTask that has stood this long at the head of its queue, untaken by any "
+                            "go-delayed worker, as our sweeper saw it (default: %(default)s)")
     workers = commands.add_parser("workers", parents=[common], help="our live workers and what they hold")
     workers.add_argument("--queue", action="append", help="a queue (repeatable; default: every queue found)")
 

@@ -253,6 +253,22 @@ def pending_heads(conn: redis.Redis, name: str, start: int, count: int, head: in
     return [(cast(bytes, reply[i + 1]), cast(int, reply[i])) for i in range(0, len(reply), 2)]
 
 
+def head_waits(conn: redis.Redis, names: Sequence[str]) -> List[Optional[float]]:
+    """Per queue, the seconds its head task has stood there untaken as our sweeper saw it (its
+    head_since key, by Redis's clock), or None: no sweep noted one, or the queue was empty. One round trip."""
+    with conn.pipeline(transaction=False) as pipe:
+        pipe.time()
+        for name in names:
+            pipe.get(QueueKeys.of(name).head_since)
+        (seconds, micros), *markers = pipe.execute()
+    now_ms = seconds * 1000 + micros // 1000
+    waits: List[Optional[float]] = []
+    for marker in markers:
+        since = cast(bytes, marker or b"").rpartition(b":")[2]
+        waits.append(max(now_ms - int(since), 0) / 1000 if since.isdigit() else None)
+    return waits
+
+
 class Scheduled(NamedTuple):
     """A scheduled task as operators see it: the head of its blob, the blob's length, when it is due
     (unix time), and its ref (see delayed.protocol.scheduled), which names its member exactly."""

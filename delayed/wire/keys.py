@@ -25,6 +25,7 @@ TRACKED_SUFFIX = "_tracked"
 TASK_INFIX = "_task:"
 PAUSED_SUFFIX = "_paused"
 SAMPLES_SUFFIX = "_samples"
+HEAD_SINCE_SUFFIX = "_head_since"
 
 WORKER_ID_PREFIX = "delayed-py-"
 SCHEDULED_PREFIX_BYTES = 8
@@ -42,7 +43,7 @@ CRASHES_SUFFIX = "_crashes"
 """A hash versions before counted crash loops in; no longer read or written, but a queue's name still."""
 KEY_SUFFIXES = (NOTI_SUFFIX, PROCESSING_SUFFIX, DEAD_SUFFIX, DEAD_LETTERS_SUFFIX, SCHEDULED_SUFFIX, WORKERS_SUFFIX,
                 UNNOTIFIED_SUFFIX, COUNTS_SUFFIX, TRACKED_SUFFIX, PAUSED_SUFFIX, PERIODIC_SUFFIX, SAMPLES_SUFFIX,
-                CRASHES_SUFFIX)
+                HEAD_SINCE_SUFFIX, CRASHES_SUFFIX)
 """What a queue's keys add to its name: a name ending with one is another queue's key (see check_queue_name)."""
 KEY_INFIXES = (UNIQUE_INFIX, TASK_INFIX)
 """What a queue's keys of many add to its name, before their own part."""
@@ -77,6 +78,9 @@ class QueueKeys:
     was paused: our workers' claim scripts take no task from a paused queue (ours only: go-delayed's
     workers do not know about it).
     periodic: hash, periodic entry name -> the last tick a scheduler replica claimed for this queue (ours).
+    head_since: string, "<sha1 of the queue's head>:<unix ms>": when a sweep first saw that task at the
+    head of the queue, gone with an empty queue (ours only): how long a task has waited there
+    untaken, for `delayed stats` (see --go-wait).
     samples: stream, the dashboard's samples of the queue's counts and counters (the entry id says
     when), capped and expiring, so its charts survive a restart (ours; see delayed.protocol.samples).
     """
@@ -94,6 +98,7 @@ class QueueKeys:
     paused: str
     periodic: str
     samples: str
+    head_since: str
 
     @property
     def task_prefix(self) -> str:
@@ -125,7 +130,7 @@ class QueueKeys:
         return cls(name, name + NOTI_SUFFIX, name + PROCESSING_SUFFIX, name + DEAD_SUFFIX, name + SCHEDULED_SUFFIX,
                    name + WORKERS_SUFFIX, name + UNNOTIFIED_SUFFIX,
                    name + DEAD_LETTERS_SUFFIX, name + COUNTS_SUFFIX, name + TRACKED_SUFFIX, name + PAUSED_SUFFIX,
-                   name + PERIODIC_SUFFIX, name + SAMPLES_SUFFIX)
+                   name + PERIODIC_SUFFIX, name + SAMPLES_SUFFIX, name + HEAD_SINCE_SUFFIX)
 
 
 def new_worker_id() -> str:
