@@ -99,7 +99,7 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
     @app.errorhandler(redis.RedisError)
     def redis_error(exc: redis.RedisError) -> Reply:
         if isinstance(exc, (redis.ConnectionError, redis.TimeoutError)):
-            return _message("Redis is unreachable", f"The dashboard cannot reach Redis: {error_text(exc)}. "
+            return _message("Redis is unreachable", f"The dashboard cannot reach Redis: {error_text(exc).rstrip('.')}. "
                             "Reload the page once it is back.", 503)
         return _message("Redis error", f"Redis refused a command: {error_text(exc)}", 500)
 
