@@ -175,7 +175,7 @@ def test_in_a_browser_requeue_delete_and_purge_dead_letters(conn, dashboard, bro
 
 def test_screenshot_of_queues_workers_and_a_dead_letter(conn, redis_server, dashboard, browser, busy_worker):
     """The page with three queues (one paused), a worker of ours holding a task, a go-delayed worker holding
-    one, a dead letter and some throughput; written to $DELAYED_DASHBOARD_SCREENSHOT when set (docs/dashboard.png)."""
+    one, a dead letter and some throughput; its screenshot is docs/dashboard.png (see screenshot)."""
     from selenium.webdriver.common.by import By
 
     web = dashboard("--window", "8", "--sample-every", "0.4")
@@ -210,12 +210,18 @@ def test_screenshot_of_queues_workers_and_a_dead_letter(conn, redis_server, dash
     assert paused.split() == ["paused", "resume"]
     reports_chart = browser.find_elements(By.CSS_SELECTOR, 'tr.queue[data-queue="reports"] svg.rate polyline')
     assert reports_chart  # the throughput was sampled and drawn
-    target = os.environ.get("DELAYED_DASHBOARD_SCREENSHOT")
-    if target:
+    screenshot(browser, "dashboard")
+
+
+def screenshot(browser, name: str) -> None:
+    """The whole page as $DELAYED_DASHBOARD_SCREENSHOTS/name.png, when that directory is given (docs/)."""
+    directory = os.environ.get("DELAYED_DASHBOARD_SCREENSHOTS")
+    if directory:
         height = browser.execute_script("return document.documentElement.scrollHeight")
         browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                                 {"width": 1100, "height": height, "deviceScaleFactor": 1, "mobile": False})
-        browser.save_screenshot(target)
+        browser.save_screenshot(os.path.join(directory, name + ".png"))
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
 @pytest.fixture
@@ -614,6 +620,7 @@ def test_in_a_browser_a_tracked_task_is_found_by_id_and_cancelled_while_it_waits
     assert browser.find_element(By.CSS_SELECTOR, "span.status").text == "failed"
     assert shown("error") == "ValueError: <b>no</b> always fails"  # text, not markup
     assert shown("letter") == jobs.dead.list()[0]["id"]
+    screenshot(browser, "dashboard-task")
 
     find(pending.id)
     assert browser.find_element(By.CSS_SELECTOR, "span.status").text == "pending"
@@ -688,6 +695,7 @@ def test_in_a_browser_a_queue_s_page_shows_pending_processing_scheduled_and_dead
     assert len(listed) == 50 and listed[1] == "1 tests.tasks:record([0])"
     assert listed[0].startswith("0 tests.tasks:record(") and "(the first 64 KiB of 2000026 bytes)" in listed[0]
     assert len(browser.page_source) < 200_000
+    screenshot(browser, "dashboard-queue")
     browser.find_element(By.CSS_SELECTOR, "a.next").click()
     wait_for(lambda: len(rows("table.pending tr.task")) == 10, what="the second page")
     assert rows("table.pending tr.task")[-1] == "59 main.Resize(4) Go"
