@@ -59,7 +59,7 @@ def test_stats_as_a_table_and_as_json(conn, redis_server, busy):
     rows = json.loads(delayed(redis_server.url, "stats", "--queue", "q", "--json"))
     assert rows == [{"queue": "q", "pending": 2, "processing": 0, "scheduled": 1, "dead": 2, "workers": 0,
                      "paused": False, "enqueued_total": 3, "done_total": 0, "retried_total": 0, "dead_total": 0,
-                     "latency": None, "latency_measured": None}]
+                     "latency": None, "latency_measured": None, "go_untaken": None}]
 
 
 def test_stats_latency_is_a_tracked_heads_age_else_estimated_from_the_rate_out(conn, redis_server):
@@ -158,3 +158,12 @@ def test_a_long_task_s_preview_tells_a_py_task_from_a_go_task_by_its_second_elem
     assert describe_task(py) == {"func": "tests.tasks:record", "truncated": True, "bytes": len(py)}
     assert describe_task(go[:1024], len(go)) == {"func": "main.Resize", "go": True, "truncated": True,
                                                   "bytes": len(go)}
+
+
+def test_workers_lists_go_delayed_workers_that_hold_a_task_with_their_keep_alive(conn):
+    go_id = "0123456789abcdef0123456789abcdef"
+    conn.hset("go_processing", go_id, GoTask("main.Resize", 640).serialize())  # a go-delayed worker's last task
+    conn.set(go_id, "1", ex=60)
+    conn.hset("go_processing", "fedcba9876543210fedcba9876543210", b"x")  # its keep-alive gone: a lapsed one
+    [row] = admin.workers(conn, ["go"])
+    assert row["worker"] == go_id and row["go"] is True and row["holding"] == 1 and 55 < row["expires_in"] <= 60

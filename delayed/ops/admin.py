@@ -172,19 +172,26 @@ def sampled(conn: redis.Redis, names: Sequence[str], count: int, gap: float) -> 
     return history
 
 
+_GO_WORKER_ID = re.compile(r"[0-9a-fA-F]{32}")
+"""A go-delayed worker's id (and keep-alive key): 32 hex digits."""
+
+
 def workers(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
-    """Our live workers per queue: id, seconds until their keep-alive lapses, tasks they hold now."""
+    """The live workers per queue: id, seconds until their keep-alive lapses, tasks they hold now, and
+    "go": whether it is go-delayed's. Ours list themselves; a go-delayed worker registers nowhere, and
+    is seen once it holds a task (it never releases its last one) while its keep-alive key lives."""
     now = time.time()
     rows = []
     for name in names:
         held = inspect.holder_ids(conn, name)
         for worker in inspect.live_workers(conn, name, now):
             rows.append({"queue": name, "worker": worker.id, "expires_in": round(worker.expires - now, 1),
-                         "holding": sum(field.startswith(worker.id) for field in held)})
+                         "holding": sum(field.startswith(worker.id) for field in held), "go": False})
+        go_ids = [field for field in held if _GO_WORKER_ID.fullmatch(field)]
+        rows += [{"queue": name, "worker": worker_id, "expires_in": round(lapses, 1), "holding": 1, "go": True}
+                 for worker_id, lapses in zip(go_ids, inspect.keep_alive_lapses(conn, go_ids)) if lapses is not None]
     return rows
 
-
-_GO_WORKER_ID = re.compile(r"[0-9a-fA-F]{32}")
 
 
 def holders(conn: redis.Redis, names: Sequence[str], limit: int = 200) -> List[Row]:

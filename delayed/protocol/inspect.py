@@ -205,6 +205,15 @@ def live_workers(conn: redis.Redis, name: str, now: float) -> List[Worker]:
     return [Worker(member.decode(errors="replace"), expires) for member, expires in live]
 
 
+def keep_alive_lapses(conn: redis.Redis, worker_ids: Sequence[str]) -> List[Optional[float]]:
+    """Per worker id, the seconds until its keep-alive key (the bare id) lapses; None where there is
+    none (gone, or one without an expiry). One round trip."""
+    with conn.pipeline(transaction=False) as pipe:
+        for worker_id in worker_ids:
+            pipe.pttl(worker_id)
+        return [ttl / 1000 if ttl >= 0 else None for ttl in pipe.execute()]
+
+
 def live_holders(conn: redis.Redis, name: str, limit: int, head: int) -> List[Tuple[str, bytes, int]]:
     """(worker id, the first head bytes of its task, the task's length) for the tasks held in the queue
     (at most limit, read with HSCAN in a script) whose worker's keep-alive key (its bare id) exists, go-delayed's
