@@ -39,6 +39,16 @@ def with_address(source: str, old: str, new: str) -> str:
     return source.replace(old, new)
 
 
+def go_program(name: str, source: str):
+    """interop/bin/name/main.go holding source, afresh (bin/ is gitignored, and inside the interop
+    module, so go.mod pins go-delayed); its directory."""
+    directory = gocommands.BIN / name
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    (directory / "main.go").write_text(source)
+    return directory
+
+
 def received(records):
     """[(func, [(Go type %T, Go value %#v), ...]), ...]"""
     return [(r["func"], [(a["type"], a["go"]) for a in r["args"]]) for r in records]
@@ -110,10 +120,7 @@ def test_readme_go_block_enqueues_pytasks_our_worker_runs(procs, conn, redis_ser
     if shutil.which("go") is None:
         pytest.skip("'go' is not on the PATH (make interop says so too)")
     source = with_address(readme_block("go"), '"127.0.0.1:6379"', f'"{gocommands.redis_address(procs.redis_url)}"')
-    example = gocommands.BIN / "readme_example"
-    shutil.rmtree(example, ignore_errors=True)
-    example.mkdir(parents=True)
-    (example / "main.go").write_text(GO_MAIN % "".join(f"\t{line}\n" for line in source.splitlines()))
+    example = go_program("readme_example", GO_MAIN % "".join(f"\t{line}\n" for line in source.splitlines()))
     run = subprocess.run(["go", "run", "./bin/readme_example"], cwd=gocommands.INTEROP, capture_output=True,
                          text=True, timeout=300)
     assert run.returncode == 0, f"{example / 'main.go'}:\n{run.stderr}"
@@ -148,10 +155,7 @@ def test_readme_go_worker_runs_the_python_block_s_gotasks_and_stops_on_sighup(pr
     if shutil.which("go") is None:
         pytest.skip("'go' is not on the PATH (make interop says so too)")
     source = with_address(readme_program("go"), '"127.0.0.1:6379"', f'"{gocommands.redis_address(procs.redis_url)}"')
-    example = gocommands.BIN / "readme_worker"
-    shutil.rmtree(example, ignore_errors=True)
-    example.mkdir(parents=True)
-    (example / "main.go").write_text(source)
+    example = go_program("readme_worker", source)
     built = subprocess.run(["go", "build", "-o", str(example / "worker"), "./bin/readme_worker"],
                            cwd=gocommands.INTEROP, capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, f"{example / 'main.go'}:\n{built.stderr}"
