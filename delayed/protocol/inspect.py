@@ -264,13 +264,13 @@ def pending_heads(conn: redis.Redis, name: str, start: int, count: int, head: in
 
 def head_waits(conn: redis.Redis, names: Sequence[str]) -> List[Optional[float]]:
     """Per queue, the seconds its head task has stood there untaken as our sweeper saw it (its
-    head_since key, by Redis's clock), or None: no sweep noted one, or the queue was empty. One round trip."""
+    head_since key, written by Redis's clock, read against this machine's: a cluster's nodes each have
+    their own), or None: no sweep noted one, or the queue was empty. One round trip."""
     with conn.pipeline(transaction=False) as pipe:
-        pipe.time()
         for name in names:
             pipe.get(QueueKeys.of(name).head_since)
-        (seconds, micros), *markers = pipe.execute()
-    now_ms = seconds * 1000 + micros // 1000
+        markers = pipe.execute()
+    now_ms = time.time() * 1000
     waits: List[Optional[float]] = []
     for marker in markers:
         since = cast(bytes, marker or b"").rpartition(b":")[2]
