@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence, Union
 
 GOREADER = Path(__file__).parent / "goreader"
 
@@ -38,7 +38,7 @@ def read_package(directory: str, funcs: Sequence[str] = ()) -> Dict[str, Any]:
     return contract
 
 
-def _run(command: Sequence[str], cwd: str, env: Dict[str, str]) -> str:
+def _run(command: Sequence[str], cwd: Union[str, Path], env: Dict[str, str]) -> str:
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise GoReaderError(done.stderr.strip() or f"{command[0]} exited with status {done.returncode}")
