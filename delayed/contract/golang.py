@@ -32,16 +32,18 @@ def read_package(directory: str, funcs: Sequence[str] = ()) -> Dict[str, Any]:
         source, binary = Path(temp) / "goreader", Path(temp) / "goreader.bin"
         shutil.copytree(GOREADER, source)
         # our module's own settings, not the user's GOFLAGS (-mod=vendor) or go.work
-        _run([go, "build", "-o", str(binary), "."], source, {**os.environ, "GOFLAGS": "-mod=readonly", "GOWORK": "off"})
+        _run([go, "build", "-o", str(binary), "."], source, {**os.environ, "GOFLAGS": "-mod=readonly", "GOWORK": "off"},
+             "building the Go reader: ")
         output = _run([str(binary), os.path.abspath(directory), *funcs], directory, dict(os.environ))
     contract: Dict[str, Any] = json.loads(output)
     return contract
 
 
-def _run(command: Sequence[str], cwd: Union[str, Path], env: Dict[str, str]) -> str:
+def _run(command: Sequence[str], cwd: Union[str, Path], env: Dict[str, str], context: str = "") -> str:
+    """command's stdout; if it fails, a GoReaderError of its stderr (what Go said), after context."""
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     if done.returncode != 0:
-        raise GoReaderError(done.stderr.strip() or f"{command[0]} exited with status {done.returncode}")
+        raise GoReaderError(context + (done.stderr.strip() or f"{command[0]} exited with status {done.returncode}"))
     return done.stdout
 
 

@@ -176,6 +176,7 @@ func fullName(t types.Type) string {
 // types being described (a recursive type is refused).
 func kind(pkg *types.Package, t types.Type, where string, seen []*types.Named) map[string]any {
 	goType := types.TypeString(t, func(other *types.Package) string { return other.Name() })
+	t = types.Unalias(t) // an alias (type P = Point) is the type it names
 	refuse := func(what string) {
 		panic(refusal(fmt.Sprintf("takes %s (%s), which go-delayed cannot decode", what, where)))
 	}
