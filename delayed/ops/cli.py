@@ -22,6 +22,7 @@ from ..sweeper.cli import main as sweeper_main
 from ..worker.cli import main as worker_main
 from ..protocol.connection import error_text
 from ..runtime.backoff import OutageBackoff
+from .contract.cli import main as contract_main
 from .dashboard.cli import main as dashboard_main
 from ..errors import DeadLetterError
 from ..errors import QueueFullError, TaskNotFoundError, TaskTooLargeError
@@ -322,7 +323,7 @@ COMMANDS = {"stats": _stats, "workers": _workers, "dead": _dead, "scheduled": _s
 
 RUNNERS: Dict[str, Callable[[Optional[Sequence[str]]], int]] = {
     "worker": worker_main, "sweeper": sweeper_main, "scheduler": scheduler_main, "metrics": metrics_main,
-    "dashboard": dashboard_main}
+    "dashboard": dashboard_main, "contract": contract_main}
 
 
 def _common(defaults: bool) -> argparse.ArgumentParser:
@@ -341,7 +342,8 @@ def front_parser() -> argparse.ArgumentParser:
         description=__doc__,
         epilog="commands: stats, workers, dead, scheduled, enqueue, task, cancel, pause, resume (operate the queues); "
                "worker, sweeper, scheduler (run one, as python -m delayed.worker etc.); metrics (the queues' Prometheus "
-               "exporter, as python -m delayed.metrics); dashboard (the web page, as python -m delayed.dashboard). "
+               "exporter, as python -m delayed.metrics); dashboard (the web page, as python -m delayed.dashboard); "
+               "contract (go-delayed handlers' parameter types: contract go, contract check). "
                "`delayed COMMAND --help` for each.")
     front.add_argument("--version", action="version", version=f"%(prog)s {version('delayed')}")
     front.add_argument("command", choices=[*COMMANDS, *RUNNERS], metavar="COMMAND", nargs="?")

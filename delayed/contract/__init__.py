@@ -1,0 +1,2 @@
+"""Contracts: the parameter types of go-delayed handlers, read from Go code into a JSON file, so
+Python producers can check a GoTask's arguments before Go drops them."""

@@ -1,0 +1,67 @@
+"""Command line of `delayed contract`: parse, then read Go code into a contract file (`go`) or
+check that file against the Go code (`check`); a problem is one line on stderr."""
+import argparse
+import sys
+from typing import Optional, Sequence
+
+from ...contract import golang
+from ...runtime.command import quiet_on_closed_pipe
+
+GO_STATUS = "Exit status: 0 written, 1 the Go package could not be read, 2 Go is not on the PATH."
+CHECK_STATUS = ("Exit status: 0 the contract matches the Go code, 1 it does not (a unified diff on stdout) or "
+                "the Go package could not be read, 2 Go is not on the PATH.")
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="delayed contract", description="The parameter types of go-delayed "
+                                  "handlers, read from Go code into a JSON contract that Python producers check "
+                                  "GoTasks against.")
+    actions = top.add_subparsers(dest="action", required=True)
+    make = actions.add_parser("go", help="read a Go package's handlers into a contract (JSON)",
+                              description="Write the parameter types of the top-level functions of the Go "
+                                          "package in DIR, as go-delayed names them (main.Add), and why go-delayed "
+                                          "cannot call the others. " + GO_STATUS)
+    make.add_argument("dir", metavar="DIR", help="the Go package's directory (its module's go.mod applies)")
+    make.add_argument("--func", action="append", default=[], dest="funcs", metavar="NAME",
+                      help="only this function, as Add or main.Add (repeatable; default: every one)")
+    make.add_argument("-o", "--output", metavar="FILE", help="write it here (default: stdout)")
+    check = actions.add_parser("check", help="exit 1 with a diff if the Go code no longer matches the contract",
+                               description="Read the Go package in DIR again and compare it with CONTRACT: a CI "
+                                           "step for a repository with Go handlers and Python producers. " + CHECK_STATUS)
+    check.add_argument("contract", metavar="CONTRACT", help="the contract file `delayed contract go` wrote")
+    check.add_argument("dir", metavar="DIR", help="the Go package's directory")
+    check.add_argument("--func", action="append", default=[], dest="funcs", metavar="NAME",
+                       help="as given to `delayed contract go` (repeatable)")
+    return top
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.action == "go":
+        text = golang.dumps(golang.read_package(args.dir, args.funcs))
+        if args.output:
+            with open(args.output, "w") as out:
+                out.write(text)
+        else:
+            sys.stdout.write(text)
+        return 0
+    diff = golang.drift(args.contract, args.dir, args.funcs)
+    if diff is None:
+        return 0
+    sys.stdout.write(diff)
+    return 1
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """`delayed contract ACTION ...`; returns the exit status."""
+    def run() -> int:
+        args = parser().parse_args(argv)
+        try:
+            return _run(args)
+        except golang.GoReaderError as exc:
+            print(f"delayed contract: {exc}", file=sys.stderr)
+            return exc.status
+        except OSError as exc:  # the contract file to check, or to write, cannot be read or written
+            print(f"delayed contract: {exc}", file=sys.stderr)
+            return 1
+
+    return quiet_on_closed_pipe(run)
