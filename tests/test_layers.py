@@ -32,6 +32,7 @@ PACKAGE = ROOT / "delayed"
 LAYERS = (
     ("foundation", ("delayed.errors", "delayed.logger", "delayed.testing")),
     ("wire", ("delayed.wire",)),
+    ("contract", ("delayed.contract",)),
     ("protocol", ("delayed.protocol",)),
     ("runtime", ("delayed.runtime",)),
     ("delay", ("delayed.delay",)),
@@ -40,7 +41,7 @@ LAYERS = (
     ("faces", ("delayed", "delayed.__main__", "delayed.queue", "delayed.task", "delayed.metrics",
                "delayed.dashboard")),
 )
-ROLES = LAYERS[5][1]
+ROLES = LAYERS[6][1]
 COMMAND_LINES = {"cli", "__main__"}
 # redis-py's command methods (those of a client and of a pipeline), as called on a client outside protocol/
 REDIS_COMMANDS = ({name for name in dir(redis.Redis) if not name.startswith("_")} - {"close", "from_url"}) | {
