@@ -1,6 +1,9 @@
 """Contracts: GoTasks checked against a Go package's handler types (delayed.contract), and the typed
 code `delayed contract python|gotasks` writes for either side."""
 import datetime
+import os
+import re
+import shutil
 import subprocess
 import sys
 
@@ -9,6 +12,7 @@ import pytest
 
 from delayed import ContractError, DelayedError, Float32, GoTask
 from delayed.contract import Contract
+from delayed.wire.task import decode_task
 
 from .conftest import ROOT
 
@@ -138,3 +142,225 @@ def test_an_unchecked_gotask_never_imports_the_contract_code():
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
 
+
+
+def delayed_command(*words, cwd):
+    """`python -m delayed WORDS` run in cwd, importing this checkout's delayed."""
+    return subprocess.run([sys.executable, "-m", "delayed", *map(str, words)], cwd=cwd, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+GOOD_CALLS = """\
+import datetime
+from delayed import Float32, GoTask
+from jobs_tasks import Point, add, blob, float32, no_arg, pointer, shapes, struct, variadic
+
+point: Point = {"X": 1, "Y": 2, "Label": "p"}
+tasks: list[GoTask] = [
+    add(1, 2), no_arg(), float32(0.5), float32(Float32(0.5)), struct(point), pointer(None), variadic("p", 1, 2),
+    shapes({"a": {"Corners": [point], "Scale": 1.5, "Parent": None}}, [1.0, Float32(2)]),
+    blob(b"x", True, datetime.datetime.now(datetime.timezone.utc)),
+]
+"""
+BAD_CALLS = [
+    'add(1, "2")',
+    "add(1)",
+    'struct({"X": 1, "Y": 2})',
+    'struct({"X": 1, "Y": 2, "Label": "p", "Z": 3})',
+    'variadic("p", 1, "x")',
+    "blob(b'x', True, 5)",
+    'shapes({1: None}, [])',
+]
+
+
+@pytest.fixture(scope="module")
+def jobs_tasks(tmp_path_factory):
+    """The module `delayed contract python` writes for tests/contract/handlers.contract.json, in its own folder."""
+    folder = tmp_path_factory.mktemp("python")
+    done = delayed_command("contract", "python", HANDLERS, "-o", "jobs_tasks.py", cwd=folder)
+    assert done.returncode == 0, done.stderr
+    return folder
+
+
+def test_the_python_module_has_a_function_per_handler_with_its_go_signature(jobs_tasks):
+    code = ("import jobs_tasks as t; print(t.add.__doc__); print(t.variadic('p', 1, 2).serialize().hex()); "
+            "print(sorted(name for name in vars(t) if not name.startswith('_')))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=jobs_tasks, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    doc, blob, names = done.stdout.splitlines()
+    assert doc == "main.Add: func Add(a int, b int)", done.stderr
+    assert bytes.fromhex(blob) == GoTask("main.Variadic", ["p", [1, 2]]).serialize()
+    assert "main.Watch: takes a chan int" in (jobs_tasks / "jobs_tasks.py").read_text()  # said, not a function
+    for name in ["add", "small", "string", "no_arg", "several", "float32", "struct", "pointer", "shapes", "variadic",
+                 "blob", "counts", "Point", "Shape"]:
+        assert name in names
+
+
+def test_the_python_module_checks_at_run_time_too(jobs_tasks):
+    code = "import jobs_tasks as t; t.small(200, 0, 0, 0, 0)"
+    done = subprocess.run([sys.executable, "-c", code], cwd=jobs_tasks, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert "ContractError: main.Small: a must be Go int8: 200 is out of its range -128..127" in done.stderr
+
+
+def test_mypy_checks_calls_of_the_python_module(jobs_tasks):
+    (jobs_tasks / "good.py").write_text(GOOD_CALLS)
+    (jobs_tasks / "bad.py").write_text("from jobs_tasks import add, blob, shapes, struct, variadic\n\n"
+                                       + "".join(call + "\n" for call in BAD_CALLS))
+    done = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--follow-imports=silent",
+                           "jobs_tasks.py", "good.py", "bad.py"], cwd=jobs_tasks, capture_output=True, text=True,
+                          env={**os.environ, "MYPYPATH": str(ROOT)})
+    errors = [line for line in done.stdout.splitlines() if ": error:" in line]
+    assert {line.split(":")[0] for line in errors} == {"bad.py"}, done.stdout
+    assert {int(line.split(":")[1]) for line in errors} == set(range(3, 3 + len(BAD_CALLS))), done.stdout
+
+
+def test_contract_python_refuses_a_malformed_contract(tmp_path):
+    (tmp_path / "bad.json").write_text('{"version": 1, "handlers": {"main.F": {"params": [{"name": "a"}]}}}')
+    done = delayed_command("contract", "python", "bad.json", "-o", "out.py", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (2, "delayed: handler main.F, param a: a type must be an object, "
+                                                 "got None\n")
+    assert not (tmp_path / "out.py").exists()
+
+
+TASKS = '''\
+from typing import Any, Dict, List, Optional, Sequence
+
+
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+def send_email(to: str, body: bytes, *, cc: Optional[List[str]] = None, urgent: bool = False) -> None:
+    pass
+
+
+def many(prefix: str, *items: float, options: Dict[str, Any]) -> None:
+    pass
+
+
+def nothing() -> None:
+    pass
+
+
+def typed(range: Optional[int], m: Sequence[Dict[int, float]], x: "Optional[bytes]") -> None:
+    pass
+
+
+def _private(x: int) -> None:
+    pass
+'''
+CONSTRUCTORS = [
+    'func Add(a int64, b int64) *delayed.PyTask {\n\treturn delayed.NewPyTask("gotasks_mod:add", '
+    '[]interface{}{a, b}, nil)\n}',
+    'func SendEmail(to string, body []byte, cc []string, urgent bool) *delayed.PyTask {\n\treturn delayed.NewPyTask('
+    '"gotasks_mod:send_email", []interface{}{to, body}, map[string]interface{}{"cc": cc, "urgent": urgent})\n}',
+    'func Many(prefix string, options map[string]interface{}, items ...float64) *delayed.PyTask {\n'
+    '\targs := []interface{}{prefix}\n\tfor _, item := range items {\n\t\targs = append(args, item)\n\t}\n'
+    '\treturn delayed.NewPyTask("gotasks_mod:many", args, map[string]interface{}{"options": options})\n}',
+    'func Nothing() *delayed.PyTask {\n\treturn delayed.NewPyTask("gotasks_mod:nothing", nil, nil)\n}',
+    "func Typed(range_ *int64, m []map[int64]float64, x []byte) *delayed.PyTask {",
+]
+
+
+@pytest.fixture
+def tasks_module(tmp_path):
+    (tmp_path / "gotasks_mod.py").write_text(TASKS)
+    return tmp_path
+
+
+def test_contract_gotasks_writes_a_typed_constructor_per_public_function(tasks_module):
+    done = delayed_command("contract", "gotasks", "gotasks_mod", "--package", "jobs", "-o", "jobs.go",
+                           cwd=tasks_module)
+    assert done.returncode == 0, done.stderr
+    source = (tasks_module / "jobs.go").read_text()
+    assert source.startswith("// Code generated by delayed contract gotasks gotasks_mod --package jobs; DO NOT EDIT."
+                             "\n\npackage jobs\n\nimport \"github.com/yizhisec/go-delayed/delayed\"\n")
+    assert [name for name in ("Add", "SendEmail", "Many", "Nothing", "Typed", "Private") if f"func {name}(" in source
+            ] == ["Add", "SendEmail", "Many", "Nothing", "Typed"]
+    for constructor in CONSTRUCTORS:
+        assert constructor in source
+    assert "// SendEmail is the PyTask of gotasks_mod:send_email(to: str, body: bytes, *, cc: " in source
+
+
+def test_contract_gotasks_takes_only_the_functions_named(tasks_module):
+    done = delayed_command("contract", "gotasks", "gotasks_mod", "--func", "nothing", "--func", "add", "--package",
+                           "jobs", "-o", "jobs.go", cwd=tasks_module)
+    assert done.returncode == 0, done.stderr
+    source = (tasks_module / "jobs.go").read_text()
+    assert source.index("func Nothing(") < source.index("func Add(") and "func Many(" not in source
+    done = delayed_command("contract", "gotasks", "gotasks_mod", "--func", "_private", "--package", "jobs",
+                           "-o", "jobs.go", cwd=tasks_module)
+    assert (done.returncode, done.stderr) == (2, "delayed: not public functions of gotasks_mod: _private\n")
+
+
+def test_contract_gotasks_lists_every_hint_it_cannot_type(tmp_path):
+    (tmp_path / "loose.py").write_text("import datetime\nfrom typing import Dict, Tuple\n\n\n"
+                                       "def f(a, b: datetime.datetime, c: Dict[bytes, int], **rest: int) -> None:\n"
+                                       "    pass\n\n\ndef g(t: Tuple[int, int]) -> None:\n    pass\n")
+    done = delayed_command("contract", "gotasks", "loose", "--package", "jobs", "-o", "loose.go", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == (
+        "delayed: unsupported: loose:f: a has no type hint; loose:f: b: datetime has no Go type (int, float, str, "
+        "bytes, bool, Any, Optional, list/Sequence and dict/Mapping of those do); loose:f: c: Dict[bytes, int]: map "
+        "keys must be str or int; loose:f: **rest takes any keywords, which a typed constructor cannot list; loose:g: "
+        "t: Tuple[int, int] has no Go type (int, float, str, bytes, bool, Any, Optional, list/Sequence and "
+        "dict/Mapping of those do)\n")
+    assert not (tmp_path / "loose.go").exists()
+
+
+def test_the_go_file_passes_gofmt_and_go_vet_and_writes_pytasks_our_worker_decodes(tasks_module):
+    if shutil.which("go") is None or shutil.which("gofmt") is None:
+        pytest.skip("`go` is not on PATH: cannot check the generated Go")
+    module = tasks_module / "gomod"
+    (module / "jobs").mkdir(parents=True)
+    (module / "main").mkdir()
+    done = delayed_command("contract", "gotasks", "gotasks_mod", "--package", "jobs", "-o", "gomod/jobs/jobs.go",
+                           cwd=tasks_module)
+    assert done.returncode == 0, done.stderr
+    requires = re.findall(r"(?ms)^require \(.*?^\)", (ROOT / "interop" / "go.mod").read_text())
+    (module / "go.mod").write_text("module example.com/gotasks\n\ngo 1.21\n\n" + "\n\n".join(requires) + "\n")
+    shutil.copy(ROOT / "interop" / "go.sum", module / "go.sum")
+    (module / "main" / "main.go").write_text(MAIN_GO)
+    assert subprocess.run(["gofmt", "-l", "."], cwd=module, capture_output=True, text=True).stdout == ""
+    env = {**os.environ, "GOFLAGS": "-mod=mod", "GOPROXY": "off"}
+    vet = subprocess.run(["go", "vet", "./..."], cwd=module, capture_output=True, text=True, env=env)
+    assert vet.returncode == 0, vet.stderr
+    ran = subprocess.run(["go", "run", "./main"], cwd=module, capture_output=True, text=True, env=env)
+    assert ran.returncode == 0, ran.stderr
+    tasks = [decode_task(bytes.fromhex(line)) for line in ran.stdout.split()]
+    assert [(task.func_path, task.args, task.kwargs) for task in tasks] == [
+        ("gotasks_mod:add", [1, 2], {}),
+        ("gotasks_mod:send_email", ["me", b"hi"], {"cc": None, "urgent": True}),
+        ("gotasks_mod:many", ["p", 1.5, 2.0], {"options": {"k": "v"}}),
+        ("gotasks_mod:nothing", (), {}),
+        ("gotasks_mod:typed", [None, [{3: 0.5}], b"x"], {}),
+    ]
+
+
+MAIN_GO = """package main
+
+import (
+	"encoding/hex"
+	"fmt"
+
+	"example.com/gotasks/jobs"
+	"github.com/yizhisec/go-delayed/delayed"
+)
+
+func main() {
+	for _, task := range []*delayed.PyTask{
+		jobs.Add(1, 2),
+		jobs.SendEmail("me", []byte("hi"), nil, true),
+		jobs.Many("p", map[string]interface{}{"k": "v"}, 1.5, 2),
+		jobs.Nothing(),
+		jobs.Typed(nil, []map[int64]float64{{3: 0.5}}, []byte("x")),
+	} {
+		blob, err := task.Serialize()
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(hex.EncodeToString(blob))
+	}
+}
+"""
