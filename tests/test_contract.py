@@ -12,6 +12,7 @@ import pytest
 
 from delayed import ContractError, DelayedError, Float32, GoTask
 from delayed.contract import Contract
+from delayed.contract.python_module import python_module
 from delayed.wire.task import decode_task
 
 from .conftest import ROOT
@@ -364,3 +365,15 @@ func main() {
 	}
 }
 """
+
+
+def test_python_names_that_would_clash_or_are_keywords_are_qualified():
+    text = {"kind": "string", "go": "string"}
+    source = python_module({"version": 1, "handlers": {
+        "main.Resize": {"signature": "func Resize(s string)", "params": [{"name": "s", "type": text}]},
+        "example.com/svc/jobs.Resize": {"signature": "func Resize(from string, _ string)",
+                                        "params": [{"name": "from", "type": text}, {"name": "_", "type": text}]},
+        "main.Class": {"signature": "func Class()", "params": []}}}, "x.json")
+    for line in ["def main_resize(s: str) -> GoTask:", "def jobs_resize(from_: str, arg1: str) -> GoTask:",
+                 "    return _CONTRACT.task('example.com/svc/jobs.Resize', from_, arg1)", "def class_() -> GoTask:"]:
+        assert line in source.splitlines()
