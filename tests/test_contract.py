@@ -377,3 +377,65 @@ def test_python_names_that_would_clash_or_are_keywords_are_qualified():
     for line in ["def main_resize(s: str) -> GoTask:", "def jobs_resize(from_: str, arg1: str) -> GoTask:",
                  "    return _CONTRACT.task('example.com/svc/jobs.Resize', from_, arg1)", "def class_() -> GoTask:"]:
         assert line in source.splitlines()
+
+
+GOAPP = CONTRACTS / "goapp.contract.json"
+"""The contract `delayed contract go` writes for tests/contract/goapp (a handler for every kind)."""
+SHAPE = {"Name": "n", "Corner": POINT, "Tags": {"a": [1, 2], "b": None}, "Next": None}
+
+
+@pytest.mark.parametrize("call, expected", [
+    (("main.Ints", -128, -32768, -(1 << 31), -(1 << 63), 1 << 62), [-128, -32768, -(1 << 31), -(1 << 63), 1 << 62]),
+    (("main.Uints", 255, 65535, (1 << 32) - 1, (1 << 64) - 1, 0, 255), [255, 65535, (1 << 32) - 1, (1 << 64) - 1, 0,
+                                                                         255]),
+    (("main.Floats", 1, 2, 0.5), [Float32(1), 2.0, Float32(0.5)]),
+    (("main.Text", "s", b"b", False), ["s", b"b", False]),
+    (("main.Collections", ["a"], (1, 2, 3), {"x": 1}, {-1: True}), [["a"], [1, 2, 3], {"x": 1.0}, {-1: True}]),
+    (("main.Nested", SHAPE, [None, POINT], {"Point": POINT, "Note": "n"}),
+     [["n", [1, -2, "p"], {"a": [1, 2], "b": None}, None], [None, [1, -2, "p"]], [[1, -2, "p"], "n"]]),
+    (("main.Pointer", None), None),
+    (("main.Pointer", 3), 3),
+    (("main.Anything", {"k": [1]}, None, {"a": Float32(1)}), [{"k": [1]}, None, {"a": Float32(1)}]),
+    (("main.When", AT), msgpack.Timestamp.from_datetime(AT)),
+    (("main.Variadic", "p", 1), ["p", [1]]),
+    (("main.NoArg",), None),
+    (("main.Returns", 1), 1),
+])
+def test_every_kind_go_reads_from_a_package_converts(call, expected):
+    task = Contract.load(GOAPP).task(*call)
+    assert task.args == expected
+    assert task.serialize() == GoTask(call[0], expected).serialize()
+
+
+@pytest.mark.parametrize("call, message", [
+    (("main.Watch", None), "main.Watch cannot be a GoTask: it takes a chan int (parameter c)"),
+    (("main.Chain", None), "a recursive type, which a contract cannot describe"),
+    (("main.Uints", 0, 0, 0, 0, 0, 256), "main.Uints: f must be Go byte: 256 is out of its range 0..255"),
+    (("main.Floats", 1, 2, 1e300), "main.Floats: c must be Go main.Celsius: 1e+300 is past float32's largest"),
+    (("main.Nested", {**SHAPE, "hidden": 1}, [], {"Point": POINT, "Note": "n"}),
+     "main.Nested: s.hidden: Go main.Shape has no such field (its fields: Name, Corner, Tags, Next)"),
+    (("main.Nested", {**SHAPE, "Tags": {"a": ["x"]}}, [], {"Point": POINT, "Note": "n"}),
+     "main.Nested: s.Tags['a'][0] must be Go int: got str 'x'"),
+    (("main.Collections", [], [1, 2, 3], {}, {"1": True}), "main.Collections: a key of k must be Go int: got str '1'"),
+])
+def test_what_go_reads_from_a_package_refuses(call, message):
+    with pytest.raises(ContractError) as caught:
+        Contract.load(GOAPP).task(*call)
+    assert message in str(caught.value)
+
+
+def test_mypy_checks_the_module_for_a_package_go_read(tmp_path):
+    done = delayed_command("contract", "python", GOAPP, "-o", "goapp_tasks.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (tmp_path / "calls.py").write_text(
+        "import datetime\nfrom goapp_tasks import Labelled, Shape, floats, nested, uints, when\n\n"
+        'shape: Shape = {"Name": "n", "Corner": {"X": 1, "Y": 2, "Label": "p"}, "Tags": {"a": [1]}, "Next": None}\n'
+        'labelled: Labelled = {"Point": {"X": 1, "Y": 2, "Label": "p"}, "Note": "n"}\n'
+        "tasks = [nested(shape, [None], labelled), floats(1, 2.5, 3), uints(1, 2, 3, 4, 5, 6),\n"
+        "         when(datetime.datetime.now(datetime.timezone.utc))]\n"
+        'nested(shape, [], {"Point": {"X": 1, "Y": 2}, "Note": "n"})\n')
+    checked = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--follow-imports=silent",
+                              "goapp_tasks.py", "calls.py"], cwd=tmp_path, capture_output=True, text=True,
+                             env={**os.environ, "MYPYPATH": str(ROOT)})
+    errors = [line for line in checked.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 1 and errors[0].startswith("calls.py:8: error: Missing key \"Label\""), checked.stdout

@@ -2,6 +2,7 @@
 
     foundation (errors, logger, testing)
       < wire       bytes and names only: task blobs, keys, the dead-letter and tracking records
+      < contract   go-delayed handlers' parameter types, read from Go code (never Redis)
       < protocol   the only package that talks to Redis: connection, Lua scripts, Queue and the
                    operations of workers, sweepers, the scheduler and operators
       < runtime    what every long-running role shares: lifecycle, role loop, backoff, command lines
@@ -41,7 +42,7 @@ LAYERS = (
     ("faces", ("delayed", "delayed.__main__", "delayed.queue", "delayed.task", "delayed.metrics",
                "delayed.dashboard")),
 )
-ROLES = LAYERS[6][1]
+ROLES = dict(LAYERS)["roles"]
 COMMAND_LINES = {"cli", "__main__"}
 # redis-py's command methods (those of a client and of a pipeline), as called on a client outside protocol/
 REDIS_COMMANDS = ({name for name in dir(redis.Redis) if not name.startswith("_")} - {"close", "from_url"}) | {

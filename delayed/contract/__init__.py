@@ -1,5 +1,5 @@
-"""Contracts between Python producers and Go handlers: check a GoTask against a Go package's handler
-types (Contract), and write typed code for either side (`delayed contract python|gotasks`)."""
+"""Contracts: the parameter types of go-delayed handlers, read from Go code into a JSON file, so
+Python producers can check a GoTask's arguments before Go drops them."""
 from .contract import Contract, Handler, Param
 
 __all__ = ["Contract", "Handler", "Param"]
