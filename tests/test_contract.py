@@ -298,7 +298,8 @@ def test_contract_gotasks_takes_only_the_functions_named(tasks_module):
 def test_contract_gotasks_lists_every_hint_it_cannot_type(tmp_path):
     (tmp_path / "loose.py").write_text("import datetime\nfrom typing import Dict, Tuple\n\n\n"
                                        "def f(a, b: datetime.datetime, c: Dict[bytes, int], **rest: int) -> None:\n"
-                                       "    pass\n\n\ndef g(t: Tuple[int, int]) -> None:\n    pass\n")
+                                       "    pass\n\n\ndef g(t: Tuple[int, int]) -> None:\n    pass\n\n\n"
+                                       "def h(x: 'Missing') -> None:\n    pass\n")
     done = delayed_command("contract", "gotasks", "loose", "--package", "jobs", "-o", "loose.go", cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr == (
@@ -306,7 +307,8 @@ def test_contract_gotasks_lists_every_hint_it_cannot_type(tmp_path):
         "bytes, bool, Any, Optional, list/Sequence and dict/Mapping of those do); loose:f: c: Dict[bytes, int]: map "
         "keys must be str or int; loose:f: **rest takes any keywords, which a typed constructor cannot list; loose:g: "
         "t: Tuple[int, int] has no Go type (int, float, str, bytes, bool, Any, Optional, list/Sequence and "
-        "dict/Mapping of those do)\n")
+        "dict/Mapping of those do); loose:h: its type hints do not resolve (NameError: name 'Missing' is not "
+        "defined)\n")
     assert not (tmp_path / "loose.go").exists()
 
 

@@ -71,7 +71,11 @@ def task_functions(module: types.ModuleType, names: Optional[Sequence[str]]) -> 
 
 def _constructor(func: Callable[..., Any], problems: List[str]) -> str:
     path = func_path_of(func)
-    hints = typing.get_type_hints(func)
+    try:
+        hints = typing.get_type_hints(func)
+    except Exception as exc:  # a hint naming what the module does not define, say
+        problems.append(f"{path}: its type hints do not resolve ({type(exc).__name__}: {exc})")
+        return ""
     params, args, kwargs, variadic = [], [], [], ""
     for param in inspect.signature(func).parameters.values():
         name = param.name + "_" if param.name in _GO_RESERVED else param.name

@@ -116,7 +116,7 @@ def python_module(data: Dict[str, Any], source: str) -> str:
     if writer.typing:
         imports += f"from typing import {', '.join(sorted(writer.typing))}\n"
     float32 = "Float32, " if "Float32" in functions + structs else ""
-    return (f'"""GoTasks for the go-delayed handlers of {contract.package or "a Go package"}, each checked by '
+    return (f'"""GoTasks for the go-delayed handlers of {contract.package or "a Go package"},\neach checked by '
             f"its contract before it is enqueued.\n\nWritten by `python -m delayed contract python {source}`: "
             f"regenerate it rather than edit it."
             + (f"\nNot here, as go-delayed cannot run them:{refused}" if refused else "") + '\n"""\n'

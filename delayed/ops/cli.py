@@ -381,7 +381,8 @@ def front_parser() -> argparse.ArgumentParser:
         description=__doc__,
         epilog="commands: stats, workers, dead, scheduled, enqueue, task, cancel, pause, resume (operate the queues); "
                "worker, sweeper, scheduler (run one, as python -m delayed.worker etc.); metrics (the queues' Prometheus "
-               "exporter, as python -m delayed.metrics); dashboard (the web page, as python -m delayed.dashboard). "
+               "exporter, as python -m delayed.metrics); dashboard (the web page, as python -m delayed.dashboard); "
+               "contract (typed code for Go handlers and Python tasks, no Redis). "
                "`delayed COMMAND --help` for each.")
     front.add_argument("--version", action="version", version=f"%(prog)s {version('delayed')}")
     front.add_argument("command", choices=[*COMMANDS, *RUNNERS, "contract"], metavar="COMMAND", nargs="?")
