@@ -219,8 +219,8 @@ def test_mypy_checks_calls_of_the_python_module(jobs_tasks):
 def test_contract_python_refuses_a_malformed_contract(tmp_path):
     (tmp_path / "bad.json").write_text('{"version": 1, "handlers": {"main.F": {"params": [{"name": "a"}]}}}')
     done = delayed_command("contract", "python", "bad.json", "-o", "out.py", cwd=tmp_path)
-    assert (done.returncode, done.stderr) == (2, "delayed: handler main.F, param a: a type must be an object, "
-                                                 "got None\n")
+    assert (done.returncode, done.stderr) == (2, "delayed contract: handler main.F, param a: a type must be an "
+                                                 "object, got None\n")
     assert not (tmp_path / "out.py").exists()
 
 
@@ -292,7 +292,7 @@ def test_contract_gotasks_takes_only_the_functions_named(tasks_module):
     assert source.index("func Nothing(") < source.index("func Add(") and "func Many(" not in source
     done = delayed_command("contract", "gotasks", "gotasks_mod", "--func", "_private", "--package", "jobs",
                            "-o", "jobs.go", cwd=tasks_module)
-    assert (done.returncode, done.stderr) == (2, "delayed: not public functions of gotasks_mod: _private\n")
+    assert (done.returncode, done.stderr) == (2, "delayed contract: not public functions of gotasks_mod: _private\n")
 
 
 def test_contract_gotasks_lists_every_hint_it_cannot_type(tmp_path):
@@ -302,13 +302,17 @@ def test_contract_gotasks_lists_every_hint_it_cannot_type(tmp_path):
                                        "def h(x: 'Missing') -> None:\n    pass\n")
     done = delayed_command("contract", "gotasks", "loose", "--package", "jobs", "-o", "loose.go", cwd=tmp_path)
     assert done.returncode == 2
-    assert done.stderr == (
-        "delayed: unsupported: loose:f: a has no type hint; loose:f: b: datetime has no Go type (int, float, str, "
-        "bytes, bool, Any, Optional, list/Sequence and dict/Mapping of those do); loose:f: c: Dict[bytes, int]: map "
-        "keys must be str or int; loose:f: **rest takes any keywords, which a typed constructor cannot list; loose:g: "
-        "t: Tuple[int, int] has no Go type (int, float, str, bytes, bool, Any, Optional, list/Sequence and "
-        "dict/Mapping of those do); loose:h: its type hints do not resolve (NameError: name 'Missing' is not "
-        "defined)\n")
+    supported = ("has no Go type (int, float, str, bytes, bool, Any, Optional, list/Sequence and dict/Mapping of "
+                 "those do)")
+    assert done.stderr.splitlines() == [
+        "delayed contract: hints with no Go type, so no Go file written:",
+        "  loose:f: a has no type hint",
+        f"  loose:f: b: datetime {supported}",
+        "  loose:f: c: Dict[bytes, int]: map keys must be str or int",
+        "  loose:f: **rest takes any keywords, which a typed constructor cannot list",
+        f"  loose:g: t: Tuple[int, int] {supported}",
+        "  loose:h: its type hints do not resolve (NameError: name 'Missing' is not defined)",
+    ]
     assert not (tmp_path / "loose.go").exists()
 
 

@@ -262,7 +262,7 @@ def test_version(capsys):
     status, out, err = run("--json")
     assert status == 2 and err.splitlines()[-1] == ("delayed: error: a COMMAND is needed, one of: stats, workers, "
                                                     "dead, scheduled, enqueue, task, cancel, pause, resume, worker, "
-                                                    "sweeper, scheduler, metrics, dashboard")
+                                                    "sweeper, scheduler, metrics, dashboard, contract")
 
 
 def test_global_options_go_before_or_after_the_command(conn, redis_server, capsys):

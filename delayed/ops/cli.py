@@ -3,15 +3,12 @@ scheduled tasks, workers, tracked tasks), enqueue or cancel a task by hand, and 
 Tables for people, --json for scripts."""
 import argparse
 import datetime
-import importlib
 import json
 import logging
-import os
 import re
 import sys
 import time
 from importlib.metadata import version
-from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import redis
@@ -25,16 +22,15 @@ from ..sweeper.cli import main as sweeper_main
 from ..worker.cli import main as worker_main
 from ..protocol.connection import error_text
 from ..runtime.backoff import OutageBackoff
+from .contract.cli import main as contract_main
 from .dashboard.cli import main as dashboard_main
-from ..errors import ContractError, DeadLetterError
+from ..errors import DeadLetterError
 from ..errors import QueueFullError, TaskNotFoundError, TaskTooLargeError
 from ..protocol.eviction import eviction_policy
 from ..protocol.inspect import task_queues
 from .metrics.cli import main as metrics_main
 from ..protocol.queue import Queue
 from ..wire.task import GoTask, PyTask
-from ..contract.gotasks import go_tasks, task_functions
-from ..contract.python_module import python_module
 
 
 def table(rows: List[Dict[str, Any]], columns: Sequence[str]) -> str:
@@ -325,44 +321,9 @@ COMMANDS = {"stats": _stats, "workers": _workers, "dead": _dead, "scheduled": _s
             "task": _task, "cancel": _cancel, "pause": _pause, "resume": _pause}
 
 
-def _contract_python(args: argparse.Namespace) -> None:
-    try:
-        data = json.loads(Path(args.contract).read_text())
-    except (OSError, ValueError) as exc:
-        raise CommandError(f"cannot read the contract {args.contract}: {exc}", status=2) from None
-    Path(args.output).write_text(python_module(data, args.contract))
-
-
-def _contract_gotasks(args: argparse.Namespace) -> None:
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as `python -m` does, so ./tasks.py imports
-    try:
-        module = importlib.import_module(args.module)
-    except Exception as exc:
-        raise CommandError(f"cannot import {args.module}: {type(exc).__name__}: {exc}", status=2) from None
-    command = " ".join(["delayed contract gotasks", args.module, *(f"--func {name}" for name in args.func or ()),
-                        "--package", args.package])
-    Path(args.output).write_text(go_tasks(task_functions(module, args.func), args.package, command))
-
-
-CONTRACT_ACTIONS: Dict[str, Callable[[argparse.Namespace], None]] = {
-    "python": _contract_python, "gotasks": _contract_gotasks}
-
-
-def _contract(top: argparse.ArgumentParser, argv: Sequence[str]) -> int:
-    """`delayed contract ACTION`: code from contracts and type hints; no Redis."""
-    args = top.parse_args(argv)
-    try:
-        CONTRACT_ACTIONS[args.action](args)
-    except (CommandError, ContractError) as exc:
-        print(f"delayed: {exc}", file=sys.stderr)
-        return exc.status if isinstance(exc, CommandError) else 2
-    return 0
-
-
 RUNNERS: Dict[str, Callable[[Optional[Sequence[str]]], int]] = {
     "worker": worker_main, "sweeper": sweeper_main, "scheduler": scheduler_main, "metrics": metrics_main,
-    "dashboard": dashboard_main}
+    "dashboard": dashboard_main, "contract": contract_main}
 
 
 def _common(defaults: bool) -> argparse.ArgumentParser:
@@ -382,10 +343,10 @@ def front_parser() -> argparse.ArgumentParser:
         epilog="commands: stats, workers, dead, scheduled, enqueue, task, cancel, pause, resume (operate the queues); "
                "worker, sweeper, scheduler (run one, as python -m delayed.worker etc.); metrics (the queues' Prometheus "
                "exporter, as python -m delayed.metrics); dashboard (the web page, as python -m delayed.dashboard); "
-               "contract (typed code for Go handlers and Python tasks, no Redis). "
+               "contract (typed code for either side of a queue: contract python, contract gotasks). "
                "`delayed COMMAND --help` for each.")
     front.add_argument("--version", action="version", version=f"%(prog)s {version('delayed')}")
-    front.add_argument("command", choices=[*COMMANDS, *RUNNERS, "contract"], metavar="COMMAND", nargs="?")
+    front.add_argument("command", choices=[*COMMANDS, *RUNNERS], metavar="COMMAND", nargs="?")
     front.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return front
 
@@ -460,25 +421,7 @@ def parser() -> argparse.ArgumentParser:
                             ("resume", "resume paused queues")):
         pausing = commands.add_parser(name, parents=[common], help=help_text)
         pausing.add_argument("names", metavar="NAME", nargs="+", help="a queue")
-    _contract_parsers(commands)
     return top
-
-
-def _contract_parsers(commands: Any) -> None:
-    """`delayed contract ...`: its actions' arguments (CONTRACT_ACTIONS runs them)."""
-    contract = commands.add_parser("contract", help="typed code for Go handlers and Python tasks (no Redis)")
-    actions = contract.add_subparsers(dest="action", required=True)
-    python = actions.add_parser("python", help="a typed Python module: one GoTask function per handler of a "
-                                "contract JSON (written by `delayed contract go`), checked by it")
-    python.add_argument("contract", metavar="CONTRACT.json")
-    python.add_argument("-o", "--output", required=True, metavar="MODULE.py")
-    gotasks = actions.add_parser("gotasks", help="a Go file: one typed PyTask constructor per public function "
-                                 "of a Python module, from its type hints")
-    gotasks.add_argument("module", metavar="MODULE", help="an importable module, e.g. tasks")
-    gotasks.add_argument("--func", action="append", metavar="NAME",
-                         help="only this function (repeatable; default: every public one)")
-    gotasks.add_argument("--package", required=True, help="the Go file's package name")
-    gotasks.add_argument("-o", "--output", required=True, metavar="FILE.go")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -496,8 +439,6 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     given = words[: len(words) - len(first.rest) - 1]
     if first.command in RUNNERS:
         return RUNNERS[first.command]([*first.rest, *given])
-    if first.command == "contract":
-        return _contract(parser(), [first.command, *first.rest])
 
     def command(args: argparse.Namespace) -> int:
         try:
