@@ -26,6 +26,7 @@ _EXPORTS = {
     "Periodic": "scheduler",
     "setup_logger": "logger",
     "DelayedError": "errors",
+    "ContractError": "errors",
     "MalformedTaskError": "errors",
     "TaskTooLargeError": "errors",
     "TaskArgumentError": "errors",
@@ -43,7 +44,7 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from .delay import delayed
-    from .errors import (DeadLetterError, DelayedError, DuplicateTaskError, FunctionNotAllowedError,
+    from .errors import (ContractError, DeadLetterError, DelayedError, DuplicateTaskError, FunctionNotAllowedError,
                          MalformedTaskError, NotReplicatedError, QueueFullError, SkipRetry, TaskArgumentError,
                          TaskFailedError, TaskNotFoundError, TaskTooLargeError)
     from .logger import setup_logger

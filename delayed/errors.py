@@ -41,6 +41,12 @@ class TaskArgumentError(DelayedError, TypeError):
     task is serialized, before anything is written to Redis."""
 
 
+class ContractError(DelayedError):
+    """A GoTask its handler's contract refuses (an unknown handler, a missing, extra or mistyped argument),
+    or a contract file that cannot be read: raised before anything is enqueued, naming the handler, the
+    parameter's path and the Go type expected."""
+
+
 class FunctionNotAllowedError(DelayedError, LookupError):
     """A task names a function the worker was not told to allow."""
 

@@ -343,7 +343,7 @@ def front_parser() -> argparse.ArgumentParser:
         epilog="commands: stats, workers, dead, scheduled, enqueue, task, cancel, pause, resume (operate the queues); "
                "worker, sweeper, scheduler (run one, as python -m delayed.worker etc.); metrics (the queues' Prometheus "
                "exporter, as python -m delayed.metrics); dashboard (the web page, as python -m delayed.dashboard); "
-               "contract (go-delayed handlers' parameter types: contract go, contract check). "
+               "contract (go-delayed handlers' contracts, and typed code: contract go, check, python, gotasks). "
                "`delayed COMMAND --help` for each.")
     front.add_argument("--version", action="version", version=f"%(prog)s {version('delayed')}")
     front.add_argument("command", choices=[*COMMANDS, *RUNNERS], metavar="COMMAND", nargs="?")

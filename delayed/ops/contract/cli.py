@@ -1,11 +1,13 @@
-"""Command line of `delayed contract`: parse, then read Go code into a contract file (`go`) or
-check that file against the Go code (`check`); a problem is one line on stderr."""
+"""Command line of `delayed contract`: parse, then read Go code into a contract file (`go`), check
+that file against the Go code (`check`), or write typed code from a contract (`python`) or from a
+Python module's hints (`gotasks`); a problem is one line on stderr."""
 import argparse
 import sys
 from typing import Optional, Sequence
 
 from ...contract import golang
 from ...runtime.command import quiet_on_closed_pipe
+from . import codegen
 
 GO_STATUS = "Exit status: 0 written, 1 the Go package could not be read, 2 Go is not on the PATH."
 CHECK_STATUS = ("Exit status: 0 the contract matches the Go code, 1 it does not (a unified diff on stdout) or "
@@ -15,7 +17,7 @@ CHECK_STATUS = ("Exit status: 0 the contract matches the Go code, 1 it does not 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="delayed contract", description="The parameter types of go-delayed "
                                   "handlers, read from Go code into a JSON contract that Python producers check "
-                                  "GoTasks against.")
+                                  "GoTasks against, and typed code for either side of a queue shared with go-delayed.")
     actions = top.add_subparsers(dest="action", required=True)
     make = actions.add_parser("go", help="read a Go package's handlers into a contract (JSON)",
                               description="Write the parameter types of the top-level functions of the Go "
@@ -32,10 +34,13 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("dir", metavar="DIR", help="the Go package's directory")
     check.add_argument("--func", action="append", default=[], dest="funcs", metavar="NAME",
                        help="as given to `delayed contract go` (repeatable)")
+    codegen.add_parsers(actions)
     return top
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.action in codegen.ACTIONS:
+        return codegen.ACTIONS[args.action](args)
     if args.action == "go":
         text = golang.dumps(golang.read_package(args.dir, args.funcs))
         if args.output:
