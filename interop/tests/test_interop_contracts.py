@@ -8,7 +8,9 @@ and recording what it received (%T and %#v) in the Redis list go_results.
 """
 import datetime
 import importlib.util
+import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -21,7 +23,8 @@ from delayed.contract import Contract
 from delayed.queue import Queue
 from interop import gocommands
 
-from conftest import ROOT, go_results, wait_for
+from conftest import ROOT, go_results, py_results, wait_for
+from test_readme_examples import go_program
 
 CONTRACTWORKER = ROOT / "interop" / "cmd" / "contractworker"
 
@@ -156,3 +159,101 @@ def test_a_call_the_contract_refuses_raises_before_redis_sees_anything(conn, con
     with pytest.raises(ContractError, match=re.escape(message)):
         queue.enqueue(Contract.load(contract_file).task(go_name, *args, **kwargs))
     assert conn.keys("*") == []
+
+
+# The other way round: `delayed contract gotasks` on a Python module of typed functions, a Go
+# program enqueuing through the constructors it writes, and our worker running them.
+
+TYPED_JOBS = '''\
+from typing import Any, Dict, List, Optional
+
+from tests.tasks import record
+
+
+def add(a: int, b: int) -> None:
+    record("add", a, b)
+
+
+def send(to: str, body: bytes, *, cc: Optional[List[str]] = None, urgent: bool = False) -> None:
+    record("send", to, body, cc=cc, urgent=urgent)
+
+
+def many(prefix: str, *items: float, options: Dict[str, Any]) -> None:
+    record("many", prefix, *items, options=options)
+
+
+def nothing() -> None:
+    record("nothing")
+
+
+def maybe(n: Optional[int], m: Dict[int, float], flag: bool) -> None:
+    record("maybe", n, m, flag)
+'''
+
+TYPED_PRODUCER = """package main
+
+import (
+	"flag"
+
+	"github.com/delayed-py/delayed/interop/bin/typedproducer/jobs"
+	"github.com/delayed-py/delayed/interop/internal/common"
+	"github.com/yizhisec/go-delayed/delayed"
+)
+
+func main() {
+	address := flag.String("redis", "127.0.0.1:6379", "Redis address, host:port")
+	queueName := flag.String("queue", "q", "queue name")
+	flag.Parse()
+	queue := delayed.NewQueue(*queueName, common.Pool(*address))
+	for _, task := range []*delayed.PyTask{
+		jobs.Add(-1, 1<<62),
+		jobs.Send("me", []byte{0, 255}, []string{"a", ""}, true),
+		jobs.Send("you", []byte{}, nil, false),
+		jobs.Many("p", map[string]interface{}{"k": "v", "n": 1}, 1.5, 2),
+		jobs.Many("q", map[string]interface{}{}),
+		jobs.Nothing(),
+		jobs.Maybe(nil, map[int64]float64{3: 0.5, -1: 0}, false),
+	} {
+		if err := queue.Enqueue(task); err != nil {
+			common.Fatalf("enqueue: %v", err)
+		}
+	}
+	common.PrintJSON(map[string]interface{}{"enqueued": 7})
+}
+"""
+
+# what tests.tasks.record saw on our worker: repr((tag, args, kwargs)), in enqueue order
+TYPED_RECEIVED = [
+    ("add", (-1, 1 << 62), {}),
+    ("send", ("me", b"\x00\xff"), {"cc": ["a", ""], "urgent": True}),
+    ("send", ("you", b""), {"cc": None, "urgent": False}),
+    ("many", ("p", 1.5, 2.0), {"options": {"k": "v", "n": 1}}),
+    ("many", ("q",), {"options": {}}),
+    ("nothing", (), {}),
+    ("maybe", (None, {3: 0.5, -1: 0.0}, False), {}),
+]
+
+
+def test_go_enqueues_through_the_gotasks_constructors_and_our_worker_runs_them(procs, conn, tmp_path):
+    (tmp_path / "typed_jobs.py").write_text(TYPED_JOBS)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]),
+               DELAYED_TEST_REDIS_URL=procs.redis_url)
+    directory = go_program("typedproducer", TYPED_PRODUCER)
+    (directory / "jobs").mkdir()
+    done = subprocess.run([sys.executable, "-m", "delayed", "contract", "gotasks", "typed_jobs", "--package", "jobs",
+                           "-o", str(directory / "jobs" / "jobs.go")], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    built = subprocess.run(["go", "build", "-o", str(directory / "typedproducer"), "./bin/typedproducer"],
+                           cwd=gocommands.INTEROP, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    ran = subprocess.run([str(directory / "typedproducer"), "-redis", gocommands.redis_address(procs.redis_url),
+                          "-queue", "q"], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == {"enqueued": 7}
+
+    worker = procs.start("pyworker", [sys.executable, "-m", "delayed.worker", "--redis-url", procs.redis_url,
+                                      "--queue", "q", "--keep-alive-timeout", "1", "typed_jobs"], env=env)
+    wait_for(lambda: len(py_results(conn)) >= len(TYPED_RECEIVED) or not worker.alive(),
+             what="the Go-enqueued PyTasks to run on our worker")
+    assert py_results(conn) == [repr(record) for record in TYPED_RECEIVED], worker.err()
