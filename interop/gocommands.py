@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 INTEROP = Path(__file__).resolve().parent
 BIN = INTEROP / "bin"
-COMMANDS = ("goworker", "goproducer", "gosweeper", "clusterproducer")
+COMMANDS = ("goworker", "goproducer", "gosweeper", "clusterproducer", "contractworker")
 MODULE = "github.com/yizhisec/go-delayed"
 # commands that need a module beside go-delayed: where it does not resolve, they alone are not built
 # (unavailable says why) and the rest still are
