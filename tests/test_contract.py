@@ -1,6 +1,7 @@
 """Contracts: GoTasks checked against a Go package's handler types (delayed.contract), and the typed
 code `delayed contract python|gotasks` writes for either side."""
 import datetime
+import json
 import os
 import re
 import shutil
@@ -445,3 +446,23 @@ def test_mypy_checks_the_module_for_a_package_go_read(tmp_path):
                              env={**os.environ, "MYPYPATH": str(ROOT)})
     errors = [line for line in checked.stdout.splitlines() if ": error:" in line]
     assert len(errors) == 1 and errors[0].startswith("calls.py:8: error: Missing key \"Label\""), checked.stdout
+
+
+def test_handlers_named_as_python_builtins_do_not_shadow_the_types_of_later_hints(tmp_path):
+    def handler(name: str, *params: tuple) -> dict:
+        return {"signature": f"func {name}(...)", "variadic": False,
+                "params": [{"name": p, "type": {"kind": kind, "go": go}} for p, kind, go in params]}
+
+    contract = {"version": 1, "package": "main", "refused": {}, "handlers": {
+        "main.Bool": handler("Bool", ("b", "bool", "bool")),
+        "main.Bytes": handler("Bytes", ("b", "bytes", "[]byte")),
+        "main.Flags": handler("Flags", ("on", "bool", "bool"), ("data", "bytes", "[]byte"))}}
+    (tmp_path / "builtins.contract.json").write_text(json.dumps(contract))
+    done = delayed_command("contract", "python", "builtins.contract.json", "-o", "named_tasks.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    checked = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--follow-imports=silent",
+                              "named_tasks.py"], cwd=tmp_path, capture_output=True, text=True,
+                             env={**os.environ, "MYPYPATH": str(ROOT)})
+    assert checked.returncode == 0, checked.stdout
+    source = (tmp_path / "named_tasks.py").read_text()
+    assert "def bool_(" in source and "def bytes_(" in source and "def flags(" in source

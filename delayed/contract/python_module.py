@@ -1,5 +1,6 @@
 """The source of a typed Python module for a contract: one function per handler returning its GoTask,
 checked by the contract it embeds, and a TypedDict per Go struct, so mypy checks calls before they run."""
+import builtins
 import keyword
 import pprint
 import re
@@ -11,7 +12,8 @@ from .types import GoType
 
 _TAKEN = {"datetime", "Any", "Mapping", "Optional", "Sequence", "TypedDict", "Union", "Float32", "GoTask",
           "Contract"}
-"""Names the module itself imports: a handler or struct named so gets a trailing underscore."""
+"""Names the module itself imports: a handler or struct named so gets a trailing underscore, as one
+named as a Python builtin does (a function `bool` would shadow the type in every later hint)."""
 
 
 def snake(name: str) -> str:
@@ -21,7 +23,8 @@ def snake(name: str) -> str:
 
 def _free(name: str) -> str:
     name = re.sub(r"\W", "_", name)
-    return name + "_" if keyword.iskeyword(name) or name in _TAKEN or not name.isidentifier() else name
+    taken = keyword.iskeyword(name) or name in _TAKEN or hasattr(builtins, name) or not name.isidentifier()
+    return name + "_" if taken else name
 
 
 def _names(full_names: List[str], style: Any) -> Dict[str, str]:
