@@ -1,5 +1,5 @@
-// Package common holds what the interop commands share: go-delayed's logger on stderr,
-// a Redis pool, and reading JSON flag values as Go values.
+// Package common holds what the interop commands share: go-delayed's logger on stderr, a Redis
+// pool, reading JSON flag values as Go values, and the recording worker goworker and contractworker run.
 package common
 
 import (
