@@ -104,9 +104,15 @@ def test_a_worker_serving_metrics_still_forks_its_helper(conn, redis_server):
         finally:
             os.kill(worker.pid, signal.SIGCONT)
         Queue("q", conn).enqueue(PyTask("tests.tasks:record", ["scraped"]))
-        wait_for(lambda: scrape(port).get(
-            ("delayed_tasks_total", (("function", "tests.tasks:record"), ("outcome", "done"), ("queue", "q")))) == 1,
-            what="the task counted on /metrics")
+        def counted() -> bool:  # the server starts a moment after the worker lists itself online
+            try:
+                samples = scrape(port)
+            except OSError:
+                return False
+            return samples.get(("delayed_tasks_total", (("function", "tests.tasks:record"), ("outcome", "done"),
+                                                        ("queue", "q")))) == 1
+
+        wait_for(counted, what="the task counted on /metrics")
     finally:
         worker.send_signal(signal.SIGTERM)
         output, _ = worker.communicate(timeout=10)
