@@ -21,8 +21,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from delayed import PyTask, Queue, Worker
 from delayed.worker.cli import main as worker_main
-from delayed.ops.metrics.queues import STATES, QueueCollector
-from delayed.worker.metrics import BUCKETS, TaskMetrics, serve
+from delayed.ops.metrics.queues import SERIES as QUEUE_SERIES, STATES, QueueCollector
+from delayed.worker.metrics import BUCKETS, SERIES as WORKER_SERIES, TaskMetrics, serve
 from delayed.testing import RedisServer, free_port
 
 from .conftest import ROOT, results, spawn, wait_for
@@ -321,6 +321,24 @@ def test_help_says_what_each_outcome_means():
         server.server_close()
     assert "done (returned), retried (raised, runs again), failed" in texts["delayed_tasks"]
     assert "Run time" in texts["delayed_task_duration_seconds"]
+
+
+def test_every_family_a_worker_or_the_exporter_serves_is_declared_for_the_docs(conn):
+    """The docs' metrics list is made from SERIES: each endpoint serves exactly the families declared there."""
+    port = free_port()
+    TaskMetrics()("declared", "tests.tasks:record", "done", 0.001)
+    server = serve(port)
+    try:
+        # (prometheus_client adds a *_created family of its own to each counter and histogram)
+        served = {name for name in help_texts(port) if name.startswith("delayed_") and not name.endswith("_created")}
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert served == {series.name.removesuffix("_total") for series in WORKER_SERIES}
+    registry = CollectorRegistry()
+    registry.register(QueueCollector(conn, ["declared"]))
+    families = {family.name: (family.type, family.documentation) for family in registry.collect()}
+    assert families == {series.name.removesuffix("_total"): (series.kind, series.help) for series in QUEUE_SERIES}
 
 
 def queue_samples(registry: CollectorRegistry, name: str) -> Dict[str, float]:

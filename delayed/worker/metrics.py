@@ -1,7 +1,4 @@
-"""Worker-side metrics: each task's outcome and run time, counted as the worker decides them.
-
-    delayed_tasks_total{queue,function,outcome}     counter, one per settled claim
-    delayed_task_duration_seconds{queue,function}   histogram of run times (tasks that ran)
+"""Worker-side metrics (SERIES): each task's outcome and run time, counted as the worker decides them.
 
 Outcomes are the worker's (see delayed.worker.loop.Outcome): done, retried, failed, dead; function is
 the allowed func path, "" for dead (so a flood of junk tasks cannot grow the label set).
@@ -18,10 +15,21 @@ import tempfile
 from types import TracebackType
 from typing import Any, Dict, Optional, Tuple, Type
 
+from ..runtime.series import Series
+
 BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
            1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 """Seconds: from a no-op task (100 µs) to ten minutes."""
 MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
+
+TASKS = Series("delayed_tasks_total", "counter", ("queue", "function", "outcome"),
+               "Tasks settled by workers, one outcome each: done (returned), retried (raised, runs again), failed "
+               "(raised or rejected its arguments; dead-lettered), dead (dead-lettered without running: malformed, "
+               "go_task, too_large, not_allowed; function \"\")")
+DURATION = Series("delayed_task_duration_seconds", "histogram", ("queue", "function"),
+                  "Run time of the tasks that ran (done, retried, failed)")
+SERIES = (TASKS, DURATION)
+"""What a worker's /metrics adds to prometheus_client's own process_* and python_* metrics."""
 
 
 @functools.lru_cache(maxsize=None)
@@ -29,13 +37,8 @@ def _instruments() -> Tuple[Any, Any]:
     """The counter and the histogram, made once per process (in a supervised child: after its fork)."""
     from prometheus_client import Counter, Histogram
 
-    tasks = Counter("delayed_tasks", "Tasks settled by workers, one outcome each: done (returned), retried (raised, "
-                    "runs again), failed (raised or rejected its arguments; dead-lettered), dead (dead-lettered "
-                    "without running: malformed, go_task, too_large, not_allowed; function \"\")",
-                    ["queue", "function", "outcome"])
-    durations = Histogram("delayed_task_duration_seconds", "Run time of the tasks that ran (done, retried, failed)",
-                          ["queue", "function"], buckets=BUCKETS)
-    return tasks, durations
+    return (Counter(TASKS.name, TASKS.help, TASKS.labels),
+            Histogram(DURATION.name, DURATION.help, DURATION.labels, buckets=BUCKETS))
 
 
 class TaskMetrics:

@@ -1,13 +1,4 @@
-"""Queue-side metrics, read from Redis at each scrape in one pipelined round trip.
-
-    delayed_queue_tasks{queue,state}             pending, processing, scheduled, dead
-    delayed_workers{queue}                       our live workers (go-delayed's do not register)
-    delayed_queue_paused{queue}                  1 while the queue is paused (`delayed pause`), else 0
-    delayed_queue_oldest_pending_seconds{queue}  the oldest pending task's age: measured if tracked,
-                                                 else a lower bound
-    delayed_queue_events_total{queue,event}      tasks enqueued, done, retried, dead, as the queue's
-                                                 counts hash has them (ours only: see QueueKeys.counts)
-    delayed_up                                   1 if Redis answered the scrape, else 0
+"""Queue-side metrics (SERIES), read from Redis at each scrape in one pipelined round trip.
 
 A tracked task's record says when it was enqueued (or came due): with one at the head of the queue,
 the oldest pending age is its age, as admin.stats measures it. Other blobs carry no enqueue time
@@ -28,11 +19,31 @@ from .. import admin
 from ...protocol.connection import error_text
 from ...wire.keys import COUNTED_EVENTS
 from ...runtime.lifecycle import Lifecycle
+from ...runtime.series import Series
 
 logger = logging.getLogger(__name__)
 
 DISCOVERY_INTERVAL = 60.0
 """Seconds between looks (SCAN) for the queues that exist, when no queue is named."""
+SERIES = (
+    Series("delayed_up", "gauge", (), "1 if Redis answered this scrape, else 0 (then no queue metrics)"),
+    Series("delayed_queue_tasks", "gauge", ("queue", "state"),
+           "Tasks per queue: pending (in the queue), processing (held by workers), scheduled (delayed or retrying "
+           "later), dead (dead-lettered)"),
+    Series("delayed_workers", "gauge", ("queue",), "Live delayed workers per queue (go-delayed's workers do not "
+           "register)"),
+    Series("delayed_queue_paused", "gauge", ("queue",), "1 while the queue is paused (delayed pause): our workers "
+           "take no new task from it; go-delayed's workers do not know about pausing"),
+    Series("delayed_queue_oldest_pending_seconds", "gauge", ("queue",),
+           "The age of the oldest pending task (its latency so far): measured when it is tracked (its record says "
+           "when it was enqueued), else a lower bound: how long the exporter has seen it at the head of the queue "
+           "(untracked blobs carry no enqueue time); 0 when none is pending"),
+    Series("delayed_queue_events_total", "counter", ("queue", "event"),
+           "Tasks per queue and event, counted by our producers' and workers' scripts (go-delayed's do not count): "
+           "enqueued (into the queue or the scheduled set, dead letters requeued included), done (released by a "
+           "worker), retried (requeued or rescheduled after a failure), dead (dead-lettered)"),
+)
+"""What the exporter's /metrics holds, in the order collect() yields it."""
 STATES = ("pending", "processing", "scheduled", "dead")
 
 Scraped = Tuple[str, List[int], int, bool, float, List[int]]
@@ -95,30 +106,12 @@ class QueueCollector:
             return rows
 
     @staticmethod
-    def _families() -> Tuple[Any, Any, Any, Any, Any, Any]:
+    def _families() -> Tuple[Any, ...]:
+        """An empty family per entry of SERIES, in its order."""
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-        return (
-            GaugeMetricFamily("delayed_up", "1 if Redis answered this scrape, else 0 (then no queue metrics)"),
-            GaugeMetricFamily("delayed_queue_tasks", "Tasks per queue: pending (in the queue), processing (held "
-                              "by workers), scheduled (delayed or retrying later), dead (dead-lettered)",
-                              labels=["queue", "state"]),
-            GaugeMetricFamily("delayed_workers", "Live delayed workers per queue (go-delayed's workers do not "
-                              "register)", labels=["queue"]),
-            GaugeMetricFamily("delayed_queue_paused", "1 while the queue is paused (delayed pause): our workers "
-                              "take no new task from it; go-delayed's workers do not know about pausing",
-                              labels=["queue"]),
-            GaugeMetricFamily("delayed_queue_oldest_pending_seconds", "The age of the oldest pending task "
-                              "(its latency so far): measured when it is tracked (its record says when it was "
-                              "enqueued), else a lower bound: how long the exporter has seen it at the head of the "
-                              "queue (untracked blobs carry no enqueue time); 0 when none is pending",
-                              labels=["queue"]),
-            CounterMetricFamily("delayed_queue_events", "Tasks per queue and event, counted by our producers' and "
-                                "workers' scripts (go-delayed's do not count): enqueued (into the queue or the "
-                                "scheduled set, dead letters requeued included), done (released by a worker), "
-                                "retried (requeued or rescheduled after a failure), dead (dead-lettered)",
-                                labels=["queue", "event"]),
-        )
+        kinds = {"gauge": GaugeMetricFamily, "counter": CounterMetricFamily}
+        return tuple(kinds[series.kind](series.name, series.help, labels=series.labels) for series in SERIES)
 
     def _read(self) -> List[Scraped]:
         """Per queue: its counts by state, its live workers, whether it is paused, its oldest pending age and
