@@ -346,7 +346,8 @@ def front_parser() -> argparse.ArgumentParser:
                "contract (go-delayed handlers' contracts, and typed code: contract go, check, python, gotasks). "
                "`delayed COMMAND --help` for each.")
     front.add_argument("--version", action="version", version=f"%(prog)s {version('delayed')}")
-    front.add_argument("command", choices=[*COMMANDS, *RUNNERS], metavar="COMMAND", nargs="?")
+    front.add_argument("command", choices=[*COMMANDS, *RUNNERS], metavar="COMMAND", nargs="?",
+                       help="one of the commands below")
     front.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return front
 
@@ -376,17 +377,18 @@ def parser() -> argparse.ArgumentParser:
                             ("requeue", "move dead letters back into the queue"),
                             ("delete", "delete dead letters"), ("purge", "delete every dead letter")):
         action = actions.add_parser(name, parents=[common], help=help_text)
-        action.add_argument("--queue", default="default", help="(default: %(default)s)")
+        action.add_argument("--queue", default="default", help="the queue whose dead letters (default: %(default)s)")
         if name == "list":
             action.add_argument("--after", metavar="ID", help="start after this letter (default: the oldest)")
             action.add_argument("--limit", type=positive(int), default=20, metavar="N",
                                 help="letters shown; if more remain, stderr says how to page on (default: %(default)s)")
         elif name == "show":
-            action.add_argument("id", metavar="ID")
+            action.add_argument("id", metavar="ID", help="the letter's id, as dead list shows it")
             action.add_argument("--raw", action="store_true", help="write the task's bytes, whole, to stdout (without "
                                 f"it, a preview: the task's first {admin.PREVIEW_BYTES // 1024} KiB, values cut short)")
         elif name in ("requeue", "delete"):
-            action.add_argument("ids", metavar="ID", nargs="*" if name == "requeue" else "+")
+            action.add_argument("ids", metavar="ID", nargs="*" if name == "requeue" else "+",
+                                help="a letter's id, as dead list shows it (repeatable)")
             if name == "requeue":
                 action.add_argument("--all", action="store_true", help="every letter, in chunks")
         else:
@@ -395,13 +397,14 @@ def parser() -> argparse.ArgumentParser:
     scheduled = commands.add_parser("scheduled", help="delayed tasks and retries waiting to be due")
     scheduled_actions = scheduled.add_subparsers(dest="action", required=True)
     listing = scheduled_actions.add_parser("list", parents=[common], help="the next tasks to become due")
-    listing.add_argument("--queue", default="default", help="(default: %(default)s)")
-    listing.add_argument("--limit", type=positive(int), default=20)
+    listing.add_argument("--queue", default="default", help="the queue whose scheduled tasks (default: %(default)s)")
+    listing.add_argument("--limit", type=positive(int), default=20, metavar="N",
+                         help="tasks shown, the next due first (default: %(default)s)")
 
     enqueue = commands.add_parser("enqueue", parents=[common], help="enqueue a task by hand")
     enqueue.add_argument("func", metavar="MODULE:FUNC", help="a Python func path, or a Go one with --go")
     enqueue.add_argument("args", metavar="ARG", nargs="*", help="arguments, as JSON when they parse, else strings")
-    enqueue.add_argument("--queue", default="default", help="(default: %(default)s)")
+    enqueue.add_argument("--queue", default="default", help="the queue to enqueue into (default: %(default)s)")
     enqueue.add_argument("--kwargs", metavar="JSON", help='keyword arguments, e.g. \'{"b": 2}\'')
     enqueue.add_argument("--retry", type=_retry, default=0, help="runs after a failure; -1: forever (default: 0)")
     enqueue.add_argument("--delay", type=positive(float), metavar="SECONDS", help="hold it this long first")

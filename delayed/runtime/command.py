@@ -52,7 +52,7 @@ def add_connection_options(parser: argparse.ArgumentParser, defaults: bool = Tru
     def default(value: Optional[str]) -> Optional[str]:
         return value if defaults else argparse.SUPPRESS
 
-    parser.add_argument("--redis-url", default=default(os.environ.get("DELAYED_REDIS_URL", DEFAULT_REDIS_URL)),
+    parser.add_argument("--redis-url", metavar="URL", default=default(os.environ.get("DELAYED_REDIS_URL", DEFAULT_REDIS_URL)),
                         help="redis://[user:password@]host:port/db, rediss://... for TLS, "
                              "unix:///path/redis.sock, redis+cluster://host:port[,host:port...] (rediss+cluster:// "
                              "for TLS), or redis+sentinel://host:port[,host:port...]/MASTER_NAME[/db] "
@@ -63,7 +63,8 @@ def add_connection_options(parser: argparse.ArgumentParser, defaults: bool = Tru
                         help="client certificate, for servers that require one")
     parser.add_argument("--tls-key", metavar="FILE", default=default(None), help="the client certificate's private key")
     parser.add_argument("--log-level", default=default("INFO"), type=str.upper,
-                        choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+                        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                        help="the least severe log lines written to stderr (default: INFO)")
 
 
 def _connection_options(args: argparse.Namespace) -> Dict[str, str]:

@@ -20,7 +20,7 @@ def add_parsers(actions: Any) -> None:
                                 "handler of CONTRACT, returning its GoTask as the contract checks it, and a TypedDict "
                                 "per Go struct, for mypy. Exit status: 0 written, 2 the contract cannot be read.")
     python.add_argument("contract", metavar="CONTRACT", help="the contract file `delayed contract go` wrote")
-    python.add_argument("-o", "--output", required=True, metavar="MODULE.py")
+    python.add_argument("-o", "--output", required=True, metavar="MODULE.py", help="the Python module to write")
     gotasks = actions.add_parser("gotasks", help="a Go file: one typed PyTask constructor per public function "
                                  "of a Python module, from its type hints", description="Write a Go file with one "
                                  "constructor per public module-level function of MODULE, typed by its hints. Exit "
@@ -29,7 +29,7 @@ def add_parsers(actions: Any) -> None:
     gotasks.add_argument("--func", action="append", metavar="NAME",
                          help="only this function (repeatable; default: every public one)")
     gotasks.add_argument("--package", required=True, help="the Go file's package name")
-    gotasks.add_argument("-o", "--output", required=True, metavar="FILE.go")
+    gotasks.add_argument("-o", "--output", required=True, metavar="FILE.go", help="the Go file to write")
 
 
 def _python(args: argparse.Namespace) -> None:

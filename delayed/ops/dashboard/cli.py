@@ -18,7 +18,7 @@ def parser() -> argparse.ArgumentParser:
     add_connection_options(parser)
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default: %(default)s); any but a loopback one needs --token")
-    parser.add_argument("--port", type=int, default=8080, help="(default: %(default)s)")
+    parser.add_argument("--port", type=int, default=8080, help="port to listen on (default: %(default)s)")
     parser.add_argument("--token", default=os.environ.get("DELAYED_DASHBOARD_TOKEN") or None,
                         help="every request must carry it: open the dashboard once with ?token=TOKEN (default: "
                              "$DELAYED_DASHBOARD_TOKEN, else none; the environment keeps it out of `ps`)")
