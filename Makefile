@@ -18,7 +18,7 @@ OLDEST_TESTS := tests/test_redispy.py tests/test_client_retries.py tests/test_co
 	--deselect tests/test_cluster.py::test_a_clean_failover_right_after_a_restart_is_heard
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: test interop demo bench ab chaos redis-server prometheus chromium clean
+.PHONY: test interop demo docs docs-serve bench ab chaos redis-server prometheus chromium clean
 
 test: $(INSTALLED) $(OLDEST_INSTALLED) redis-server prometheus chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -32,6 +32,15 @@ interop: $(INSTALLED) redis-server
 
 demo: $(INSTALLED) redis-server
 	$(PY) examples/demo.py
+
+# The documentation site (mkdocs.yml, docs/): built strictly into site/, so a broken link, a missing page or
+# a reference that fails to render fails the build; docs-serve previews it on http://127.0.0.1:8000.
+# (NO_MKDOCS_2_WARNING quiets mkdocs-material's banner about its successor.)
+docs: $(INSTALLED)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
+docs-serve: $(INSTALLED)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs serve
 
 # The long chaos runs: 100,000 tasks through killed workers, Redis restarts and dropped connections,
 # then killed go-delayed workers, and our killed workers under go-delayed's sweeper (where Go is);
@@ -52,7 +61,7 @@ ab: $(INSTALLED) redis-server
 $(INSTALLED): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,docs]'
 	touch $@
 
 $(OLDEST_INSTALLED): setup.cfg pyproject.toml
@@ -77,4 +86,4 @@ chromium:
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium chromium-driver; }
 
 clean:
-	rm -rf $(VENV) $(OLDEST_VENV) *.egg-info .pytest_cache bench/.venv-*
+	rm -rf $(VENV) $(OLDEST_VENV) *.egg-info .pytest_cache bench/.venv-* site

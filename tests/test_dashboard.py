@@ -214,7 +214,7 @@ def test_screenshot_of_queues_workers_and_a_dead_letter(conn, redis_server, dash
 
 
 def screenshot(browser, name: str) -> None:
-    """The whole page as $DELAYED_DASHBOARD_SCREENSHOTS/name.png, when that directory is given (docs/)."""
+    """The whole page as $DELAYED_DASHBOARD_SCREENSHOTS/name.png, when that directory is given (docs/images/)."""
     directory = os.environ.get("DELAYED_DASHBOARD_SCREENSHOTS")
     if directory:
         height = browser.execute_script("return document.documentElement.scrollHeight")

@@ -8,6 +8,7 @@ the chaos runs and the demo.
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -201,3 +202,13 @@ def dequeue_errors(worker: Proc) -> List[str]:
 
 
 SIGHUP, SIGKILL = signal.SIGHUP, signal.SIGKILL
+
+
+def go_program(name: str, source: str):
+    """interop/bin/name/main.go holding source, afresh (bin/ is gitignored, and inside the interop
+    module, so go.mod pins go-delayed); its directory."""
+    directory = gocommands.BIN / name
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    (directory / "main.go").write_text(source)
+    return directory

@@ -1,52 +1,49 @@
-"""README.md's "Working with Go" examples, run as they stand: its ```python block against a real
-go-delayed worker, its ```go block compiled on go-delayed and run for our real worker.
+"""The manual's Go: every ```go block of README.md and docs/ builds on go-delayed, each fragment runs,
+and the examples of docs/go.md do what the page says, against go-delayed's real worker and ours.
 
-Both blocks are read from README.md at test time, so an edit that breaks an example breaks
-this test. The one change made to either is textual and checked to apply exactly once: the
-Redis address (`redis.Redis()`, `"127.0.0.1:6379"`) becomes the test's redis-server.
+Blocks are read from the pages at test time (tests/docs_examples.py finds them and points them at
+the test's redis-server), so an edit that breaks an example breaks these tests. A fragment (a block
+that is not `package main`) is wrapped in `func main()` importing go-delayed's `delayed` package,
+built in interop/bin/ (gitignored, inside the interop module, so go.mod pins go-delayed) and run.
 """
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
 import time
+from typing import Callable
 
 import pytest
 
 from delayed.queue import Queue
 
 from interop import gocommands
+from tests import docs_examples
 
-from conftest import ROOT, go_results, wait_for
+from conftest import ROOT, go_program, go_results, wait_for
 
-HEADING = "## Working with Go"
-
-
-def readme_block(language: str) -> str:
-    """The first ```language fenced block after the "Working with Go" heading."""
-    text = (ROOT / "README.md").read_text()
-    assert HEADING in text, f"README.md has no {HEADING!r} section"
-    block = re.search(rf"^```{language}\n(.*?)^```$", text[text.index(HEADING):], re.S | re.M)
-    assert block, f"no ```{language} block after {HEADING!r} in README.md"
-    return block.group(1)
+GO_PAGE = ROOT / "docs" / "go.md"
+GO_BLOCKS = [block for page in docs_examples.pages() for block in docs_examples.blocks(page)
+             if block.language == "go"]
+RUN = [block for block in GO_BLOCKS if block.skip_reason is None and not block.title]
+SKIPPED = [block for block in GO_BLOCKS if block.skip_reason is not None]
 
 
-def with_address(source: str, old: str, new: str) -> str:
-    """source with its one occurrence of old replaced by new (fails if old is not there exactly once)."""
-    assert source.count(old) == 1, f"the README block should contain {old!r} once:\n{source}"
-    return source.replace(old, new)
+def page_block(language: str, holding: Callable[[str], bool]) -> docs_examples.Block:
+    """The first ```language block of docs/go.md whose source holding() accepts."""
+    found = [block for block in docs_examples.blocks(GO_PAGE) if block.language == language and holding(block.source)]
+    assert found, f"docs/go.md has no such {language} block: the test that runs it needs it"
+    return found[0]
 
 
-def go_program(name: str, source: str):
-    """interop/bin/name/main.go holding source, afresh (bin/ is gitignored, and inside the interop
-    module, so go.mod pins go-delayed); its directory."""
-    directory = gocommands.BIN / name
-    shutil.rmtree(directory, ignore_errors=True)
-    directory.mkdir(parents=True)
-    (directory / "main.go").write_text(source)
-    return directory
+def pointed(block: docs_examples.Block, url: str) -> str:
+    return docs_examples.pointed_at(block.source, url, block.language)
+
+
+def python_gotasks(url: str) -> str:
+    """The page's Python block of GoTasks for go-delayed's worker, pointed at url."""
+    return pointed(page_block("python", lambda source: 'GoTask("main.Several"' in source), url)
 
 
 def received(records):
@@ -54,7 +51,7 @@ def received(records):
     return [(r["func"], [(a["type"], a["go"]) for a in r["args"]]) for r in records]
 
 
-# What each README comment promises the Go handler receives, in enqueue order.
+# What each comment of the page's Python block promises the Go handler receives, in enqueue order.
 PROMISED = [
     ("Several", [("int", "1"), ("string", '"a"'), ("float64", "2.5")]),
     ("Struct", [("main.Point", 'main.Point{X:1, Y:2, Label:"p"}')]),
@@ -65,17 +62,15 @@ PROMISED = [
 LATER = ("String", [("string", '"later"')])
 
 
-def test_readme_python_block_runs_on_a_go_delayed_worker(procs, conn, redis_server):
-    """The Python block, exec'd with `redis.Redis()` rewritten to `redis.Redis.from_url(<test
-    server>)` (a text edit rather than a stand-in `redis` module: the block's own `import redis`
-    would rebind one). A goworker on "go" runs every call with the Go types and values the
-    block's comments state; our sweeper moves the delay=2 task in, and it runs no sooner."""
-    source = with_address(readme_block("python"), "redis.Redis()", f"redis.Redis.from_url({redis_server.url!r})")
+def test_the_python_gotasks_run_on_go_delayed_s_worker_as_their_comments_say(procs, conn, redis_server):
+    """The page's Python block of GoTasks, run: a goworker on "go" runs every call with the Go types
+    and values the block's comments state; our sweeper moves the delay=2 task in, and it runs no sooner."""
+    source = python_gotasks(redis_server.url)
     worker = procs.go_worker("go")
     procs.py_sweeper("go")
 
     enqueued = time.time()  # before the delayed enqueue, so "now - enqueued" never understates its wait
-    exec(compile(source, "README.md (python block)", "exec"), {})
+    exec(compile(source, "docs/go.md (python block)", "exec"), {})
     wait_for(lambda: len(go_results(conn)) >= len(PROMISED), what="the immediate tasks to run on Go")
     time.sleep(max(0.0, enqueued + 1.9 - time.time()))
     assert received(go_results(conn)) == PROMISED, worker.err()
@@ -87,7 +82,7 @@ def test_readme_python_block_runs_on_a_go_delayed_worker(procs, conn, redis_serv
     assert conn.xlen("go_dead_letters") == 0
 
 
-TASKS_PY = '''"""The `tasks` module README's Go block enqueues for: each call records repr((name, its arguments))."""
+TASKS_PY = '''"""The `tasks` module the page's Go fragment enqueues for: each call records repr((name, its arguments))."""
 import os
 
 import redis
@@ -96,11 +91,11 @@ _conn = redis.Redis.from_url(os.environ["DELAYED_TEST_REDIS_URL"])
 
 
 def add(a, b):
-    _conn.rpush("readme_calls", repr(("add", {"a": a, "b": b})))
+    _conn.rpush("docs_calls", repr(("add", {"a": a, "b": b})))
 
 
 def greet(name):
-    _conn.rpush("readme_calls", repr(("greet", {"name": name})))
+    _conn.rpush("docs_calls", repr(("greet", {"name": name})))
 '''
 
 GO_MAIN = """package main
@@ -112,16 +107,37 @@ func main() {
 """
 
 
-def test_readme_go_block_enqueues_pytasks_our_worker_runs(procs, conn, redis_server, tmp_path):
-    """The Go block, wrapped in `package main` + `func main()` with its "127.0.0.1:6379" rewritten
-    to the test server, is built in interop/bin/readme_example/ (gitignored, inside the interop
-    module so go.mod pins go-delayed) and run; `python -m delayed.worker --queue py tasks` with a
-    tasks.py defining add(a, b) and greet(name) then runs both calls with those arguments."""
-    if shutil.which("go") is None:
-        pytest.skip("'go' is not on the PATH (make interop says so too)")
-    source = with_address(readme_block("go"), '"127.0.0.1:6379"', f'"{gocommands.redis_address(procs.redis_url)}"')
-    example = go_program("readme_example", GO_MAIN % "".join(f"\t{line}\n" for line in source.splitlines()))
-    run = subprocess.run(["go", "run", "./bin/readme_example"], cwd=gocommands.INTEROP, capture_output=True,
+def wrapped(fragment: str) -> str:
+    """A fragment as a program: in func main(), with go-delayed's delayed package imported."""
+    return GO_MAIN % "".join(f"\t{line}\n" for line in fragment.splitlines())
+
+
+@pytest.mark.parametrize("block", RUN, ids=lambda block: block.where)
+def test_every_go_block_builds_and_every_fragment_runs(block, go_bin, redis_server):
+    """A `package main` block builds as it stands; a fragment builds wrapped, and runs to exit 0."""
+    program = block.source.startswith("package main")
+    source = docs_examples.pointed_at(block.source, redis_server.url, "go")
+    name = "docs_" + re.sub(r"\W", "_", block.where)
+    directory = go_program(name, source if program else wrapped(source))
+    built = subprocess.run(["go", "build", "-o", str(directory / "program"), f"./bin/{name}"],
+                           cwd=gocommands.INTEROP, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, f"{block.where} ({directory / 'main.go'}):\n{built.stderr}"
+    if not program:
+        run = subprocess.run([str(directory / "program")], capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, f"{block.where}:\n{run.stdout}{run.stderr}"
+
+
+@pytest.mark.parametrize("block", SKIPPED, ids=lambda block: block.where)
+def test_a_go_block_marked_skip(block):
+    pytest.skip(f"{block.where}: {block.skip_reason}")
+
+
+def test_the_go_fragment_enqueues_pytasks_our_worker_runs(procs, conn, redis_server, tmp_path):
+    """The page's Go fragment that enqueues PyTasks, wrapped and run; `python -m delayed.worker --queue
+    py tasks` with a tasks.py defining add(a, b) and greet(name) then runs both calls with those arguments."""
+    fragment = page_block("go", lambda source: 'NewPyTask("tasks:add"' in source and not source.startswith("package"))
+    example = go_program("docs_enqueue", wrapped(pointed(fragment, procs.redis_url)))
+    run = subprocess.run(["go", "run", "./bin/docs_enqueue"], cwd=gocommands.INTEROP, capture_output=True,
                          text=True, timeout=300)
     assert run.returncode == 0, f"{example / 'main.go'}:\n{run.stderr}"
     assert Queue("py", conn).len() == 2
@@ -131,39 +147,27 @@ def test_readme_go_block_enqueues_pytasks_our_worker_runs(procs, conn, redis_ser
     assert not (ROOT / "tasks.py").exists() and not (ROOT / "tasks").exists()  # cwd is ROOT: it must not shadow ours
     worker = procs.start("pyworker", [sys.executable, "-m", "delayed.worker", "--redis-url", redis_server.url,
                                       "--queue", "py", "--keep-alive-timeout", "1", "tasks"], env=env)
-    wait_for(lambda: conn.llen("readme_calls") + Queue("py", conn).dead.count() >= 2 or not worker.alive(),
+    wait_for(lambda: conn.llen("docs_calls") + Queue("py", conn).dead.count() >= 2 or not worker.alive(),
              what="both PyTasks to run or be dead-lettered")
-    calls = [item.decode() for item in conn.lrange("readme_calls", 0, -1)]
+    calls = [item.decode() for item in conn.lrange("docs_calls", 0, -1)]
     dead = Queue("py", conn).dead.list()
     assert calls == ["('add', {'a': 1, 'b': 2})", "('greet', {'name': 'Go'})"], (dead, worker.err())
     assert dead == []
 
 
-def readme_program(language: str) -> str:
-    """The ```language block after the "Working with Go" heading that is a whole program (package main)."""
-    text = (ROOT / "README.md").read_text()
-    blocks = [b for b in re.findall(rf"^```{language}\n(.*?)^```$", text[text.index(HEADING):], re.S | re.M)
-              if b.startswith("package main")]
-    assert len(blocks) == 1, f"README.md should have one complete {language} program after {HEADING!r}"
-    return blocks[0]
-
-
-def test_readme_go_worker_runs_the_python_block_s_gotasks_and_stops_on_sighup(procs, conn, redis_server):
-    """The complete Go worker, its "127.0.0.1:6379" rewritten to the test server, is built in
-    interop/bin/readme_worker/ and started; the README's Python block then enqueues its GoTasks, and
-    the worker prints each call with the values the Python block's comments promise; SIGHUP stops it."""
-    if shutil.which("go") is None:
-        pytest.skip("'go' is not on the PATH (make interop says so too)")
-    source = with_address(readme_program("go"), '"127.0.0.1:6379"', f'"{gocommands.redis_address(procs.redis_url)}"')
-    example = go_program("readme_worker", source)
-    built = subprocess.run(["go", "build", "-o", str(example / "worker"), "./bin/readme_worker"],
+def test_the_go_worker_program_runs_the_python_gotasks_and_stops_on_sighup(procs, conn, redis_server):
+    """The page's complete go-delayed worker, built and started; the page's Python block then enqueues
+    its GoTasks, and the worker prints each call with the values the block's comments promise;
+    SIGHUP stops it."""
+    program = page_block("go", lambda source: source.startswith("package main") and "RegisterHandlers" in source)
+    example = go_program("docs_worker", pointed(program, procs.redis_url))
+    built = subprocess.run(["go", "build", "-o", str(example / "worker"), "./bin/docs_worker"],
                            cwd=gocommands.INTEROP, capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, f"{example / 'main.go'}:\n{built.stderr}"
-    worker = procs.start("readme_worker", [str(example / "worker")])
+    worker = procs.start("docs_worker", [str(example / "worker")])
     procs.py_sweeper("go")  # moves the delay=2 task in
 
-    exec(compile(with_address(readme_block("python"), "redis.Redis()", f"redis.Redis.from_url({redis_server.url!r})"),
-                 "README.md (python block)", "exec"), {})
+    exec(compile(python_gotasks(redis_server.url), "docs/go.md (python block)", "exec"), {})
     wait_for(lambda: worker.out().count("\n") >= 6 or not worker.alive(), timeout=10, what="six calls printed")
     assert worker.out().splitlines() == ["Several 1 a 2.5", "Struct {X:1 Y:2 Label:p}", "Variadic p [1 2]",
                                          "Float32 1.5", "NoArg", "String later"], worker.err()

@@ -24,8 +24,7 @@ from delayed.contract import Contract
 from delayed.queue import Queue
 from interop import gocommands
 
-from conftest import ROOT, go_results, py_results, wait_for
-from test_readme_examples import go_program
+from conftest import ROOT, go_program, go_results, py_results, wait_for
 
 CONTRACTWORKER = ROOT / "interop" / "cmd" / "contractworker"
 

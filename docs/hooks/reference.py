@@ -1,0 +1,155 @@
+"""MkDocs hook: the references made from the code, not copied into the pages.
+
+A page line `<!-- reference: NAME -->` becomes:
+- `cli`: every command's usage and options, read from the argparse parsers `--help` prints;
+- `worker-metrics`, `queue-metrics`: a table of the metric families a worker's and the exporter's
+  /metrics expose, from their declarations (delayed.worker.metrics.SERIES, delayed.ops.metrics.queues.SERIES).
+"""
+import argparse
+import os
+import re
+from typing import Callable, Dict, Iterator, List, Sequence, Set, Tuple
+
+MARKER = re.compile(r"^<!-- reference: (?P<name>[\w-]+) -->$", re.M)
+WIDTH = "100"  # columns for the usage lines, whatever the terminal building the site
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    def render(match: "re.Match[str]") -> str:
+        if match["name"] not in RENDERERS:
+            raise ValueError(f"{page.file.src_path}: unknown reference {match['name']!r}: one of {', '.join(RENDERERS)}")
+        return RENDERERS[match["name"]]()
+
+    return MARKER.sub(render, markdown)
+
+
+# The command line
+
+
+def _cell(text: str) -> str:
+    """text fit for a table cell: one line, pipes escaped, and markdown's own characters left as text."""
+    text = " ".join(text.split()).replace("|", "\\|")
+    return re.sub(r"([*_<\[\]])", r"\\\1", text)
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> Iterator[Tuple[str, str, argparse.ArgumentParser]]:
+    """(name, one-line help, parser) of each subcommand of parser, in the order --help lists them."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {choice.dest: choice.help or "" for choice in action._choices_actions}
+            for name, sub in action.choices.items():
+                yield name, helps.get(name, ""), sub
+
+
+def _options(parser: argparse.ArgumentParser, shared: Set[str]) -> List[Tuple[str, str]]:
+    """(invocation as --help shows it, help) of parser's own arguments, those in shared left out."""
+    formatter = parser._get_formatter()
+    rows = []
+    for action in parser._actions:
+        if action.help == argparse.SUPPRESS or isinstance(action, (argparse._SubParsersAction, argparse._HelpAction)):
+            continue
+        if set(action.option_strings) & shared:
+            continue
+        help_text = formatter._expand_help(action) if action.help else ""
+        rows.append((formatter._format_action_invocation(action), help_text))
+    return rows
+
+
+def _command(title: str, parser: argparse.ArgumentParser, summary: str, shared: Set[str], level: int) -> List[str]:
+    """The section of one command, and of its subcommands after it."""
+    lines = [f"{'#' * level} `{title}`", ""]
+    description = parser.description or summary
+    if description:
+        lines += [description, ""]
+    lines += ["```text", parser.format_usage().strip(), "```", ""]
+    rows = _options(parser, shared)
+    if rows:
+        lines += ["| argument | what it does |", "|---|---|"]
+        lines += [f"| `{invocation}` | {_cell(help_text)} |" for invocation, help_text in rows]
+        lines.append("")
+    if shared & {option for action in parser._actions for option in action.option_strings}:
+        lines += ["It also takes the [connection options](#connection-options).", ""]
+    for name, help_text, sub in _subcommands(parser):
+        lines += _command(f"{title} {name}", sub, help_text, shared, level + 1)
+    return lines
+
+
+def _commands() -> List[Tuple[str, str, argparse.ArgumentParser]]:
+    """(title, what else runs it, parser) of each command but `delayed`'s own, in the page's order."""
+    from delayed.ops.contract import cli as contract
+    from delayed.ops.dashboard import cli as dashboard
+    from delayed.ops.metrics import cli as metrics
+    from delayed.scheduler import cli as scheduler
+    from delayed.sweeper import cli as sweeper
+    from delayed.worker import cli as worker
+
+    return [
+        ("python -m delayed.worker", "also `delayed worker` and `delayed-worker`", worker.parser()),
+        ("python -m delayed.sweeper", "also `delayed sweeper` and `delayed-sweeper`", sweeper.parser()),
+        ("python -m delayed.scheduler", "also `delayed scheduler` and `delayed-scheduler`", scheduler.parser()),
+        ("python -m delayed.metrics", "also `delayed metrics`", metrics.parser()),
+        ("python -m delayed.dashboard", "also `delayed dashboard`", dashboard.parser()),
+        ("delayed contract", "", contract.parser()),
+    ]
+
+
+def _connection_options() -> Tuple[Set[str], List[str]]:
+    """The option strings every Redis-reaching command shares, and their section."""
+    from delayed.runtime.command import add_connection_options
+
+    parser = argparse.ArgumentParser(prog="COMMAND", add_help=False)
+    add_connection_options(parser)
+    rows = _options(parser, set())
+    shared = {option for action in parser._actions for option in action.option_strings}
+    lines = ["## Connection options", "",
+             "Every command that reaches Redis takes these, `delayed`'s before its command name or after it.", "",
+             "| argument | what it does |", "|---|---|"]
+    lines += [f"| `{invocation}` | {_cell(help_text)} |" for invocation, help_text in rows]
+    return shared, lines + [""]
+
+
+def cli() -> str:
+    os.environ["COLUMNS"] = WIDTH
+    from delayed.ops import cli as ops
+
+    shared, lines = _connection_options()
+    front = ops.front_parser()
+    lines += ["## `delayed`", "", front.description or "", "", "```text", front.format_usage().strip(), "```", "",
+              "| argument | what it does |", "|---|---|"]
+    lines += [f"| `{invocation}` | {_cell(help_text)} |" for invocation, help_text in _options(front, shared)]
+    lines += ["", front.epilog or "", ""]
+    for name, help_text, sub in _subcommands(ops.parser()):
+        lines += _command(f"delayed {name}", sub, help_text, shared, 3)
+    for title, also, parser in _commands():
+        section = _command(title, parser, "", shared, 2)
+        if also:
+            section[2:2] = [f"({also}, with the same arguments)", ""]
+        lines += section
+    return "\n".join(lines)
+
+
+# Metrics
+
+
+def _metrics_table(series: Sequence) -> str:
+    lines = ["| metric | type | labels | what it counts |", "|---|---|---|---|"]
+    for entry in series:
+        labels = ", ".join(f"`{label}`" for label in entry.labels)
+        lines.append(f"| `{entry.name}` | {entry.kind} | {labels} | {_cell(entry.help)} |")
+    return "\n".join(lines) + "\n"
+
+
+def worker_metrics() -> str:
+    from delayed.worker.metrics import SERIES
+
+    return _metrics_table(SERIES)
+
+
+def queue_metrics() -> str:
+    from delayed.ops.metrics.queues import SERIES
+
+    return _metrics_table(SERIES)
+
+
+RENDERERS: Dict[str, Callable[[], str]] = {"cli": cli, "worker-metrics": worker_metrics,
+                                           "queue-metrics": queue_metrics}

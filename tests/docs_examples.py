@@ -1,0 +1,256 @@
+"""The code blocks of README.md and docs/, and how they run: the rules docs/development.md states.
+
+A fenced block's language says what happens to it: `python` and `sh` blocks run in `make test`
+(tests/test_docs.py), `go` blocks in `make interop` (interop/tests/test_docs_go.py), and the
+languages in SHOWN are only shown. A block with `title="FILE"` is a file the page's later blocks
+use: it is written, as it stands, into the page's directory. An HTML comment on the line before a
+fence changes what happens to that one block:
+
+    <!-- docs: skip REASON -->       not run; REASON is printed with the skipped test
+    <!-- docs: background -->        (sh) started, and left running until the page's blocks are done;
+                                     then SIGTERM, and it must exit 0
+    <!-- docs: exit N -->            (sh) must exit with status N, not 0
+    <!-- docs: raises NAME -->       (python) must raise the exception class NAME
+    <!-- docs: needs go -->          (sh) runs only where `go` is on the PATH, else is skipped saying so
+
+A page's blocks run in order, in a fresh directory (on sys.path) of their own, against a Redis the
+test started: Python blocks share one namespace (and one event loop, for top-level `await`); each
+sh block is its own `bash -eo pipefail`, with $DELAYED_REDIS_URL set, the test's Python first on the
+PATH and the page's directory on PYTHONPATH. Before a block runs, its text points at that Redis:
+`redis.Redis()` and `redis.asyncio.Redis()` become `.from_url(URL)` calls, `localhost:6379` and
+`127.0.0.1:6379` its address, and `redis-cli` gets `-u URL`.
+
+`python -m tests.docs_examples PAGE --redis-url URL --directory DIR` runs one page's blocks (the
+tests run each page in a process of its own, so no page sees another's modules, loggers or signals).
+"""
+import argparse
+import ast
+import asyncio
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN_IN_TEST = ("python", "sh")
+RUN_IN_INTEROP = ("go",)
+SHOWN = ("text", "json", "promql", "ini", "yaml", "toml", "lua", "diff")
+DIRECTIVES = ("skip", "background", "exit", "raises", "needs")
+FENCE = re.compile(r"^(?P<indent> *)(?P<fence>```+|~~~+) *(?P<language>[\w+-]*)(?P<attributes>.*)$")
+DIRECTIVE = re.compile(r"^ *<!-- docs: (?P<name>\w+)(?: (?P<value>.*?))? *-->$")
+TITLE = re.compile(r'title="(?P<title>[^"]+)"')
+SHELL_TIMEOUT = 120.0
+STOP_TIMEOUT = 20.0
+
+
+@dataclass
+class Block:
+    """One fenced code block of a page."""
+    page: Path
+    line: int  # of its first line of code, 1-based
+    language: str
+    source: str
+    title: Optional[str] = None
+    directive: Optional[Tuple[str, str]] = None  # (name, value) of the comment before its fence
+
+    @property
+    def where(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+    @property
+    def skip_reason(self) -> Optional[str]:
+        """Why this block does not run in make test's page run, or None if it does (or is a file)."""
+        if self.directive and self.directive[0] == "skip":
+            return self.directive[1]
+        if self.directive == ("needs", "go") and shutil.which("go") is None:
+            return "go is not on the PATH"
+        return None
+
+
+def pages() -> List[Path]:
+    """README.md and every page of the site, in a stable order."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def blocks(page: Path) -> List[Block]:
+    """The fenced code blocks of page, in order."""
+    lines = page.read_text().splitlines()
+    found: List[Block] = []
+    index = 0
+    while index < len(lines):
+        opening = FENCE.match(lines[index])
+        if not opening:
+            index += 1
+            continue
+        indent, fence = opening["indent"], opening["fence"]
+        end = index + 1
+        while end < len(lines) and lines[end].strip() != fence:
+            end += 1
+        body = [line[len(indent):] if line.startswith(indent) else line.lstrip() for line in lines[index + 1:end]]
+        title = TITLE.search(opening["attributes"])
+        directive = DIRECTIVE.match(lines[index - 1]) if index else None
+        found.append(Block(page, index + 2, opening["language"], "\n".join(body) + "\n",
+                           title["title"] if title else None,
+                           (directive["name"], directive["value"] or "") if directive else None))
+        index = end + 1
+    return found
+
+
+def problems(block: Block) -> List[str]:
+    """What is wrong with how a block is marked: an unknown language or directive, or one that does
+    not fit the block's language."""
+    found = []
+    known = (*RUN_IN_TEST, *RUN_IN_INTEROP, *SHOWN)
+    if block.language not in known:
+        found.append(f"{block.where}: a block needs one of these languages: {', '.join(known)} "
+                     f"(got {block.language!r})")
+    if block.directive:
+        name, value = block.directive
+        fits = {"skip": bool(value), "background": block.language == "sh" and not value,
+                "exit": block.language == "sh" and value.isdigit(),
+                "raises": block.language == "python" and value.isidentifier(),
+                "needs": block.language == "sh" and value == "go"}
+        if name not in fits:
+            found.append(f"{block.where}: unknown directive {name!r}: one of {', '.join(DIRECTIVES)}")
+        elif not fits[name]:
+            found.append(f"{block.where}: `docs: {name} {value}`".rstrip() + f" does not fit a {block.language} block")
+        elif block.title and name != "skip":
+            found.append(f"{block.where}: a file (title=) is written, never run: only `skip` applies")
+    return found
+
+
+def pointed_at(source: str, url: str, language: str) -> str:
+    """source with the default Redis it names replaced by url's (see the module's docstring)."""
+    address = url.split("://", 1)[1].split("/", 1)[0]
+    source = re.sub(r"\b(?:localhost|127\.0\.0\.1):6379\b", address, source)
+    if language == "python":
+        source = source.replace("redis.asyncio.Redis()", f"redis.asyncio.Redis.from_url({url!r})")
+        source = source.replace("redis.Redis()", f"redis.Redis.from_url({url!r})")
+    if language == "sh":
+        source = re.sub(r"\bredis-cli\b", f"redis-cli -u {url}", source)
+    return source
+
+
+@dataclass
+class PageRun:
+    """Runs one page's blocks in order in directory, against the Redis at url."""
+    page: Path
+    url: str
+    directory: Path
+    namespace: Dict[str, object] = field(default_factory=lambda: {"__name__": "__main__"})
+    loop: Optional[asyncio.AbstractEventLoop] = None
+    background: List[Tuple[Block, subprocess.Popen, Path]] = field(default_factory=list)
+
+    def run(self) -> None:
+        os.environ["DELAYED_REDIS_URL"] = self.url
+        os.chdir(self.directory)
+        sys.path.insert(0, str(self.directory))
+        try:
+            for block in blocks(self.page):
+                self.run_block(block)
+        finally:
+            self.stop_background()
+            if self.loop is not None:
+                self.loop.close()
+
+    def run_block(self, block: Block) -> None:
+        if block.skip_reason is not None:
+            return
+        source = pointed_at(block.source, self.url, block.language)
+        if block.title:
+            path = self.directory / block.title
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(source)
+        elif block.language == "python":
+            self.run_python(block, source)
+        elif block.language == "sh":
+            self.run_shell(block, source)
+
+    def run_python(self, block: Block, source: str) -> None:
+        # padded so that a traceback names the page's own line numbers
+        code = compile("\n" * (block.line - 1) + source, str(block.page.relative_to(ROOT)), "exec",
+                       flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        expected = block.directive[1] if block.directive and block.directive[0] == "raises" else None
+        try:
+            result = eval(code, self.namespace)
+            if asyncio.iscoroutine(result):
+                if self.loop is None:
+                    self.loop = asyncio.new_event_loop()
+                self.loop.run_until_complete(result)
+        except Exception as exc:
+            if expected is None or expected not in [cls.__name__ for cls in type(exc).__mro__]:
+                raise
+            print(f"{block.where}: raised {type(exc).__name__}: {exc}", flush=True)
+            return
+        if expected is not None:
+            raise AssertionError(f"{block.where}: the block should raise {expected}, and raised nothing")
+
+    def environment(self) -> Dict[str, str]:
+        path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+        return dict(os.environ, DELAYED_REDIS_URL=self.url, PATH=path, PYTHONPATH=str(self.directory))
+
+    def run_shell(self, block: Block, source: str) -> None:
+        command = ["bash", "-eo", "pipefail", "-c", source]
+        if block.directive == ("background", ""):
+            log = self.directory / f".background-{block.line}.log"
+            with log.open("w") as out:
+                process = subprocess.Popen(command, cwd=self.directory, env=self.environment(), stdout=out,
+                                           stderr=subprocess.STDOUT, start_new_session=True)
+            self.background.append((block, process, log))
+            return
+        expected = int(block.directive[1]) if block.directive and block.directive[0] == "exit" else 0
+        done = subprocess.run(command, cwd=self.directory, env=self.environment(), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, timeout=SHELL_TIMEOUT)
+        sys.stdout.write(done.stdout)
+        if done.returncode != expected:
+            raise AssertionError(f"{block.where}: the sh block exited {done.returncode}, not {expected}:\n"
+                                 f"{source}{done.stdout}")
+
+    def stop_background(self) -> None:
+        """SIGTERM every background block (its whole process group) and wait; each must exit 0."""
+        failures = []
+        for block, process, log in self.background:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+            try:
+                status = process.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                status = process.wait()
+                failures.append(f"{block.where}: did not stop within {STOP_TIMEOUT:.0f} s of SIGTERM")
+            if status != 0:
+                failures.append(f"{block.where}: the background block exited {status}")
+            sys.stdout.write(f"--- {block.where} (background) ---\n{log.read_text(errors='replace')}")
+        self.background.clear()
+        if failures:
+            raise AssertionError("\n".join(failures))
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description="Run one page's python and sh blocks against a Redis.")
+    parser.add_argument("page", type=Path)
+    parser.add_argument("--redis-url", required=True)
+    parser.add_argument("--directory", type=Path, required=True)
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    try:
+        PageRun(args.page.resolve(), args.redis_url, args.directory.resolve()).run()
+    except Exception:
+        traceback.print_exc()
+        return 1
+    print(f"{args.page}: every block ran in {time.monotonic() - started:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    status = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)  # whatever threads a page's examples left behind

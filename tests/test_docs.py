@@ -1,0 +1,118 @@
+"""The manual's examples run, and the manual is whole.
+
+Every python and sh block of README.md and docs/ runs, page by page, against a redis-server this
+session started (tests/docs_examples.py states the rules: files, markers, what is pointed at the
+test's Redis); a block marked `skip` is reported as a skipped test with its reason. The site builds
+strictly (`make docs`'s settings), and its generated references cover what the code has: every
+argument `--help` prints, every name `from delayed import` gives, every metric family.
+"""
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import List
+
+import pytest
+import redis
+
+import delayed
+
+from . import docs_examples
+from .conftest import ROOT
+
+PAGES = docs_examples.pages()
+BLOCKS = [block for page in PAGES for block in docs_examples.blocks(page)]
+RUN = [page for page in PAGES if any(block.language in docs_examples.RUN_IN_TEST and block.skip_reason is None
+                                     and not block.title for block in docs_examples.blocks(page))]
+SKIPPED = [block for block in BLOCKS if block.language in docs_examples.RUN_IN_TEST and block.skip_reason is not None]
+PAGE_TIMEOUT = 300
+
+
+def _id(page: Path) -> str:
+    return str(page.relative_to(ROOT))
+
+
+def test_every_block_is_marked_so_that_it_runs_or_is_shown():
+    assert [problem for block in BLOCKS for problem in docs_examples.problems(block)] == []
+
+
+@pytest.mark.timeout(PAGE_TIMEOUT + 30)
+@pytest.mark.parametrize("page", RUN, ids=_id)
+def test_the_examples_of_a_page_run(page, redis_server, tmp_path):
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    client.close()
+    done = subprocess.run([sys.executable, "-m", "tests.docs_examples", str(page), "--redis-url", redis_server.url,
+                           "--directory", str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=PAGE_TIMEOUT)
+    assert done.returncode == 0, done.stdout
+
+
+@pytest.mark.parametrize("block", SKIPPED, ids=lambda block: block.where)
+def test_a_block_marked_skip(block):
+    pytest.skip(f"{block.where}: {block.skip_reason}")
+
+
+def test_the_readme_is_short_with_code_on_its_first_screen():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 200
+    first_code = next(number for number, line in enumerate(lines, 1) if line.startswith("```"))
+    assert first_code <= 40, f"README.md's first code block starts on line {first_code}"
+
+
+# The site, built once for the tests below as `make docs` builds it
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("site")
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(directory)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert done.returncode == 0, done.stderr
+    return directory
+
+
+def _text(path: Path) -> str:
+    """The words of an HTML page, tags dropped and entities undone."""
+    import html
+
+    return html.unescape(re.sub(r"<[^>]+>", "", path.read_text()))
+
+
+def _help_texts() -> List[str]:
+    """What `--help` prints for every command and subcommand."""
+    commands = [["delayed"], ["delayed.worker"], ["delayed.sweeper"], ["delayed.scheduler"], ["delayed.metrics"],
+                ["delayed.dashboard"], ["delayed", "contract"]]
+    commands += [["delayed", name] for name in ("stats", "workers", "enqueue", "task", "cancel", "pause", "resume")]
+    commands += [["delayed", "dead", name] for name in ("list", "show", "requeue", "delete", "purge")]
+    commands += [["delayed", "scheduled", "list"]]
+    commands += [["delayed", "contract", name] for name in ("go", "check", "python", "gotasks")]
+    return [subprocess.run([sys.executable, "-m", *command, "--help"], capture_output=True, text=True,
+                           check=True).stdout for command in commands]
+
+
+def test_every_argument_help_prints_is_on_the_command_line_page(site):
+    page = _text(site / "reference" / "cli" / "index.html")
+    helps = _help_texts()
+    flags = {flag for text in helps for flag in re.findall(r"(?<![\w-])--?[a-z][\w-]*", text)}
+    assert len(flags) > 40
+    assert sorted(flag for flag in flags if flag not in page) == []
+    # and each help line's words: a flag's help that drifted from the page would show here
+    for text in helps:
+        for line in re.findall(r"^  (--[\w-]+(?: [A-Z_.]+)?)", text, re.M):
+            assert line in page
+
+
+def test_every_name_delayed_exports_is_in_the_api_reference(site):
+    page = (site / "reference" / "api" / "index.html").read_text()
+    missing = [name for name in delayed.__all__ if f'id="delayed.{name}"' not in page and f">{name}<" not in page]
+    assert missing == []
+
+
+def test_every_metric_family_is_on_the_metrics_page(site):
+    from delayed.ops.metrics.queues import SERIES as QUEUE_SERIES
+    from delayed.worker.metrics import SERIES as WORKER_SERIES
+
+    page = _text(site / "metrics" / "index.html")
+    assert [series.name for series in (*WORKER_SERIES, *QUEUE_SERIES) if series.name not in page] == []
