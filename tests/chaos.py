@@ -21,7 +21,7 @@ Durability ignores --tasks and --workers: for each CASES entry, producer threads
 steady rate into a fresh redis-server with that persistence setting (no workers), Redis is
 SIGKILLed kill_at seconds after the writes began and restarted on its directory, and the tasks
 still queued are matched against the acknowledged enqueues (calls that returned). Prints a
-table, and fails on a loss the README's Guarantees rule out for that setting (about 2.5 minutes).
+table, and fails on a loss the Guarantees page (docs/guarantees.md) rules out for that setting (about 2.5 minutes).
 """
 import argparse
 import random
@@ -249,7 +249,7 @@ def report(conn: redis.Redis, tasks: int, tally: Tally) -> None:
 
 class Case(NamedTuple):
     """A persistence setting, when Redis is SIGKILLed (seconds after the writes began), and the
-    README's claim: the kill loses only enqueues sent in its last may_lose seconds (None: every one)."""
+    docs/guarantees.md's claim: the kill loses only enqueues sent in its last may_lose seconds (None: every one)."""
     setting: str
     redis_args: Tuple[str, ...]
     kill_at: float
@@ -339,7 +339,7 @@ def run_case(case: Case, rate: float = DURABILITY_RATE, producers: int = DURABIL
 
 
 def contradiction(case: Case, survival: Survival) -> Optional[str]:
-    """What in survival the README's claim for case rules out, or None."""
+    """What in survival docs/guarantees.md's claim for case rules out, or None."""
     where = f"{case.setting}, killed at {case.kill_at:g} s"
     if not survival.acknowledged:
         return f"{where}: no enqueue was acknowledged"

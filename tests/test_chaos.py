@@ -1,5 +1,5 @@
 """The short chaos runs (`make chaos` runs the long ones): nothing lost, duplicates bounded; and
-what a SIGKILL of Redis loses under the persistence settings the README's Guarantees name."""
+what a SIGKILL of Redis loses under the persistence settings docs/guarantees.md names."""
 import pytest
 
 from .chaos import AOF_ALWAYS, RDB_DEFAULT, Case, contradiction, run, run_case

@@ -1,6 +1,6 @@
 """A producer never lets redis-py resend a command whose reply was lost.
 
-redis-py 8's `redis.Redis()` (the README's Quick start) retries a command up to 10 times
+redis-py 8's `redis.Redis()` (the README's Quick start, and the docs' examples) retries a command up to 10 times
 after a connection error, resending it whole: when Redis had applied it and only the reply
 was lost, an enqueue lands twice, and a unique enqueue finds its own lock and raises
 DuplicateTaskError. The retry policy lives on each connection (`conn.retry`, from the pool's
@@ -114,7 +114,7 @@ def proxy(redis_server):
 
 
 def quick_start_client(proxy: ReplyDropper) -> redis.Redis:
-    """The README's `redis.Redis()`, on the proxy's port: redis-py 8's default retries."""
+    """The docs' `redis.Redis()`, on the proxy's port: redis-py 8's default retries."""
     client = redis.Redis(port=proxy.port)
     assert client.get_retry().get_retries() > 0
     return client

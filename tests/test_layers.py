@@ -226,13 +226,3 @@ def test_the_keakon_era_and_documented_import_paths_work():
     assert (Queue, AsyncQueue, PyTask, GoTask, Worker, Sweeper, delayed, setup_logger) == (
         package.Queue, package.AsyncQueue, package.PyTask, package.GoTask, package.Worker, package.Sweeper,
         package.delayed, package.setup_logger)
-
-
-def test_delayed_all_is_what_the_readme_says_is_importable_from_delayed():
-    import re
-
-    import delayed as package
-    readme = (ROOT / "README.md").read_text()
-    [sentence] = re.findall(r"`from delayed import \.\.\.` gives exactly these \(its `__all__`\): (.*?)\.\n", readme)
-    assert sorted(re.findall(r"`(\w+)`", sentence)) == sorted(package.__all__)
-    assert all(getattr(package, name) is not None for name in package.__all__)

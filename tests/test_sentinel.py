@@ -108,7 +108,7 @@ def test_a_failover_loses_no_enqueue_a_replica_acknowledged(sentinels):
 
 def test_what_a_failover_loses_without_wait(sentinels):
     """Asynchronous replication: the primary acknowledges before its replica has the write, so a
-    kill loses what was in flight to the replica (none on loopback, most runs; the README says
+    kill loses what was in flight to the replica (none on loopback, most runs; docs/guarantees.md says
     how many we measured). Never a duplicate: nothing is resent."""
     outcome = produce_through_a_kill(sentinels)
     print("without wait:", outcome)

@@ -1,5 +1,5 @@
 """go-delayed behaviours our users meet when they run its workers beside ours, pinned on the real
-thing so the README's "Working with Go" section states facts."""
+thing so docs/go.md states facts."""
 import signal
 import time
 
