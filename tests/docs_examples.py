@@ -8,7 +8,7 @@ fence changes what happens to that one block:
 
     <!-- docs: skip REASON -->       not run; REASON is printed with the skipped test
     <!-- docs: background -->        (sh) started, and left running until the page's blocks are done;
-                                     then SIGTERM, and it must exit 0
+                                     then SIGTERM (once it has run SETTLE seconds), and it must exit 0
     <!-- docs: exit N -->            (sh) must exit with status N, not 0
     <!-- docs: raises NAME -->       (python) must raise the exception class NAME
     <!-- docs: needs go -->          (sh) runs only where `go` is on the PATH, else is skipped saying so
@@ -48,6 +48,9 @@ DIRECTIVE = re.compile(r"^ *<!-- docs: (?P<name>\w+)(?: (?P<value>.*?))? *-->$")
 TITLE = re.compile(r'title="(?P<title>[^"]+)"')
 SHELL_TIMEOUT = 120.0
 STOP_TIMEOUT = 20.0
+SETTLE = 3.0
+"""Seconds a background block runs at least before its SIGTERM: a process killed while the interpreter
+starts, before its code takes the signal, exits -15 where a user's would not have been stopped."""
 
 
 @dataclass
@@ -62,7 +65,7 @@ class Block:
 
     @property
     def where(self) -> str:
-        return f"{self.page.relative_to(ROOT)}:{self.line}"
+        return f"{shown(self.page)}:{self.line}"
 
     @property
     def skip_reason(self) -> Optional[str]:
@@ -72,6 +75,11 @@ class Block:
         if self.directive == ("needs", "go") and shutil.which("go") is None:
             return "go is not on the PATH"
         return None
+
+
+def shown(page: Path) -> str:
+    """A page's path as messages and tracebacks give it: from the repository's root, where it is inside."""
+    return str(page.relative_to(ROOT)) if page.is_relative_to(ROOT) else str(page)
 
 
 def pages() -> List[Path]:
@@ -120,7 +128,8 @@ def problems(block: Block) -> List[str]:
         if name not in fits:
             found.append(f"{block.where}: unknown directive {name!r}: one of {', '.join(DIRECTIVES)}")
         elif not fits[name]:
-            found.append(f"{block.where}: `docs: {name} {value}`".rstrip() + f" does not fit a {block.language} block")
+            marker = f"{name} {value}".strip()
+            found.append(f"{block.where}: `docs: {marker}` does not fit a {block.language} block")
         elif block.title and name != "skip":
             found.append(f"{block.where}: a file (title=) is written, never run: only `skip` applies")
     return found
@@ -146,10 +155,11 @@ class PageRun:
     directory: Path
     namespace: Dict[str, object] = field(default_factory=lambda: {"__name__": "__main__"})
     loop: Optional[asyncio.AbstractEventLoop] = None
-    background: List[Tuple[Block, subprocess.Popen, Path]] = field(default_factory=list)
+    background: List[Tuple[Block, subprocess.Popen, Path, float]] = field(default_factory=list)
 
     def run(self) -> None:
         os.environ["DELAYED_REDIS_URL"] = self.url
+        self.directory.mkdir(parents=True, exist_ok=True)
         os.chdir(self.directory)
         sys.path.insert(0, str(self.directory))
         try:
@@ -175,7 +185,7 @@ class PageRun:
 
     def run_python(self, block: Block, source: str) -> None:
         # padded so that a traceback names the page's own line numbers
-        code = compile("\n" * (block.line - 1) + source, str(block.page.relative_to(ROOT)), "exec",
+        code = compile("\n" * (block.line - 1) + source, shown(block.page), "exec",
                        flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
         expected = block.directive[1] if block.directive and block.directive[0] == "raises" else None
         try:
@@ -203,7 +213,7 @@ class PageRun:
             with log.open("w") as out:
                 process = subprocess.Popen(command, cwd=self.directory, env=self.environment(), stdout=out,
                                            stderr=subprocess.STDOUT, start_new_session=True)
-            self.background.append((block, process, log))
+            self.background.append((block, process, log, time.monotonic()))
             return
         expected = int(block.directive[1]) if block.directive and block.directive[0] == "exit" else 0
         done = subprocess.run(command, cwd=self.directory, env=self.environment(), stdout=subprocess.PIPE,
@@ -216,7 +226,8 @@ class PageRun:
     def stop_background(self) -> None:
         """SIGTERM every background block (its whole process group) and wait; each must exit 0."""
         failures = []
-        for block, process, log in self.background:
+        for block, process, log, started in self.background:
+            time.sleep(max(0.0, started + SETTLE - time.monotonic()))
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGTERM)
             try:

@@ -53,6 +53,64 @@ def test_a_block_marked_skip(block):
     pytest.skip(f"{block.where}: {block.skip_reason}")
 
 
+def run_page(page: Path, redis_server, directory: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tests.docs_examples", str(page), "--redis-url", redis_server.url,
+                           "--directory", str(directory)], cwd=ROOT, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=PAGE_TIMEOUT)
+
+
+FENCE = "`" * 3
+
+
+@pytest.mark.parametrize("body, says", [
+    ("python\nimport redis\nredis.Redis().set('seen', 1)\nraise RuntimeError('broken example')", "page.md\", line 6"),
+    ("sh\nredis-cli set seen 1 && false", "exited 1, not 0"),
+    ("python\nimport redis\nredis.Redis().set('seen', 1)\n" + FENCE + "\n<!-- docs: raises KeyError -->\n" + FENCE
+     + "python\n{}['a'] + 1",
+     None),
+])
+def test_the_runner_fails_a_page_whose_example_breaks(body, says, redis_server, tmp_path):
+    """A page whose block raises or exits non-zero fails, naming the page and the line; the blocks
+    before it ran against the test's Redis. (The third page passes: its KeyError is expected.)"""
+    page = tmp_path / "page.md"
+    page.write_text(f"# A page\n\n{FENCE}{body}\n{FENCE}\n")
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    done = run_page(page, redis_server, tmp_path / "run")
+    assert client.get("seen") == b"1"
+    if says is None:
+        assert done.returncode == 0, done.stdout
+    else:
+        assert done.returncode == 1 and says in done.stdout, done.stdout
+
+
+def test_the_runner_holds_markers_to_what_they_say(redis_server, tmp_path):
+    """A block marked to raise that does not, a shell block marked exit 2 that exits 0, and a
+    background process that does not exit 0 on SIGTERM each fail their page."""
+    for block, says in ((f"<!-- docs: raises ValueError -->\n{FENCE}python\nx = 1\n{FENCE}", "should raise ValueError"),
+                        (f"<!-- docs: exit 2 -->\n{FENCE}sh\ntrue\n{FENCE}", "exited 0, not 2"),
+                        (f"<!-- docs: background -->\n{FENCE}sh\ntrap 'exit 3' TERM; while :; do sleep 0.1; done\n{FENCE}",
+                         "the background block exited 3")):
+        page = tmp_path / "page.md"
+        page.write_text(f"# A page\n\n{block}\n")
+        done = run_page(page, redis_server, tmp_path / "run")
+        assert done.returncode == 1 and says in done.stdout, done.stdout
+
+
+def test_a_block_in_an_unknown_language_or_with_a_misfit_marker_is_refused(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(f"{FENCE}bash\nls\n{FENCE}\n\n<!-- docs: background -->\n{FENCE}python\nx = 1\n{FENCE}\n\n"
+                    f"<!-- docs: skip -->\n{FENCE}sh\nls\n{FENCE}\n\n<!-- docs: sometimes -->\n{FENCE}sh\nls\n{FENCE}\n")
+    found = [problem for block in docs_examples.blocks(page) for problem in docs_examples.problems(block)]
+    assert [problem.split(": ", 1)[1] for problem in found] == [
+        "a block needs one of these languages: python, sh, go, text, json, promql, ini, yaml, toml, lua, diff "
+        "(got 'bash')",
+        "`docs: background` does not fit a python block",
+        "`docs: skip` does not fit a sh block",
+        "unknown directive 'sometimes': one of skip, background, exit, raises, needs",
+    ]
+
+
 def test_the_readme_is_short_with_code_on_its_first_screen():
     lines = (ROOT / "README.md").read_text().splitlines()
     assert len(lines) <= 200
