@@ -217,7 +217,7 @@ class PageRun:
             return
         expected = int(block.directive[1]) if block.directive and block.directive[0] == "exit" else 0
         done = subprocess.run(command, cwd=self.directory, env=self.environment(), stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=SHELL_TIMEOUT)
+                              stderr=subprocess.STDOUT, text=True, errors="replace", timeout=SHELL_TIMEOUT)
         sys.stdout.write(done.stdout)
         if done.returncode != expected:
             raise AssertionError(f"{block.where}: the sh block exited {done.returncode}, not {expected}:\n"

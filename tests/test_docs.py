@@ -64,7 +64,7 @@ FENCE = "`" * 3
 
 @pytest.mark.parametrize("body, says", [
     ("python\nimport redis\nredis.Redis().set('seen', 1)\nraise RuntimeError('broken example')", "page.md\", line 6"),
-    ("sh\nredis-cli set seen 1 && false", "exited 1, not 0"),
+    ("sh\nredis-cli set seen 1 && printf '\\xc1 not UTF-8\\n' && false", "exited 1, not 0"),
     ("python\nimport redis\nredis.Redis().set('seen', 1)\n" + FENCE + "\n<!-- docs: raises KeyError -->\n" + FENCE
      + "python\n{}['a'] + 1",
      None),
