@@ -41,6 +41,9 @@ def test_every_block_is_marked_so_that_it_runs_or_is_shown():
 def test_the_examples_of_a_page_run(page, redis_server, tmp_path):
     client = redis.Redis.from_url(redis_server.url)
     client.flushall()
+    for user in client.acl_users():  # a page may add ACL users (deployment.md does), which FLUSHALL keeps
+        if user != "default":
+            client.acl_deluser(user)
     client.close()
     done = subprocess.run([sys.executable, "-m", "tests.docs_examples", str(page), "--redis-url", redis_server.url,
                            "--directory", str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
