@@ -9,10 +9,14 @@ import subprocess
 import sys
 import threading
 import time
+import re
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Tuple, Union
+
+import yaml
 
 import pytest
 import redis
@@ -25,6 +29,7 @@ from delayed.ops.metrics.queues import SERIES as QUEUE_SERIES, STATES, QueueColl
 from delayed.worker.metrics import BUCKETS, SERIES as WORKER_SERIES, TaskMetrics, serve
 from delayed.testing import RedisServer, free_port
 
+from . import docs_examples
 from .conftest import ROOT, results, spawn, wait_for
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
@@ -425,3 +430,85 @@ def test_a_taken_metrics_port_is_a_one_line_error(capsys):
         status = worker_main(["--metrics-port", str(taken.getsockname()[1]), "tests.tasks"])
     assert status == 2
     assert capsys.readouterr().err.startswith("delayed.worker: cannot serve metrics on port ")
+
+
+# The metrics page's queries (docs/metrics.md), run on a real Prometheus
+
+
+METRICS_PAGE = ROOT / "docs" / "metrics.md"
+PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+
+
+def page_queries() -> List[str]:
+    """The ```promql blocks of the metrics page, each one query."""
+    return [block.source.strip() for block in docs_examples.blocks(METRICS_PAGE) if block.language == "promql"]
+
+
+def page_rule_files() -> List[str]:
+    """The ```yaml blocks of the metrics page that are Prometheus rule files (they have `groups`)."""
+    return [block.source for block in docs_examples.blocks(METRICS_PAGE)
+            if block.language == "yaml" and "groups" in (yaml.safe_load(block.source) or {})]
+
+
+def run_query(server: Prometheus, promql: str) -> Union[Dict[Tuple[str, ...], float], str]:
+    """server.query(promql), or Prometheus's error for a query it refuses (HTTP 400: it does not parse)."""
+    try:
+        return server.query(promql)
+    except urllib.error.HTTPError as exc:
+        return f"HTTP {exc.code}: {json.load(exc).get('error')}"
+
+
+def unknown_metrics(server: Prometheus, promql: str) -> List[str]:
+    """The delayed_* names in promql that no series Prometheus scraped has (a typo, or a metric gone)."""
+    with urllib.request.urlopen(f"{server.url}/api/v1/label/__name__/values", timeout=5) as reply:
+        known = set(json.load(reply)["data"])
+    return sorted(name for name in set(re.findall(r"\bdelayed_\w+", promql)) if name not in known)
+
+
+def test_every_query_and_alert_of_the_metrics_page_runs_on_prometheus(conn, redis_server, prometheus, tmp_path):
+    """Each ```promql block of docs/metrics.md, run on a Prometheus scraping a real worker and a real
+    exporter fed with the mix (done, retried, failed and dead tasks; a paused queue with a task pending),
+    parses and returns at least one series; the alert rules pass promtool, and each rule's expression
+    parses and names only metrics the targets serve."""
+    queries, rule_files = page_queries(), page_rule_files()
+    assert queries and rule_files, "the metrics page has no promql block, or no alert rules"
+    held = Queue("held", conn)
+    held.enqueue(PyTask("tests.tasks:record", ["held"]))
+    held.pause()
+    worker_port, exporter_port = free_port(), free_port()
+    worker = spawn("delayed.worker", "--metrics-port", str(worker_port), "tests.tasks", redis_url=redis_server.url)
+    exporter = spawn("delayed.metrics", "--port", str(exporter_port), "--queue", "default", "--queue", "held",
+                     redis_url=redis_server.url)
+    try:
+        server = prometheus(f"127.0.0.1:{worker_port}", f"127.0.0.1:{exporter_port}")
+        enqueue_the_mix(conn, ok=10)
+        wait_for_the_mix(conn, ok=10)
+        deadline = time.monotonic() + 30  # rate() needs two scrapes of a series: wait until every query answers
+        while True:
+            answers = {query: run_query(server, query) for query in queries}
+            if all(answers.values()) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        problems = [f"{query!r} is refused: {answer}" if isinstance(answer, str) else
+                    f"{query!r} returns no series (metrics no target serves: {unknown_metrics(server, query)})"
+                    for query, answer in answers.items() if isinstance(answer, str) or not answer]
+        for number, rules in enumerate(rule_files):
+            path = tmp_path / f"rules-{number}.yml"
+            path.write_text(rules)
+            checked = subprocess.run([PROMTOOL, "check", "rules", str(path)], capture_output=True, text=True,
+                                     timeout=30)
+            if checked.returncode != 0:
+                problems.append(f"promtool check rules refuses the alert rules: {checked.stdout}{checked.stderr}")
+            for rule in (rule for group in yaml.safe_load(rules)["groups"] for rule in group["rules"]):
+                answer = run_query(server, rule["expr"])
+                if isinstance(answer, str):
+                    problems.append(f"alert {rule['alert']}: {rule['expr']!r} is refused: {answer}")
+                elif unknown_metrics(server, rule["expr"]):
+                    problems.append(f"alert {rule['alert']} names metrics no target serves: "
+                                    f"{unknown_metrics(server, rule['expr'])}")
+        assert not problems, "\n".join(problems)
+    finally:
+        for process in (worker, exporter):
+            process.send_signal(signal.SIGTERM)
+        outputs = [process.communicate(timeout=30)[0] for process in (worker, exporter)]
+    assert (worker.returncode, exporter.returncode) == (0, 0), outputs
