@@ -11,6 +11,7 @@ import pytest
 
 from delayed import Queue, Worker
 from delayed.protocol.connection import connect
+from delayed.ops.metrics.queues import Exporter
 from delayed.runtime.lifecycle import DRAINING, OFFLINE, ONLINE, STARTING, Lifecycle
 from delayed.scheduler import Periodic, Scheduler
 from delayed.sweeper import Sweeper
@@ -31,6 +32,21 @@ def test_the_handlers_only_set_a_flag_the_main_loop_does_the_work(caplog):
             "test: SIGTERM received, stopping after the current task"]
     assert lifecycle.state == DRAINING and lifecycle.exit_status == 0
     assert signal.getsignal(signal.SIGTERM) == before
+
+
+@pytest.mark.parametrize("make, says", [
+    (lambda conn: Sweeper([Queue("default", conn)]), "sweeper: SIGTERM received, stopping after the current sweep"),
+    (lambda conn: Scheduler(conn, []), "scheduler: SIGTERM received, stopping after the current tick"),
+    (lambda conn: Exporter(conn, ["default"], 0), "metrics exporter: SIGTERM received, stopping"),
+])
+def test_a_stop_signal_s_line_says_what_each_duty_finishes_first(make, says, conn, caplog):
+    """A worker finishes its task; a sweeper its sweep, a scheduler its tick; an exporter just stops."""
+    caplog.set_level(logging.INFO)
+    lifecycle = make(conn).lifecycle
+    with lifecycle.signals(watch=False):
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert lifecycle.wait(5)
+    assert [record.getMessage() for record in caplog.records if "SIGTERM" in record.getMessage()] == [says]
 
 
 def test_the_worker_goes_through_the_lifecycle_and_stops_outside_the_handler(conn, caplog):

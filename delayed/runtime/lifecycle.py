@@ -19,7 +19,8 @@ never busy, and it forwards the signals to its children itself).
     return lifecycle.exit_status         # 0 after a graceful stop
 
 API
-- Lifecycle(what, supervised=False): what names the duty in logs. supervised: a child of a
+- Lifecycle(what, supervised=False, finishing="the current task"): what names the duty in logs,
+  and finishing what it completes before it stops ("" for a duty that stops at once). supervised: a child of a
   `--concurrency` supervisor: SIGINT is ignored and only the first SIGTERM/SIGHUP counts (the
   supervisor forwards a Ctrl-C once and escalates with SIGKILL itself).
 - state: STARTING, ONLINE, DRAINING or OFFLINE. online() and offline() move it; a stop request
@@ -76,9 +77,10 @@ class ForkSafeThread(threading.Thread):
 class Lifecycle:
     """The state of one long-running duty and its stop requests; see the module docstring."""
 
-    def __init__(self, what: str, supervised: bool = False) -> None:
+    def __init__(self, what: str, supervised: bool = False, finishing: str = "the current task") -> None:
         self.what = what
         self.supervised = supervised
+        self.finishing = finishing
         self.state = STARTING
         self.forced: Optional[int] = None
         self._signalled = False
@@ -175,7 +177,8 @@ class Lifecycle:
             return
         if not self._signalled:
             self._signalled = True
-            logger.info("%s: %s received, stopping after the current task", self.what, name)
+            logger.info("%s: %s received, stopping%s", self.what, name,
+                        f" after {self.finishing}" if self.finishing else "")
             self.stop()
         elif not self.supervised and self.forced is None:
             self.forced = signum

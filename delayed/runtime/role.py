@@ -27,12 +27,12 @@ class Role:
     """A role run as a process of its own (the sweeper, the scheduler): rounds until stopped.
 
     A subclass says what it does as it goes online (starting) and does one round of it (round,
-    which returns the seconds to wait before the next). lifecycle: its Lifecycle; outage: the
-    OutageBackoff its rounds share.
+    which returns the seconds to wait before the next); round_name says what a round is, in the
+    line a stop signal logs. lifecycle: its Lifecycle; outage: the OutageBackoff its rounds share.
     """
 
-    def __init__(self, what: str, logger: logging.Logger) -> None:
-        self.lifecycle = Lifecycle(what)
+    def __init__(self, what: str, logger: logging.Logger, round_name: str) -> None:
+        self.lifecycle = Lifecycle(what, finishing=f"the current {round_name}")
         self.outage = OutageBackoff(logger, what, wait=self.lifecycle.wait)
         self._logger = logger
 

@@ -85,7 +85,7 @@ class Scheduler(Role):
     refused here too (ValueError: see check_queue_name)."""
 
     def __init__(self, conn: redis.Redis, entries: Sequence[Periodic], poll: float = 0.5) -> None:
-        super().__init__("scheduler", logger)
+        super().__init__("scheduler", logger, "tick")
         self.conn = conn
         self.entries = list(entries)
         for entry in self.entries:

@@ -23,7 +23,7 @@ class Sweeper(Role):
 
     def __init__(self, queues: Sequence[Queue], interval: float = 60,
                  max_crashes: int = DEFAULT_MAX_CRASHES) -> None:
-        super().__init__("sweeper", logger)
+        super().__init__("sweeper", logger, "sweep")
         self.queues = list(queues)
         self.interval = interval
         self.max_crashes = max_crashes

@@ -24,7 +24,7 @@ def _export(args: argparse.Namespace) -> int:
     problem = metrics_unavailable(args.port)
     if problem:
         raise CommandError(problem, status=2)
-    lifecycle = Lifecycle("metrics exporter")  # stop signals while connecting end the start gracefully
+    lifecycle = Lifecycle("metrics exporter", finishing="")  # stop signals while connecting end the start gracefully
     with lifecycle.signals():
         conn = connect_checked(args)
         if lifecycle.stopping:

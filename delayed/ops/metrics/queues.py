@@ -153,7 +153,7 @@ class Exporter:
     def __init__(self, conn: redis.Redis, names: Optional[Sequence[str]], port: int) -> None:
         self.collector = QueueCollector(conn, names)
         self.port = port
-        self.lifecycle = Lifecycle("metrics exporter")
+        self.lifecycle = Lifecycle("metrics exporter", finishing="")
 
     def run(self, handle_signals: bool = True) -> int:
         """Serve until stopped; the exit status (see delayed.runtime.lifecycle)."""
