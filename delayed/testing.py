@@ -162,8 +162,10 @@ class RedisCluster:
 
     Example:
         ```python
+        from delayed.protocol.connection import connect
+
         with RedisCluster(tmp_path) as cluster:
-            queue = Queue("{orders}", connect(cluster.url))  # delayed.protocol.connection.connect
+            queue = Queue("{orders}", connect(cluster.url))
         ```
     """
 
@@ -429,8 +431,10 @@ class SentinelSet:
 
     Example:
         ```python
+        from delayed.protocol.connection import connect
+
         with SentinelSet(tmp_path) as sentinels:
-            queue = Queue("default", connect(sentinels.url))  # delayed.protocol.connection.connect
+            queue = Queue("default", connect(sentinels.url))
         ```
     """
 
