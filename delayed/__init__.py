@@ -1,6 +1,6 @@
 """delayed: a Redis task queue for Python that speaks go-delayed's wire format.
 
-Everything in __all__ is importable from here (the API reference, docs/reference/api.md, shows each).
+Everything in __all__ is importable from here (the manual's Python API page, docs/reference/api.md, lists them).
 Names are imported on first use, so `python -m delayed.worker` runs its module once and
 `import delayed` stays cheap.
 """

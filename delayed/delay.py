@@ -83,13 +83,37 @@ def delayed(queue: Queue) -> Decorator: ...
 
 
 def delayed(queue: Union[Queue, AsyncQueue]) -> Union[Decorator, AsyncDecorator]:
-    """Returns a decorator, usable bare (`@d`) or with options (`@d(retry=3)`, `@d(result_ttl=60)`).
+    """Make a decorator that gives a function a `.delay()` that enqueues a call of it (keakon/delayed 1.x's API).
 
-    The decorated function is returned unchanged, with a `delay` method added;
-    calling the function still runs it here and now. On a Queue, `f.delay(*args, **kwargs)`
-    enqueues the call (returning None, or with result_ttl its TaskHandle); on an AsyncQueue
-    (any queue whose enqueue is a coroutine function), `f.delay` is a coroutine function:
+    The decorator is used bare (`@d`) or with options (`@d(retry=3)`, `@d(result_ttl=3600)`). It
+    returns the function itself, with a `delay` attribute added: calling the function still runs it
+    here and now. On a Queue, `f.delay(*args, **kwargs)` enqueues the call as a PyTask; on an
+    AsyncQueue (any queue whose `enqueue` is a coroutine function), `f.delay` is a coroutine function:
     `await f.delay(*args, **kwargs)`.
+
+    `.delay` is typed with the function's own parameters. It is stored on the function, so decorating
+    one function for two queues keeps the last. The function must be defined at the top level of an
+    importable module, where a worker can find it: `.delay()` raises `ValueError` otherwise.
+
+    Args:
+        queue: The queue the calls go to: a `Queue` or an `AsyncQueue`.
+
+    Returns:
+        The decorator. Its options: `retry`, the PyTask's `retry` (default 0); and `result_ttl`, which
+            tracks each call: `f.delay(...)` then returns its `TaskHandle` (an `AsyncTaskHandle` on an
+            AsyncQueue), typed as such. Without it, `f.delay(...)` returns None.
+
+    Example:
+        ```python
+        # tasks.py
+        d = delayed(Queue("default", redis.Redis()))
+
+        @d(retry=3)
+        def add(a, b):
+            return a + b
+
+        add.delay(1, 2)  # enqueues add(1, 2)
+        ```
     """
     asynchronous = inspect.iscoroutinefunction(queue.enqueue)
 

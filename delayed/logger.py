@@ -17,7 +17,17 @@ def setup_logger(
     log_format: str = DEFAULT_LOG_FORMAT,
     log_level: int = logging.DEBUG,
 ) -> None:
-    """Print delayed's logs from log_level up on stderr."""
+    """Print delayed's logs on stderr: keakon/delayed 1.x's helper.
+
+    delayed logs under the logger `"delayed"`; this makes a stderr handler its only handler, and sets
+    its level. Your own logging configuration works as well.
+
+    Args:
+        date_format: The handler's date format (default `%y%m%d %H:%M:%S`).
+        log_format: The handler's format (default
+            `[%(levelname)1.1s %(asctime)s %(process)d %(module)s:%(lineno)d] %(message)s`).
+        log_level: The least level printed (default `logging.DEBUG`).
+    """
     handler = logging.StreamHandler()
     handler.setLevel(log_level)
     handler.setFormatter(logging.Formatter(fmt=log_format, datefmt=date_format))

@@ -11,7 +11,25 @@ from typing import Any, Callable, List, Optional
 
 def wait_for(condition: Callable[[], Any], timeout: float = 10, what: str = "condition",
              interval: float = 0.02) -> Any:
-    """Poll condition until it is truthy and return its value; AssertionError after timeout seconds."""
+    """Poll `condition` until it returns something truthy, and return that.
+
+    Args:
+        condition: Called with no arguments, every `interval` seconds.
+        timeout: The most seconds to wait.
+        what: What is awaited, for the error's message.
+        interval: Seconds between calls.
+
+    Returns:
+        The first truthy value `condition` returned.
+
+    Raises:
+        AssertionError: Still falsy after `timeout` seconds (so a test fails, naming `what`).
+
+    Example:
+        ```python
+        wait_for(lambda: queue.len() == 0, timeout=5, what="the queue to drain")
+        ```
+    """
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
@@ -29,10 +47,27 @@ def free_port() -> int:
 
 
 class RedisServer:
-    """One redis-server process; stop() and start() again keep its port (a restart).
+    """A throwaway `redis-server` on a free loopback port, for tests and demos; nothing is saved to disk.
 
-    extra_args are passed to redis-server (e.g. ["--requirepass", "secret"]); readiness is
-    read from its log, so it works whatever authentication or TLS they set up.
+    Readiness is read from the server's log, so it works whatever authentication or TLS `extra_args`
+    set up. `stop()` and `start()` again keep its port: a restart.
+
+    Args:
+        directory: Where the server writes its log (and nothing else).
+        extra_args: More arguments for `redis-server`, e.g. `["--requirepass", "secret"]`.
+
+    Raises:
+        RuntimeError: `redis-server` is not on the `PATH`.
+
+    Attributes:
+        port (int): Its port, on 127.0.0.1.
+        log (Path): Its log file.
+
+    Example:
+        ```python
+        with RedisServer(tmp_path) as server:
+            queue = Queue("default", redis.Redis.from_url(server.url))
+        ```
     """
 
     def __init__(self, directory: Path, extra_args: Optional[List[str]] = None) -> None:
@@ -46,9 +81,18 @@ class RedisServer:
 
     @property
     def url(self) -> str:
+        """Its URL, `redis://127.0.0.1:PORT/0`."""
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> "RedisServer":
+        """Start the server and wait until it accepts connections (up to 10 s).
+
+        Returns:
+            The server itself.
+
+        Raises:
+            RuntimeError: It did not start; its log says why.
+        """
         self.log.unlink(missing_ok=True)
         self.process = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
@@ -70,6 +114,7 @@ class RedisServer:
         self.stop()
 
     def stop(self) -> None:
+        """Stop the server (SIGTERM), if it runs."""
         if self.process and self.process.poll() is None:
             self.process.terminate()
             self.process.wait(10)
@@ -95,13 +140,33 @@ def _answers(port: int, *command: str) -> Any:
 
 
 class RedisCluster:
-    """A Redis Cluster of `primaries` primaries with `replicas` replicas each (default 1), on free
-    loopback ports, created with `redis-cli --cluster create`.
+    """A throwaway Redis Cluster on free loopback ports, created with `redis-cli --cluster create`.
 
-    kill_primary(key) kills (SIGKILL) the primary serving key and waits for its replica to take
-    over; failover(key) hands over cleanly (CLUSTER FAILOVER on the replica, nothing lost); heal()
-    restarts the killed nodes, which rejoin as replicas. node_timeout_ms is how long the cluster
-    waits before it calls a silent primary dead (a kill fails over a second or two after it).
+    For tests of failovers: `kill_primary(key)` kills (SIGKILL) the primary serving a key and waits for
+    its replica to take over; `failover(key)` hands over cleanly (`CLUSTER FAILOVER` on the replica,
+    nothing lost); `heal()` restarts the killed nodes, which rejoin as replicas.
+
+    Args:
+        directory: Where the nodes write their logs and cluster configs.
+        primaries: How many primaries (shards).
+        node_timeout_ms: How long the cluster waits before it calls a silent primary dead: a kill
+            fails over a second or two after it.
+        replicas: Replicas per primary.
+
+    Raises:
+        RuntimeError: `redis-cli` is not on the `PATH` (Debian's redis-tools, installed with
+            redis-server).
+
+    Attributes:
+        nodes (list[RedisServer]): Every node, primaries and replicas.
+
+    Example:
+        ```python
+        from delayed.protocol.connection import connect
+
+        with RedisCluster(tmp_path) as cluster:
+            queue = Queue("{orders}", connect(cluster.url))
+        ```
     """
 
     def __init__(self, directory: Path, primaries: int = 3, node_timeout_ms: int = 1000, replicas: int = 1) -> None:
@@ -125,10 +190,15 @@ class RedisCluster:
 
     @property
     def url(self) -> str:
-        """A redis+cluster:// URL naming every node."""
+        """A `redis+cluster://` URL naming every node."""
         return "redis+cluster://" + ",".join(f"127.0.0.1:{node.port}" for node in self.nodes)
 
     def start(self) -> "RedisCluster":
+        """Start the nodes, create the cluster and wait until it is healthy (see `wait_healthy`).
+
+        Returns:
+            The cluster itself.
+        """
         try:
             for node in self.nodes:
                 node.start()
@@ -148,14 +218,20 @@ class RedisCluster:
         self.stop()
 
     def stop(self) -> None:
+        """Stop every node."""
         for node in self.nodes:
             node.stop()
 
     def running(self) -> List[RedisServer]:
+        """The nodes that run (not killed)."""
         return [node for node in self.nodes if node.process is not None]
 
     def roles(self) -> dict:
-        """Port -> "master" or "slave", as each running node's CLUSTER NODES tells it of itself."""
+        """Each running node's role, as its `CLUSTER NODES` tells it of itself.
+
+        Returns:
+            Port -> `"master"` or `"slave"`.
+        """
         roles = {}
         for node in self.running():
             me = self._myself(node)
@@ -164,7 +240,14 @@ class RedisCluster:
         return roles
 
     def primary_for(self, key: str) -> RedisServer:
-        """The running node that serves key's slot."""
+        """The running node that serves `key`'s slot.
+
+        Args:
+            key: A key.
+
+        Returns:
+            The node.
+        """
         slot = _answers(self.running()[0].port, "CLUSTER", "KEYSLOT", key)
         for node in self.running():
             me = self._myself(node)
@@ -173,6 +256,17 @@ class RedisCluster:
         raise AssertionError(f"no running primary serves slot {slot}")
 
     def replica_of(self, primary: RedisServer) -> RedisServer:
+        """A running replica of `primary`.
+
+        Args:
+            primary: A primary node.
+
+        Returns:
+            The replica.
+
+        Raises:
+            AssertionError: The primary has no running replica.
+        """
         primary_id = (self._myself(primary) or [""])[0]
         for node in self.running():
             me = self._myself(node)
@@ -181,8 +275,17 @@ class RedisCluster:
         raise AssertionError(f"primary {primary.port} has no running replica")
 
     def kill_primary(self, key: str, timeout: float = 30) -> RedisServer:
-        """SIGKILL the primary serving key, wait for its replica to be promoted and the cluster to
-        serve every slot again; returns the new primary."""
+        """Kill (SIGKILL) the primary serving `key`, and wait until its replica took over.
+
+        Returns once the replica is promoted and the cluster serves every slot again.
+
+        Args:
+            key: A key the primary serves.
+            timeout: The most seconds to wait.
+
+        Returns:
+            The new primary.
+        """
         primary = self.primary_for(key)
         replica = self.replica_of(primary)
         assert primary.process is not None
@@ -196,7 +299,15 @@ class RedisCluster:
         return replica
 
     def failover(self, key: str, timeout: float = 30) -> RedisServer:
-        """Make the replica of key's primary the primary, cleanly (CLUSTER FAILOVER); returns it."""
+        """Make the replica of `key`'s primary the primary, cleanly (`CLUSTER FAILOVER`): nothing is lost.
+
+        Args:
+            key: A key the primary serves.
+            timeout: The most seconds to wait.
+
+        Returns:
+            The new primary.
+        """
         replica = self.replica_of(self.primary_for(key))
         self._after_the_last_election()
         _answers(replica.port, "CLUSTER", "FAILOVER")
@@ -206,7 +317,11 @@ class RedisCluster:
         return replica
 
     def heal(self, timeout: float = 30) -> None:
-        """Restart killed nodes (they rejoin as replicas) and wait until every node is up and in sync."""
+        """Restart the killed nodes (they rejoin as replicas) and wait until every node is up and in sync.
+
+        Args:
+            timeout: The most seconds to wait.
+        """
         restarted = [node for node in self.nodes if node.process is None]
         for node in restarted:
             node.start()
@@ -215,8 +330,17 @@ class RedisCluster:
         self.wait_healthy(timeout)
 
     def wait_healthy(self, timeout: float = 30) -> None:
-        """Every node says cluster_state:ok and agrees with the others, `primaries` of them are
-        primaries, and every replica's link is up."""
+        """Wait until the cluster is healthy.
+
+        Every node says `cluster_state:ok` and agrees with the others, `primaries` of them are primaries,
+        and every replica's link is up.
+
+        Args:
+            timeout: The most seconds to wait.
+
+        Raises:
+            AssertionError: Not healthy within `timeout` seconds.
+        """
         self._wait_settled(timeout)
         wait_for(lambda: list(self.roles().values()).count("master") == self.primaries,
                  timeout, "one primary per shard", 0.1)
@@ -287,13 +411,31 @@ def _covers(ranges: List[str], slot: int) -> bool:
 
 
 class SentinelSet:
-    """A primary, a replica and three sentinels watching them as `master_name`, on free loopback ports.
+    """A throwaway primary and replica under three sentinels, on free loopback ports.
 
-    The sentinels call a silent primary down after down_after_ms and fail over to the replica (under
-    2 s, a sentinel may call a primary it has just promoted down before its first ping, and fail back);
-    kill_primary() kills (SIGKILL) the primary and waits for the promotion; heal() restarts the
-    killed server as a replica of the new primary. Sentinels are `redis-server FILE --sentinel`
+    The sentinels call a silent primary down after `down_after_ms` and fail over to the replica (under
+    2 s, a sentinel may call a primary it has just promoted down before its first ping, and fail
+    back). `kill_primary()` kills (SIGKILL) the primary and waits for the promotion; `heal()` restarts
+    the killed server as a replica of the new primary. Sentinels are `redis-server FILE --sentinel`
     (Debian's redis-sentinel package only adds a service around that binary).
+
+    Args:
+        directory: Where the servers and sentinels write their logs and configs.
+        master_name: The name the sentinels know the primary by.
+        down_after_ms: How long a primary may be silent before the sentinels call it down.
+        failover_timeout_ms: The sentinels' failover timeout.
+
+    Attributes:
+        primary (RedisServer): The primary now.
+        replica (RedisServer): The replica now.
+
+    Example:
+        ```python
+        from delayed.protocol.connection import connect
+
+        with SentinelSet(tmp_path) as sentinels:
+            queue = Queue("default", connect(sentinels.url))
+        ```
     """
 
     def __init__(self, directory: Path, master_name: str = "mymaster", down_after_ms: int = 2000,
@@ -313,11 +455,16 @@ class SentinelSet:
 
     @property
     def url(self) -> str:
-        """A redis+sentinel:// URL naming the three sentinels and the master."""
+        """A `redis+sentinel://` URL naming the three sentinels and the master."""
         return "redis+sentinel://" + ",".join(f"127.0.0.1:{port}" for port in self.sentinel_ports) + \
                f"/{self.master_name}"
 
     def start(self) -> "SentinelSet":
+        """Start the servers and the sentinels, and wait until the set is healthy (see `wait_healthy`).
+
+        Returns:
+            The set itself.
+        """
         try:
             self.primary.start()
             self.replica.start()
@@ -348,6 +495,7 @@ class SentinelSet:
         self.stop()
 
     def stop(self) -> None:
+        """Stop the sentinels and the servers."""
         for process in self.sentinels:
             if process.poll() is None:
                 process.terminate()
@@ -357,7 +505,11 @@ class SentinelSet:
         self.replica.stop()
 
     def master_port(self) -> Optional[int]:
-        """The primary's port as every sentinel names it, or None while they disagree or are unreachable."""
+        """The primary's port as every sentinel names it.
+
+        Returns:
+            The port, or None while the sentinels disagree or cannot be reached.
+        """
         named = {tuple(_answers(port, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.master_name) or (None,))
                  for port in self.sentinel_ports}
         if len(named) != 1 or (None,) in named:
@@ -366,7 +518,17 @@ class SentinelSet:
         return int(address[1])
 
     def wait_healthy(self, timeout: float = 30) -> None:
-        """Every sentinel names the primary, knows the replica and the two other sentinels; the replica is in sync."""
+        """Wait until the set is healthy.
+
+        Every sentinel names the primary and knows the replica and the two other sentinels; the replica is in
+        sync.
+
+        Args:
+            timeout: The most seconds to wait.
+
+        Raises:
+            AssertionError: Not healthy within `timeout` seconds; the message says what was last seen.
+        """
         seen: List[Any] = []
 
         def ready() -> bool:
@@ -390,7 +552,14 @@ class SentinelSet:
                                  f"last seen: {seen}") from None
 
     def kill_primary(self, timeout: float = 30) -> RedisServer:
-        """SIGKILL the primary and wait until the sentinels name the replica and it is a primary; returns it."""
+        """Kill (SIGKILL) the primary, and wait until the sentinels name the replica and it is a primary.
+
+        Args:
+            timeout: The most seconds to wait.
+
+        Returns:
+            The new primary.
+        """
         old, new = self.primary, self.replica
         assert old.process is not None
         old.process.kill()
@@ -402,7 +571,11 @@ class SentinelSet:
         return new
 
     def heal(self, timeout: float = 30) -> None:
-        """Restart a killed server as a replica of the primary, and wait until the set is healthy."""
+        """Restart a killed server as a replica of the primary, and wait until the set is healthy.
+
+        Args:
+            timeout: The most seconds to wait.
+        """
         if self.replica.process is None:
             self.replica.extra_args = self._replica_args(self.primary)
             self.replica.start()

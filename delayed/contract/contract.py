@@ -64,7 +64,27 @@ class Handler:
 
 
 class Contract:
-    """The handlers a Go package registers with go-delayed, and those it cannot (refused, with why)."""
+    """The go-delayed handlers of a Go package and their parameter types: check a GoTask before you enqueue it.
+
+    `delayed contract go DIR -o FILE` reads the handlers from the Go code into a JSON file; `load` reads
+    that file. `task()` then makes the GoTask you would have written by hand, byte for byte, with each
+    argument checked against its Go parameter and converted to what go-delayed decodes (a `Float32`
+    for a `float32`, a struct as the list of its fields). A mistake raises `ContractError` before
+    anything is enqueued, instead of a task Go drops.
+
+    Args:
+        package: The Go package's import path.
+        handlers: The handlers, by the name go-delayed knows them by (`main.Add`).
+        refused: Functions that cannot be handlers, with why (a parameter go-delayed cannot decode).
+
+    Example:
+        ```python
+        jobs = Contract.load("jobs.contract.json")
+        queue.enqueue(jobs.task("main.Add", 1, 2))
+        jobs.task("main.Struct", {"X": 1, "Y": 2, "Label": 3})
+        # ContractError: main.Struct: p.Label must be Go string: got int 3
+        ```
+    """
 
     def __init__(self, package: str, handlers: Dict[str, Handler], refused: Dict[str, str]) -> None:
         self.package = package
@@ -73,6 +93,17 @@ class Contract:
 
     @classmethod
     def load(cls, path: Union[str, Path]) -> "Contract":
+        """Read a contract from the JSON file `delayed contract go` writes.
+
+        Args:
+            path: The file.
+
+        Returns:
+            The contract.
+
+        Raises:
+            ContractError: The file cannot be read, or is not a contract.
+        """
         try:
             data = json.loads(Path(path).read_text())
         except (OSError, ValueError) as exc:
@@ -81,7 +112,17 @@ class Contract:
 
     @classmethod
     def from_dict(cls, data: Any) -> "Contract":
-        """A contract from its JSON's value; a ContractError says what is wrong with it."""
+        """A contract from its JSON's value.
+
+        Args:
+            data: The parsed JSON.
+
+        Returns:
+            The contract.
+
+        Raises:
+            ContractError: `data` is not a contract of version 1; the message says what is wrong.
+        """
         if not isinstance(data, dict) or data.get("version") != VERSION:
             raise ContractError(f"not a contract of version {VERSION}: {str(data)[:100]}")
         handlers, refused = data.get("handlers"), data.get("refused", {})
@@ -91,7 +132,18 @@ class Contract:
                    {str(name): str(why) for name, why in refused.items()})
 
     def handler(self, go_name: str) -> Handler:
-        """The handler named go_name; a ContractError if the contract has none (saying why, if refused)."""
+        """The handler named `go_name`.
+
+        Args:
+            go_name: The handler's name, as go-delayed knows it (`main.Add`).
+
+        Returns:
+            The handler.
+
+        Raises:
+            ContractError: The contract has no such handler: says why if it was refused, or the nearest
+                name.
+        """
         found = self.handlers.get(go_name)
         if found is not None:
             return found
@@ -102,8 +154,20 @@ class Contract:
         raise ContractError(f"{go_name} is not a handler in the contract of {self.package or 'its package'}{hint}")
 
     def task(self, go_name: str, *args: Any, **kwargs: Any) -> GoTask:
-        """A GoTask for go_name called with these arguments (kwargs by parameter name), each converted to
-        what go-delayed decodes into its parameter's type; a ContractError, naming the parameter, if not."""
+        """A GoTask calling `go_name` with these arguments, each checked and converted for its Go parameter.
+
+        Args:
+            go_name: The handler's name, as go-delayed knows it (`main.Add`).
+            *args: The arguments, in order; a variadic handler's last ones as given.
+            **kwargs: Arguments by their Go parameter's name.
+
+        Returns:
+            The task, byte for byte what you would have written by hand.
+
+        Raises:
+            ContractError: No such handler, an argument missing, extra or given twice, or one that does
+                not fit its Go type (naming the parameter's path and the Go type expected).
+        """
         return GoTask(go_name, self.handler(go_name).payload(args, kwargs))
 
 

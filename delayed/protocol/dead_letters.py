@@ -29,11 +29,25 @@ MIGRATE_DEAD = Script("migrate_dead")
 
 
 class DeadLetters:
-    """The dead letters of one queue, on conn (a client that sends each command once).
+    """The dead letters of one queue: reach them as `queue.dead`.
 
-    dead_max, dead_max_age: the retention, applied as a letter is written: the oldest past dead_max
-    letters, and those older than dead_max_age seconds, are trimmed (whole stream nodes at a time,
-    so a few more may stay); 0 turns a bound off.
+    A task becomes a dead letter when it cannot run (malformed, a GoTask, too large, not allowed, its
+    arguments do not fit), when it failed or timed out with no retries left, or when workers kept
+    dying holding it (a crash loop). A letter is an entry of the stream `<queue>_dead_letters`: a JSON
+    record (`reason`, `error`, `traceback`, `func`, `queue`, `worker`, `failed_at`) and the task's raw
+    blob, so nothing of the task is lost. Its id is its stream id (`1700000000000-0`). The
+    `delayed dead` command does the same from a shell.
+
+    Versions before the stream pushed letters onto a list, `<queue>_dead`: `list`, `show`, `requeue`,
+    `requeue_all` and `delete` first move such a list into the stream (`count` and `purge` take it in).
+
+    Args:
+        conn: The queue's client (one that sends each command once).
+        keys: The queue's keys.
+        dead_max: Letters kept (default 10,000): writing one trims the oldest past this many (0: no
+            bound).
+        dead_max_age: Seconds a letter is kept (default 7 days): writing one trims those older (0: no
+            bound). Both bounds trim whole stream nodes at a time, so a few more letters may stay.
     """
 
     def __init__(self, conn: Any, keys: QueueKeys, dead_max: int = DEFAULT_DEAD_MAX,
@@ -51,10 +65,21 @@ class DeadLetters:
 
     def bury(self, worker_id: str, claimed: bytes, letter: dead_letter.Letter,
              tracked: Optional[Tracked] = None) -> bool:
-        """Add a dead letter (see delayed.wire.dead_letter.record) and release the task worker_id
-        holds, atomically, trimming the letters to dead_max and dead_max_age. Fenced: False, and
-        nothing done, if the worker no longer holds `claimed`. A tracked task's record ends as
-        tracked's status (failed or dead), with its error and the letter's id."""
+        """Write a dead letter and release the task the worker holds, atomically: how a worker or sweeper writes one.
+
+        Writing trims the letters to `dead_max` and `dead_max_age`. Fenced: nothing is done if the worker
+        no longer holds `claimed` (a sweeper took it).
+
+        Args:
+            worker_id: The id holding the task.
+            claimed: The blob the worker holds.
+            letter: The letter's fields (see `delayed.wire.dead_letter.record`).
+            tracked: For a tracked task, what its record gets: it ends as `tracked.status` (failed or
+                dead), with its error and the letter's id.
+
+        Returns:
+            True; False if the worker no longer held the task.
+        """
         return bool(self._bury(
             record=() if tracked is None else (self.keys.task(tracked.task_id),),
             worker_id=worker_id, claimed=claimed, dead_max=self.dead_max,
@@ -63,11 +88,24 @@ class DeadLetters:
 
     def list(self, after: Optional[str] = None, count: Optional[int] = None,
              migrate: bool = True, head: Optional[int] = None) -> List[Dict[str, Any]]:
-        """Dead letters, oldest first, parsed (delayed.wire.dead_letter.parse): up to count of them
-        (default: all), starting after the letter id `after`. migrate=False reads without moving an
-        old list into the stream first (for readers that must not write): its letters are not shown.
-        head: read at most this many bytes of each letter's task and record (for previews: a
-        too_large letter holds its whole blob); "task_bytes" says how long the task is."""
+        """The dead letters, oldest first.
+
+        Args:
+            after: Start after this letter's id (to page through them).
+            count: The most letters to return; default: all.
+            migrate: False reads without first moving an old list into the stream (for readers that must
+                not write): that list's letters are not shown.
+            head: Read at most this many bytes of each letter's task and record, for previews (a
+                `too_large` letter holds its whole blob); `task_bytes` says how long the task is.
+
+        Returns:
+            Each letter as a dict: `id`, its record's fields (`reason`, `error`, `traceback`, `func`,
+                `queue`, `worker`, `failed_at`), `task` (the blob, or its head; None if it has none) and
+                `task_bytes`. A record that is not a JSON object reads as reason `undecodable`.
+
+        Raises:
+            DeadLetterError: `after` is not a letter id.
+        """
         if migrate:
             self.migrate()
         if after is not None:
@@ -77,8 +115,19 @@ class DeadLetters:
         return self._read("-" if after is None else "(" + after, "+", count, head)
 
     def show(self, letter_id: str, migrate: bool = True, head: Optional[int] = None) -> Dict[str, Any]:
-        """One dead letter, parsed; DeadLetterError if there is none with this id (migrate and head:
-        as list)."""
+        """One dead letter.
+
+        Args:
+            letter_id: The letter's id.
+            migrate: As for `list`.
+            head: As for `list`.
+
+        Returns:
+            The letter, as `list` gives each.
+
+        Raises:
+            DeadLetterError: There is no letter with this id.
+        """
         dead_letter.check_ids([letter_id])
         if migrate:
             self.migrate()
@@ -97,15 +146,28 @@ class DeadLetters:
         return [dead_letter.parse(letter_id, _pairs(heads), _pairs(lengths)) for letter_id, heads, lengths in reply]
 
     def count(self) -> int:
-        """How many dead letters there are (those still in an old list included)."""
+        """How many dead letters there are, those still in an old list included."""
         with self.conn.pipeline(transaction=False) as pipe:
             pipe.xlen(self.keys.dead_letters)
             pipe.llen(self.keys.dead)
             return sum(pipe.execute())
 
     def requeue(self, letter_ids: Sequence[str]) -> int:
-        """Move the tasks of these letters back into the queue, each with its notification, in one
-        script; if any id names no letter (or one without a task), DeadLetterError and nothing moves."""
+        """Move the tasks of these letters back into the queue, each with its notification, in one script.
+
+        The letters go. All or nothing: if any id names no letter, or a letter without a task, nothing
+        moves. A tracked task's record, if it has not expired, says `failed` or `dead` until a worker
+        claims the task again; then the task runs tracked again.
+
+        Args:
+            letter_ids: The letters' ids.
+
+        Returns:
+            How many tasks moved.
+
+        Raises:
+            DeadLetterError: An id names no letter (or one without a task, or is not an id); nothing moved.
+        """
         dead_letter.check_ids(letter_ids)
         self.migrate()
         reply = self._requeue(task_field=dead_letter.TASK, letter_ids=letter_ids)
@@ -113,9 +175,17 @@ class DeadLetters:
         return int(reply[0])
 
     def requeue_all(self, progress: Optional[Callable[[int, int], None]] = None) -> int:
-        """Move every dead letter's task back into the queue, with its notification, in chunks (each
-        one script of a few ms: Redis stays responsive, and nothing is held here); letters without a
-        task stay. progress(moved so far, letters at the start) after each chunk. Returns how many moved."""
+        """Move every dead letter's task back into the queue, each with its notification, in chunks.
+
+        Each chunk is one script of a few milliseconds, so Redis stays responsive, and nothing is held
+        here. Letters without a task stay.
+
+        Args:
+            progress: Called after each chunk with (tasks moved so far, letters at the start).
+
+        Returns:
+            How many tasks moved.
+        """
         self.migrate()
         total = int(self.conn.xlen(self.keys.dead_letters))
         moved, cursor = 0, "-"
@@ -131,7 +201,17 @@ class DeadLetters:
                 progress(moved, total)
 
     def delete(self, letter_ids: Sequence[str]) -> int:
-        """Delete these dead letters; if any id names no letter, DeadLetterError and nothing is deleted."""
+        """Delete these dead letters; all or nothing.
+
+        Args:
+            letter_ids: The letters' ids.
+
+        Returns:
+            How many were deleted.
+
+        Raises:
+            DeadLetterError: An id names no letter (or is not an id); nothing was deleted.
+        """
         dead_letter.check_ids(letter_ids)
         self.migrate()
         reply = self._delete(letter_ids=letter_ids)
@@ -139,7 +219,11 @@ class DeadLetters:
         return int(reply[0])
 
     def purge(self) -> int:
-        """Delete every dead letter (an old list's too; freed in the background); returns how many there were."""
+        """Delete every dead letter, an old list's too; Redis frees them in the background.
+
+        Returns:
+            How many there were.
+        """
         with self.conn.pipeline(transaction=True) as pipe:
             pipe.xlen(self.keys.dead_letters)
             pipe.llen(self.keys.dead)
@@ -148,9 +232,15 @@ class DeadLetters:
         return int(letters) + int(old)
 
     def migrate(self) -> int:
-        """Move an old <name>_dead list (versions before the stream; an old worker may still write
-        one) into the dead-letter stream, a few entries per script, each fenced on what was read;
-        returns how many moved. Nothing is trimmed: the next letter a worker writes applies the bound."""
+        """Move an old `<queue>_dead` list into the dead-letter stream.
+
+        Versions before the stream wrote that list, and an old worker may still. The entries move a few
+        per script, each fenced on what was read. Nothing is trimmed: the next letter a worker writes
+        applies the bounds.
+
+        Returns:
+            How many moved.
+        """
         moved = 0
         while True:
             head = cast(List[bytes], self.conn.lrange(self.keys.dead, 0, MIGRATE_CHUNK - 1))

@@ -49,23 +49,68 @@ def _timed_out(task_id: str, info: TaskInfo, timeout: Optional[float]) -> Timeou
 
 
 class TaskHandle:
-    """A tracked task on a Queue: what enqueue(..., result_ttl=...) returns, and queue.task(id)."""
+    """A tracked task on a Queue: read its status, wait for its result, cancel it.
+
+    `Queue.enqueue(..., result_ttl=...)` returns one (and `enqueue_many`, one per task), and so does
+    `queue.task(id)` for an id you kept. A handle holds only the queue and the id, and reads the
+    task's record in Redis at each call: a handle made from the id in another process works the same.
+
+    Attributes:
+        id (str): The task's id, 32 hex digits: keep it to look the task up later.
+        queue (Queue): The queue the task was enqueued to.
+
+    Example:
+        ```python
+        handle = queue.enqueue(PyTask("tasks:add", [1, 2]), result_ttl=3600)
+        handle.status()            # 'pending'
+        handle.result(timeout=30)  # waits: 3
+        ```
+    """
 
     def __init__(self, queue: Records, task_id: str) -> None:
         self.queue = queue
         self.id = task_id
 
     def info(self) -> TaskInfo:
-        """Its record, read now; TaskNotFoundError once it expired (or for an id never tracked)."""
+        """The task's record, read now.
+
+        Returns:
+            Its status and what goes with it.
+
+        Raises:
+            TaskNotFoundError: The record expired (or the id was never tracked).
+        """
         return self.queue.task_info(self.id)
 
     def status(self) -> str:
-        """One of Status (info() has what goes with it)."""
+        """The task's status, read now: `"pending"`, `"running"`, `"done"`, ... (see `TaskInfo`).
+
+        Returns:
+            A `Status` value; `info()` has what goes with it.
+
+        Raises:
+            TaskNotFoundError: The record expired (or the id was never tracked).
+        """
         return self.info().status
 
     def result(self, timeout: Optional[float] = None) -> Any:
-        """Wait up to timeout seconds (None: as long as it takes) for the task to end, then its return
-        value; TaskFailedError if it failed, went dead or was cancelled; TimeoutError if still going."""
+        """Wait for the task to end, and return what it returned.
+
+        Looks at the record after 5 ms, then twice as long each time, at most every 0.5 s.
+
+        Args:
+            timeout: The most seconds to wait; None waits as long as it takes.
+
+        Returns:
+            The task's return value, through msgpack as its arguments are (a tuple comes back as a list).
+            A value msgpack cannot take comes back as its `repr()`, and one over the queue's
+            `max_task_size` as None; `info().note` says so.
+
+        Raises:
+            TaskFailedError: The task failed, went dead or was cancelled; its `info` says how.
+            TimeoutError: The task had not ended within `timeout` seconds.
+            TaskNotFoundError: The record expired (or the id was never tracked).
+        """
         info = self.info()
         for wait in _polls(timeout):
             if info.status in ENDED:
@@ -77,7 +122,14 @@ class TaskHandle:
         return outcome(info)
 
     def cancel(self) -> Cancel:
-        """queue.cancel(self.id)."""
+        """Cancel the task if it waits: `queue.cancel(handle.id)`. A running task is not interrupted.
+
+        Returns:
+            What it did: true if cancelled, with the status the task had and why.
+
+        Raises:
+            TaskNotFoundError: The record expired (or the id was never tracked).
+        """
         return self.queue.cancel(self.id)
 
     def __repr__(self) -> str:
@@ -85,19 +137,55 @@ class TaskHandle:
 
 
 class AsyncTaskHandle:
-    """A tracked task on an AsyncQueue, as TaskHandle with coroutines: `await handle.result()`."""
+    """A tracked task on an AsyncQueue: `TaskHandle` with coroutines, e.g. `await handle.result()`.
+
+    `AsyncQueue.enqueue(..., result_ttl=...)` returns one, and so does `queue.task(id)`.
+
+    Attributes:
+        id (str): The task's id, 32 hex digits.
+        queue (AsyncQueue): The queue the task was enqueued to.
+    """
 
     def __init__(self, queue: AsyncRecords, task_id: str) -> None:
         self.queue = queue
         self.id = task_id
 
     async def info(self) -> TaskInfo:
+        """The task's record, read now.
+
+        Returns:
+            Its status and what goes with it.
+
+        Raises:
+            TaskNotFoundError: The record expired (or the id was never tracked).
+        """
         return await self.queue.task_info(self.id)
 
     async def status(self) -> str:
+        """The task's status, read now (see `TaskHandle.status`).
+
+        Returns:
+            A `Status` value.
+
+        Raises:
+            TaskNotFoundError: The record expired (or the id was never tracked).
+        """
         return (await self.info()).status
 
     async def result(self, timeout: Optional[float] = None) -> Any:
+        """Wait for the task to end, and return what it returned, as `TaskHandle.result`.
+
+        Args:
+            timeout: The most seconds to wait; None waits as long as it takes.
+
+        Returns:
+            The task's return value.
+
+        Raises:
+            TaskFailedError: The task failed, went dead or was cancelled; its `info` says how.
+            TimeoutError: The task had not ended within `timeout` seconds.
+            TaskNotFoundError: The record expired (or the id was never tracked).
+        """
         info = await self.info()
         for wait in _polls(timeout):
             if info.status in ENDED:
@@ -109,6 +197,14 @@ class AsyncTaskHandle:
         return outcome(info)
 
     async def cancel(self) -> Cancel:
+        """Cancel the task if it waits, as `TaskHandle.cancel`.
+
+        Returns:
+            What it did: true if cancelled, with the status the task had and why.
+
+        Raises:
+            TaskNotFoundError: The record expired (or the id was never tracked).
+        """
         return await self.queue.cancel(self.id)
 
     def __repr__(self) -> str:

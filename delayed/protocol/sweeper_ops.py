@@ -47,9 +47,16 @@ class CrashLoop:
 
 @dataclass(frozen=True)
 class Sweep:
-    """What one sweep of a queue did: notifications pushed (go-delayed's count: the missing ones and one
-    per task requeued), crash loops dead-lettered, and the held tasks it could not handle (worker id,
-    why), left where they are for the next sweep."""
+    """What one sweep of a queue did.
+
+    Attributes:
+        notified (int): The notifications pushed (go-delayed's count): the missing ones, and one per
+            task requeued.
+        crash_loops (list[CrashLoop]): The tasks it dead-lettered: crash loops, and tasks our workers
+            died holding that cannot count crashes, not being PyTasks.
+        failures (list[tuple[str, str]]): The held tasks it could not handle, as (worker id, why): left
+            where they are for the next sweep.
+    """
 
     notified: int
     crash_loops: List[CrashLoop]
@@ -57,7 +64,11 @@ class Sweep:
 
 
 class SweeperOps:
-    """A sweeper's commands on one queue."""
+    """The commands a sweeper sends to one queue, for writing a sweeper of your own.
+
+    Args:
+        queue: The queue.
+    """
 
     def __init__(self, queue: QueueBase) -> None:
         self.queue = queue
@@ -65,29 +76,52 @@ class SweeperOps:
         self._notify_missing_script = NOTIFY_MISSING.bind(queue.conn, queue.keys)
 
     def requeue_lost(self, max_crashes: int = DEFAULT_MAX_CRASHES, notify_after: float = NOTIFY_AFTER) -> int:
-        """sweep(), returning the number of notifications pushed, as go-delayed's requeue-lost does."""
+        """`sweep()`, returning the number of notifications pushed, as go-delayed's requeue-lost does.
+
+        Args:
+            max_crashes: As for `sweep`.
+            notify_after: As for `sweep`.
+
+        Returns:
+            The notifications pushed.
+        """
         return self.sweep(max_crashes, notify_after).notified
 
     def sweep(self, max_crashes: int = DEFAULT_MAX_CRASHES, notify_after: float = NOTIFY_AFTER) -> Sweep:
-        """Requeue the tasks of dead workers and top up notifications (go-delayed's sweep).
+        """Requeue the tasks of dead workers and top up missing notifications (go-delayed's sweep).
 
-        The crashes of a task are counted in the task itself: each time one of our workers dies
-        holding it, its blob comes back with its `crashes` option one higher, so identical tasks
-        count apart. One that reaches more than max_crashes is dead-lettered instead, fenced as a
-        worker's bury; a blob that is not a PyTask (it cannot count) at its first crash, as a worker
-        would have (0 turns counting off: every task is requeued as it is). Only our workers'
-        deaths count: a go-delayed worker never releases its last task, so one that stopped cleanly
-        leaves a task behind too.
-        The ids holding tasks are read first, so each script declares every keep-alive key it reads
-        (a Redis Cluster needs that); an id that appears in between waits for the next sweep. They
-        are handed over SWEEP_CHUNK at a time, and notifications pushed NOTIFY_CHUNK at a time, so
-        no command of a sweep keeps Redis busy for long, however much lapsed.
-        Tasks without notifications (a producer or worker died between two commands) get them
-        from the first sweep that finds the queue's head where a sweep saw it short of
-        notifications at least notify_after seconds before: sooner, a worker caught between
-        its BLPOP and its dequeue would later find a stray notification.
-        A held task it cannot handle (a bug: decoding never raises) is left where it is and listed
-        in the Sweep's failures; the sweep goes on with the rest.
+        A task is requeued once the keep-alive of the worker holding it lapsed. Its crashes are counted in
+        the task itself: each time one of our workers dies holding it, its blob comes back with its
+        `crashes` option one higher, so identical tasks count apart. One that reaches more than
+        `max_crashes` is dead-lettered instead (reason `crash_loop`), fenced as a worker's bury; a blob
+        that is not a PyTask (it cannot count) at its first crash, as a worker would have. Only our
+        workers' deaths count: a go-delayed worker never releases its last task, so one that stopped
+        cleanly leaves a task behind too.
+
+        The ids holding tasks are read first, so each script declares every keep-alive key it reads (a
+        Redis Cluster needs that); an id that appears in between waits for the next sweep. They are handed
+        over 100 at a time, and notifications pushed 5,000 at a time, so no command of a sweep keeps Redis
+        busy for long, however much lapsed.
+
+        Tasks without notifications (a producer or worker died between two commands) get them from the
+        first sweep that finds the queue's head where a sweep saw it short of notifications at least
+        `notify_after` seconds before: sooner, a worker caught between its `BLPOP` and its dequeue would
+        later find a stray notification.
+
+        A held task it cannot handle (a bug: decoding never raises) is left where it is and listed in the
+        result's `failures`; the sweep goes on with the rest.
+
+        Args:
+            max_crashes: Dead-letter a task once our workers died holding it more often than this (default
+                3); 0 turns counting off: every task is requeued as it is.
+            notify_after: Seconds the queue's head must stand still, short of notifications, before they
+                are topped up (default 1).
+
+        Returns:
+            What the sweep did.
+
+        Raises:
+            redis.RedisError: Redis could not be reached, or refused; sweep again.
         """
         holders = cast(List[bytes], self.queue.conn.hkeys(self.queue.keys.processing))
         if is_cluster(self.queue.conn):  # only ids in the queue's slot can be declared (ours carry its tag)

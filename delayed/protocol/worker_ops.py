@@ -32,8 +32,28 @@ class Claimed:
 
 
 class WorkerOps:
-    """A worker's commands on one queue. A worker may hold several ids, each its own processing
-    field and keep-alive key; methods taking worker_id(s) default to queue.worker_id (keakon's API)."""
+    """The commands a worker sends to one queue, for writing a worker of your own.
+
+    A worker claims tasks (`claim`, `take_head`, `claim_batch`), settles them (`release`, `requeue`,
+    `reschedule`; a dead letter is `queue.dead.bury`), gives back what it will not run (`give_back`),
+    and keeps its ids alive (`try_online`, `keep_alive`, `go_offline`). It may hold several ids, each
+    with its own processing field and keep-alive key. Methods that take worker ids default to
+    `queue.worker_id` (keakon's API).
+
+    Settling is fenced: `requeue`, `reschedule` and `bury` do nothing (and return False) if the worker
+    no longer holds the task, because a sweeper requeued it after the worker's keep-alive lapsed.
+
+    Args:
+        queue: The queue.
+
+    Example:
+        ```python
+        ops = WorkerOps(queue)
+        [worker_id] = queue.keys.worker_ids(1)
+        ops.try_online([worker_id])
+        blob = ops.claim(worker_id)  # None if no task came within dequeue_timeout
+        ```
+    """
 
     def __init__(self, queue: QueueBase) -> None:
         self.queue = queue
@@ -47,29 +67,49 @@ class WorkerOps:
         self._keep_alive_script = KEEP_ALIVE.bind(conn, keys)
 
     def claim(self, worker_id: Optional[str] = None, timeout: Optional[float] = None) -> Optional[bytes]:
-        """Wait up to timeout (default dequeue_timeout) seconds for a task and hold it as worker_id's;
-        the raw blob or None.
+        """Wait for a task and hold it as `worker_id`'s.
 
-        If worker_id already holds a task (the reply to the last claim was lost), that task.
+        If `worker_id` already holds a task (the reply to the last claim was lost), that task comes back.
+
+        Args:
+            worker_id: The id to hold it under; default: `queue.worker_id`.
+            timeout: The most seconds to wait; default: the queue's `dequeue_timeout`.
+
+        Returns:
+            The task's raw blob, or None if none came.
         """
         if wait_for_notification([self.queue], timeout) is None:
             return None
         return self.take_head(worker_id)
 
     def take_head(self, worker_id: Optional[str] = None) -> Optional[bytes]:
-        """Hold the task at the head of the queue as worker_id's, once its notification was taken
-        (go-delayed's dequeue script); the raw blob, or None if the queue was empty. If worker_id
-        already holds a task, that task."""
+        """Hold the task at the head of the queue as `worker_id`'s, once its notification was taken.
+
+        This is go-delayed's dequeue script; `claim` waits for the notification, then calls it. If
+        `worker_id` already holds a task, that task comes back.
+
+        Args:
+            worker_id: The id to hold it under; default: `queue.worker_id`.
+
+        Returns:
+            The task's raw blob, or None if the queue was empty.
+        """
         return self._dequeue(worker_id=self.queue.id_or_own(worker_id))
 
     def claim_batch(self, release_ids: Sequence[str], claim_ids: Sequence[str],
                     tracked: Mapping[str, Tracked] = {}) -> Claimed:
-        """Release the tasks of release_ids (done: counted) and claim up to one task per claim id,
-        without blocking; a paused queue gives none. tracked: what the release of a tracked task's
-        id writes into its record.
+        """Release finished tasks and claim new ones, in one round trip, without blocking.
 
-        One round trip. A claim id that still holds a task (the reply to the previous claim was
-        lost) returns that task again, paused or not.
+        A paused queue gives no task. A claim id that still holds a task (the reply to the last claim was
+        lost) gets that task again, paused or not.
+
+        Args:
+            release_ids: The ids whose tasks are done: released, and counted.
+            claim_ids: The ids to claim with, up to one task each.
+            tracked: For the release of a tracked task, by id: what its record gets (its result).
+
+        Returns:
+            Whether the queue is paused, and the (worker id, blob) pairs claimed.
         """
         if tracked:
             untracked = [worker_id for worker_id in release_ids if worker_id not in tracked]
@@ -84,8 +124,17 @@ class WorkerOps:
         return Claimed(bool(reply[0]), [(reply[i].decode(), reply[i + 1]) for i in range(1, len(reply), 2)])
 
     def give_back(self, held: Sequence[Tuple[str, bytes]]) -> int:
-        """Return (worker id, blob) pairs not yet started to the head of the queue, in order (a tracked
-        one's record says pending again: declared, as every key the script writes)."""
+        """Return tasks not yet started to the head of the queue, in order, with their notifications.
+
+        Fenced: a task goes back only if its id still holds exactly that blob. A tracked task's record says
+        `pending` again (its claim not counted as a run).
+
+        Args:
+            held: (worker id, blob) pairs.
+
+        Returns:
+            How many tasks went back.
+        """
         records: List[str] = []
         per_task: List[Any] = []
         for worker_id, blob in held:
@@ -96,42 +145,86 @@ class WorkerOps:
         return self._give_back(records=records, held=per_task)
 
     def unlock(self, locks: Sequence[Tuple[str, str]]) -> int:
-        """Release unique tasks' locks, given as (unique key, token) pairs; each only if still its own."""
+        """Release unique tasks' locks, each only if it is still that task's (its token matches).
+
+        Args:
+            locks: (unique key, token) pairs, from the tasks' `unique_key` and `unique_token` options.
+
+        Returns:
+            How many locks were released.
+        """
         return self._unlock(locks=[self.queue.keys.unique(key) for key, _ in locks], tokens=[token for _, token in locks])
 
     def release(self, worker_id: Optional[str] = None) -> None:
-        """Forget the task the worker holds: it is done (and counted, as claim_batch's releases are).
+        """Forget the task the worker holds: it is done, and counted.
 
-        Needs no fence: a processing field belongs to one worker id, and the only
-        other writer, a sweeper, deletes it; releasing a field it took does nothing.
+        Needs no fence: a processing field belongs to one worker id, and the only other writer, a
+        sweeper, deletes it; releasing a field it took does nothing.
+
+        Args:
+            worker_id: The worker's id; default: `queue.worker_id`.
         """
         self.claim_batch((self.queue.id_or_own(worker_id),), ())
 
     def requeue(self, claimed: bytes, blob: bytes, worker_id: Optional[str] = None,
                 tracked: Optional[Tracked] = None) -> bool:
-        """Enqueue blob (a retry of the held task) and release the held task, atomically; a tracked
-        task's record says retrying, with tracked's error.
+        """Enqueue a retry of the held task and release the held task, atomically.
 
-        Fenced: False, and nothing done, if the worker no longer holds `claimed`.
+        A tracked task's record says `retrying`, with `tracked`'s error.
+
+        Args:
+            claimed: The blob the worker holds.
+            blob: The blob to enqueue (the retry, e.g. with one retry fewer).
+            worker_id: The worker's id; default: `queue.worker_id`.
+            tracked: For a tracked task, what its record gets.
+
+        Returns:
+            True; False, and nothing done, if the worker no longer holds `claimed`.
         """
         return bool(self._requeue(record=_record(self.queue.keys, tracked), worker_id=self.queue.id_or_own(worker_id),
                                   claimed=claimed, blob=blob, error=_error(tracked)))
 
     def reschedule(self, claimed: bytes, blob: bytes, due: float, worker_id: Optional[str] = None,
                    tracked: Optional[Tracked] = None) -> bool:
-        """Hold blob (the next attempt of the held task) until due and release the held task,
-        atomically; fenced and tracked as requeue."""
+        """Hold the next attempt of the held task in the scheduled set until due, and release the held task, atomically.
+
+        Fenced and tracked as `requeue`.
+
+        Args:
+            claimed: The blob the worker holds.
+            blob: The blob to schedule (the next attempt).
+            due: When it is due, in unix seconds.
+            worker_id: The worker's id; default: `queue.worker_id`.
+            tracked: For a tracked task, what its record gets.
+
+        Returns:
+            True; False, and nothing done, if the worker no longer holds `claimed`.
+        """
         [member] = scheduled_members((blob,), due)
         return bool(self._reschedule(record=_record(self.queue.keys, tracked), worker_id=self.queue.id_or_own(worker_id),
                                      claimed=claimed, due=due, member=member, error=_error(tracked)))
 
     def try_online(self, worker_ids: Optional[Sequence[str]] = None) -> bool:
-        """Claim the ids' keep-alive keys, and list the worker in <name>_workers, in one script that a
-        full Redis still runs; False (nothing set) if a live worker already had one of the ids."""
+        """Claim the ids' keep-alive keys and list the worker in `<queue>_workers`, in one script.
+
+        A full Redis still runs it.
+
+        Args:
+            worker_ids: The ids (the first is the worker's main id); default: `queue.worker_id`.
+
+        Returns:
+            True; False, and nothing set, if a live worker already had one of the ids.
+        """
         return self._keep_alive("claim", worker_ids)
 
     def keep_alive(self, worker_ids: Optional[Sequence[str]] = None) -> None:
-        """Refresh the ids' keep-alive keys and the worker's entry in <name>_workers (a full Redis too)."""
+        """Refresh the ids' keep-alive keys and the worker's entry in `<queue>_workers`; a full Redis still runs it.
+
+        Call it well within the queue's `keep_alive_timeout`, or a sweeper requeues the worker's tasks.
+
+        Args:
+            worker_ids: The ids; default: `queue.worker_id`.
+        """
         self._keep_alive("refresh", worker_ids)
 
     def _keep_alive(self, action: str, worker_ids: Optional[Sequence[str]]) -> bool:
@@ -141,7 +234,11 @@ class WorkerOps:
                                             lapse_at=now + self.queue.keep_alive_timeout, action=action))
 
     def go_offline(self, worker_ids: Optional[Sequence[str]] = None) -> None:
-        """Delete the ids' keep-alive keys (they hold nothing and are leaving) and the worker's entry."""
+        """Delete the ids' keep-alive keys and the worker's entry: the worker holds nothing and is leaving.
+
+        Args:
+            worker_ids: The ids (the first is the worker's main id); default: `queue.worker_id`.
+        """
         ids = worker_ids or (self.queue.id_or_own(None),)
         with self.queue.conn.pipeline(transaction=False) as pipe:
             for worker_id in ids:  # one DEL each: a cluster pipeline refuses a DEL of several keys

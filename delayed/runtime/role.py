@@ -37,17 +37,25 @@ class Role:
         self._logger = logger
 
     def run(self, handle_signals: bool = True) -> int:
-        """Run rounds until stop(); returns the exit status (0: a forced stop never returns).
+        """Run rounds until stopped, then go offline and return the exit status.
 
-        handle_signals: in the main thread, SIGTERM, SIGINT and SIGHUP stop it after the current
-        round and a second one exits at once (status 128 + signal), as for a worker.
+        A round that fails with a Redis error is tried again after a wait that grows with each failure;
+        the outage is logged once as it starts and once as it ends.
+
+        Args:
+            handle_signals: In the main thread, take the stop signals while running: SIGTERM, SIGINT and
+                SIGHUP stop it after the current round, and a second one exits the process at once with
+                status 128 + signal, as for a worker. The previous handlers are restored on return.
+
+        Returns:
+            The exit status: 0 (a forced stop exits the process instead).
         """
         status = self.lifecycle.run(self._run, handle_signals)
         self._logger.info("%s stopped", self.lifecycle.what)
         return status
 
     def stop(self) -> None:
-        """Stop after the current round (from any thread)."""
+        """Stop after the current round; call it from any thread."""
         self.lifecycle.stop()
 
     def _run(self) -> None:

@@ -34,12 +34,37 @@ class Missed(StrEnum):
 
 @dataclass
 class Periodic:
-    """Enqueue `task` into `queue` at each tick: of a cron expression (in UTC), or every `every` seconds
-    (ticks at whole multiples of `every` since the epoch, the same on every replica).
+    """A task to enqueue on a schedule: at each tick of a cron expression, or every so many seconds.
 
-    missed: what to do with a tick due more than `grace` seconds ago, found when the schedulers
-    come back after all of them were down: "skip" it, or run it "once" (one run, however many
-    ticks were missed); a Missed, or its value. name: the entry's identity in Redis (default: queue, task and timing).
+    A scheduler enqueues the task into `queue` at each tick. A tick due more than `grace` seconds ago
+    is found only when every scheduler replica was down; `missed` says what to do with it.
+
+    Args:
+        task: A PyTask, a GoTask, or the path `"module:func"` of a function (a PyTask without
+            arguments).
+        queue: The queue's name.
+        cron: A cron expression, in UTC: `"*/5 * * * *"` is every 5 minutes.
+        every: Seconds between ticks: ticks fall at whole multiples of `every` since the epoch, the
+            same on every replica. Give `cron` or `every`, not both.
+        missed: `"skip"` a tick due more than `grace` seconds ago (the default), or run it `"once"`,
+            however many ticks were missed; a `Missed`, or its value.
+        grace: Seconds a tick may be late and still run.
+        name: The entry's identity in Redis (default: queue, task and timing, e.g.
+            `"default:tasks:cleanup:*/5 * * * *"`): rename it and it starts afresh.
+
+    Raises:
+        ValueError: `cron` and `every` both given, or neither; not a cron expression; `every` not
+            positive; `missed` neither `"skip"` nor `"once"`.
+
+    Example:
+        ```python
+        # schedule.py: python -m delayed.scheduler schedule.py
+        SCHEDULE = [
+            Periodic("tasks:cleanup", cron="*/5 * * * *"),  # every 5 minutes (UTC), queue "default"
+            Periodic(GoTask("main.Report", ["daily"]), cron="0 3 * * *", queue="go", missed="once"),
+            Periodic("tasks:heartbeat", every=30, queue="fast"),  # at whole multiples of 30 s
+        ]
+        ```
     """
 
     task: Union[PyTask, GoTask, str]
@@ -66,11 +91,18 @@ class Periodic:
         self.name = self.name or f"{self.queue}:{self.task.func_path}:{self.cron or self.every}"
 
     def blob(self) -> bytes:
-        """The task's bytes (a func path given as the task is a PyTask by now)."""
+        """The task's blob (a function path given as the task is a PyTask by now)."""
         return cast(Union[PyTask, GoTask], self.task).serialize()
 
     def last_tick(self, now: float) -> float:
-        """The latest tick at or before now (unix seconds)."""
+        """The latest tick at or before `now`.
+
+        Args:
+            now: A unix time.
+
+        Returns:
+            The tick, in unix seconds.
+        """
         if self.every is not None:
             return math.floor(now / self.every) * self.every
         after = datetime.datetime.fromtimestamp(math.floor(now) + 1, datetime.timezone.utc)
@@ -78,11 +110,29 @@ class Periodic:
 
 
 class Scheduler(Role):
-    """Enqueues the ticks of `entries` until stopped (run, stop: see Role); run as many replicas as you like.
+    """Enqueues the ticks of periodic entries until stopped; run as many replicas as you like.
 
-    Each queue's last ticks live in its own hash (N_periodic), so on a Redis Cluster they share the
-    queue's slot; there every entry's queue name needs a hash tag. A queue name Queue refuses is
-    refused here too (ValueError: see check_queue_name)."""
+    Every replica computes the same ticks, and one Lua script per tick both claims it and enqueues its
+    task, so each tick is enqueued once across all replicas: run several, on several hosts, for
+    availability. Each queue's last ticks live in its own hash (`N_periodic`), so on a Redis Cluster
+    they share the queue's slot, and every entry's queue name needs a hash tag.
+    `python -m delayed.scheduler MODULE_OR_FILE` runs one on the entries a module or file lists in
+    `SCHEDULE`.
+
+    Args:
+        conn: The Redis the entries' queues are on: a `redis.Redis` or a `RedisCluster`.
+        entries: The entries.
+        poll: The most seconds between two looks for due ticks; an entry with `every` shortens it to
+            at most `every / 4`.
+
+    Raises:
+        ValueError: An entry's queue name that `Queue` would refuse (on a Redis Cluster, one without
+            a hash tag).
+
+    Attributes:
+        lifecycle (Lifecycle): Where the scheduler is: `lifecycle.state` is `"starting"`, `"online"`,
+            `"draining"` or `"offline"`.
+    """
 
     def __init__(self, conn: redis.Redis, entries: Sequence[Periodic], poll: float = 0.5) -> None:
         super().__init__("scheduler", logger, "tick")
@@ -95,7 +145,17 @@ class Scheduler(Role):
         self._seen: Dict[str, float] = {}
 
     def tick(self, now: Optional[float] = None) -> int:
-        """Claim every entry's latest tick not yet seen here; returns how many this replica enqueued."""
+        """Claim every entry's latest tick not yet seen here, and enqueue the task of each tick this replica won.
+
+        A tick due more than the entry's `grace` seconds ago is claimed and skipped, unless the entry's
+        `missed` is `"once"`.
+
+        Args:
+            now: The unix time to look at; default: now.
+
+        Returns:
+            How many tasks this replica enqueued.
+        """
         now = time.time() if now is None else now
         enqueued = 0
         for entry in self.entries:
@@ -110,9 +170,14 @@ class Scheduler(Role):
         return enqueued
 
     def starting(self) -> None:
+        """Log, in one line, how many entries the scheduler runs; `run()` calls it as it starts."""
         logger.info("scheduling %d entries", len(self.entries))
 
     def round(self) -> float:
-        """Enqueue the ticks due; returns the seconds until the next look."""
+        """Enqueue the ticks due: one round of the loop `run()` repeats.
+
+        Returns:
+            The seconds until the next look.
+        """
         self.tick()
         return self.poll

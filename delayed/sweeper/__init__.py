@@ -16,9 +16,31 @@ logger = logging.getLogger(__name__)
 
 
 class Sweeper(Role):
-    """Sweeps every queue once per interval seconds until stopped (run, stop: see Role).
+    """Requeues the tasks of dead workers, and moves due scheduled tasks into their queues, until stopped.
 
-    max_crashes: dead-letter a task once workers died holding it more often than this (0: never).
+    A worker that dies (killed, or cut off from Redis) leaves the tasks it held; once its keep-alive
+    lapses, a sweep puts them back in their queue and tops up missing notifications (go-delayed's
+    requeue-lost: see `SweeperOps.sweep`). It counts our workers' deaths in each task, and
+    dead-letters a task once workers died holding it more than `max_crashes` times, so a task that
+    kills its worker cannot kill them all. Between sweeps the sweeper moves due scheduled tasks
+    (delays, retries with backoff) into the queues twice a second, so a queue that only go-delayed
+    workers drain still gets them.
+
+    `run()` says all of this as it starts, e.g. `sweeping 'default' every 60 s: requeuing dead workers'
+    tasks, dead-lettering a task once workers died holding it more than 3 times; and moving due
+    scheduled tasks into it every 0.5 s`. It logs a WARNING for each crash loop it dead-letters, and an
+    ERROR for each held task it could not handle (counted in `failures`; the sweep goes on with the
+    rest). It rides out Redis errors, waiting longer after each. `python -m delayed.sweeper` runs one.
+
+    Args:
+        queues: The queues to sweep.
+        interval: Seconds between sweeps.
+        max_crashes: Dead-letter a task once workers died holding it more often than this (default
+            3); 0 counts no crashes and requeues every task as it is.
+
+    Attributes:
+        lifecycle (Lifecycle): Where the sweeper is: `lifecycle.state` is `"starting"`, `"online"`,
+            `"draining"` or `"offline"`.
     """
 
     def __init__(self, queues: Sequence[Queue], interval: float = 60,
@@ -33,7 +55,17 @@ class Sweeper(Role):
         self._next_sweep = 0.0  # time.monotonic() of the next sweep
 
     def sweep(self) -> int:
-        """One pass over every queue; returns the notifications pushed (requeued tasks included)."""
+        """Sweep every queue once, now.
+
+        A sweep of one queue that fails other than by Redis is logged and counted in `failures`; the other
+        queues are still swept.
+
+        Returns:
+            The notifications pushed: one per task requeued, and the missing ones.
+
+        Raises:
+            redis.RedisError: Redis could not be reached, or refused (`run()` waits it out).
+        """
         total = 0
         for queue in self.queues:
             try:
@@ -66,7 +98,10 @@ class Sweeper(Role):
         return total
 
     def starting(self) -> None:
-        """Say all the sweeper does: the sweeps, what a sweep counts, and the moves between them."""
+        """Log, in one line, all the sweeper does: the sweeps, what a sweep counts, and the moves between them.
+
+        `run()` calls it as it starts.
+        """
         crashes = (f"dead-lettering a task once workers died holding it more than {self.max_crashes} times"
                    if self.max_crashes else "counting no crashes (max crashes 0)")
         logger.info("sweeping %s every %g s: requeuing dead workers' tasks, %s; and moving due scheduled tasks "
@@ -74,7 +109,11 @@ class Sweeper(Role):
                     "it" if len(self.queues) == 1 else "them", MOVE_DUE_INTERVAL)
 
     def round(self) -> float:
-        """Move the due tasks, and sweep if a sweep is due; returns the seconds until the next round."""
+        """Move the due tasks, and sweep if a sweep is due: one round of the loop `run()` repeats.
+
+        Returns:
+            The seconds until the next round.
+        """
         move_due_tasks(self.queues)  # due delayed tasks and retries, for Go workers too
         if time.monotonic() >= self._next_sweep:
             self.sweep()

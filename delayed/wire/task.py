@@ -37,10 +37,17 @@ _GO_NO_ARGUMENT = msgpack.packb(None)  # go-delayed marshals its empty variadic 
 
 
 class Float32:
-    """A number GoTask writes as a msgpack float32, for a Go float32 parameter or field.
+    """A number a GoTask writes as a msgpack float32, for a Go `float32` parameter or field.
 
-    Python floats are float64 (msgpack `cb`), and go-delayed's msgpack refuses `cb` for a
-    float32 target: it logs and drops the task. Wrap such values: GoTask("main.F", Float32(1.5)).
+    Python floats are float64 (msgpack `cb`), and go-delayed's msgpack refuses `cb` for a `float32`
+    target: it logs and drops the task. Wrap such values, anywhere in a GoTask's arguments (inside
+    lists and dicts too): `GoTask("main.F", Float32(1.5))`.
+
+    Args:
+        value: The number.
+
+    Attributes:
+        value (float): The number, as a Python float.
     """
 
     __slots__ = ("value",)
@@ -144,14 +151,50 @@ def _unpack(blob: bytes) -> Any:
 
 
 class PyTask:
-    """A call of a Python function by path, with positional and keyword arguments.
+    """A call of a Python function: its path, its arguments, and how to retry it.
 
-    retry: how many more times to run the task after it raises, at once; -1 means forever
-    (keakon/delayed's retry).
-    max_retries: retry with backoff instead: up to this many more runs after it raises, each
-    held in the scheduled set for backoff seconds first (a number, or "module:func" of an
-    allowed function taking the attempt number; default: exponential with jitter).
-    time_limit: seconds the call may take before the worker fails it (overrides the worker's).
+    Its blob is keakon/delayed 1.x's: a msgpack array `[func_path, args, kwargs, retry]` with trailing
+    defaults dropped as keakon drops them; go-delayed's `NewPyTask` writes one too. Options
+    (`max_retries`, `backoff`, `time_limit`, and those of unique and tracked tasks) ride in a fifth
+    element, written only when set: keakon/delayed 1.x cannot read such a blob.
+
+    A run that raises `SkipRetry`, or whose arguments do not fit the function, is not retried. A task
+    out of retries goes to the dead letters (reason `failed`, or `timed_out`).
+
+    Args:
+        func: The function, or its path `"module.path:func"`. A function must be defined at the top
+            level of an importable module (not `__main__`), and the worker must allow it.
+        args: Positional arguments: a list or a tuple of values msgpack can write.
+        kwargs: Keyword arguments: a dict with string keys.
+        retry: How many more times to run the task after it raises, requeued at once. -1 retries
+            forever (keakon's meaning), but not in a hot loop: each retry waits 0.1 s, 0.2 s, 0.4 s ...
+            doubling up to 60 s.
+        max_retries: Retry with backoff instead: up to this many more runs after it raises, each
+            waiting in the scheduled set first.
+        backoff: With `max_retries`, the wait before each next attempt: seconds; or the
+            `"module:func"` path of an allowed function that takes the attempt number (1, 2, ...) and
+            returns seconds. Default: Sidekiq's exponential curve with jitter (16-35 s after the first
+            failure, 31-61 s after the second, about 5 minutes after the fourth).
+        time_limit: Seconds the call may run before the worker fails it; wins over the worker's
+            `time_limit`.
+        options: The options as a blob carries them; delayed sets them (`with_options`), you need not.
+
+    Raises:
+        ValueError: `func` is a function that is not at the top level of an importable module.
+        TypeError: `args` is not a list or a tuple, `kwargs` is not a dict, or an option makes no sense
+            (a `time_limit` that is not a positive number, a negative `max_retries`, ...).
+
+    Attributes:
+        func_path (str): The function's path, `"module.path:func"`.
+        args (Sequence): The positional arguments (a list once decoded).
+        kwargs (dict): The keyword arguments.
+        retry (int): The retries left, as `retry` above.
+        options (dict): The options the blob carries (empty for most tasks).
+
+    Example:
+        ```python
+        queue.enqueue(PyTask("tasks:send", ["ann@example.com"], {"subject": "hi"}, max_retries=5))
+        ```
     """
 
     __slots__ = ("func_path", "args", "kwargs", "retry", "options", "_data")
@@ -200,10 +243,20 @@ class PyTask:
 
     @property
     def time_limit(self) -> Optional[float]:
+        """The task's own time limit in seconds (its `time_limit` option), or None."""
         return self.options.get("time_limit")
 
     def serialize(self) -> bytes:
-        """The blob, cached; dropping trailing defaults exactly as keakon/delayed 1.x does."""
+        """The task's blob, made once and cached.
+
+        A task without options is byte-identical to keakon/delayed 1.x's blob.
+
+        Returns:
+            The msgpack bytes a queue stores.
+
+        Raises:
+            TaskArgumentError: An argument msgpack cannot write; it names the argument and its type.
+        """
         if self._data is None:
             fields: tuple = (self.func_path, self.args, self.kwargs, self.retry)
             if self.options:
@@ -227,7 +280,18 @@ class PyTask:
 
     @classmethod
     def deserialize(cls, data: bytes) -> "PyTask":
-        """Decode a PyTask blob; raise MalformedTaskError (with a dead-letter reason) for anything else."""
+        """Decode a PyTask from its blob (what a worker does with what it claims).
+
+        Args:
+            data: The blob.
+
+        Returns:
+            The task, holding `data` as its blob.
+
+        Raises:
+            MalformedTaskError: Not a PyTask: not msgpack, the wrong shape (reason `"malformed"`), or a
+                GoTask (reason `"go_task"`).
+        """
         task = decode_task(data)
         if not isinstance(task, cls):
             raise MalformedTaskError(
@@ -237,11 +301,25 @@ class PyTask:
         return task
 
     def with_retry(self, retry: int) -> "PyTask":
-        """The same call with another retry count (what a retry enqueues)."""
+        """The same call with another retry count: what a retry enqueues.
+
+        Args:
+            retry: The new retry count.
+
+        Returns:
+            A new task; this one is unchanged.
+        """
         return PyTask(self.func_path, self.args, self.kwargs, retry, options=self.options)
 
     def with_options(self, **options: Any) -> "PyTask":
-        """The same call with some options replaced (what a retry with backoff schedules)."""
+        """The same call with some options replaced: what a retry with backoff schedules.
+
+        Args:
+            **options: The options to set.
+
+        Returns:
+            A new task; this one is unchanged.
+        """
         return PyTask(self.func_path, self.args, self.kwargs, self.retry, options={**self.options, **options})
 
     def __eq__(self, other: object) -> bool:
@@ -254,11 +332,23 @@ class PyTask:
 
 
 class GoTask:
-    """A call of a registered go-delayed handler, e.g. GoTask("main.Add", [1, 2]).
+    """A call of a registered go-delayed handler, e.g. `GoTask("main.Add", [1, 2])`.
 
-    args is go-delayed's `arg`: the value itself for a one-argument function, a
-    list for several (a Go struct is a list of its fields in order), None for none.
-    Wrap a value for a Go float32 in Float32.
+    Its blob is what go-delayed's `NewGoTask(func_path, arg...)` writes: a msgpack array
+    `[func_path, payload]`, the payload a bin holding the msgpack of the argument. Only go-delayed's
+    workers run it: ours dead-letter it (reason `go_task`). A contract (`delayed.contract.Contract`)
+    checks the arguments against the Go handler before you enqueue.
+
+    Args:
+        func_path: The handler's name as go-delayed knows it: `main.Add` in a command, else its
+            import path (`example.com/svc/jobs.Resize`).
+        args: go-delayed's `arg`: the value itself for a one-argument function, a list for several
+            (a Go struct is a list of its fields, in order), None for none. Wrap a value for a Go
+            `float32` in `Float32`.
+
+    Attributes:
+        func_path (str): The handler's name.
+        args (Any): The argument, as given (or as decoded).
     """
 
     __slots__ = ("func_path", "args", "_data")
@@ -269,6 +359,14 @@ class GoTask:
         self._data: Optional[bytes] = None
 
     def serialize(self) -> bytes:
+        """The task's blob, made once and cached.
+
+        Returns:
+            The msgpack bytes a queue stores.
+
+        Raises:
+            TaskArgumentError: An argument msgpack cannot write; it names the argument and its type.
+        """
         if self._data is None:
             try:
                 payload = _GO_NO_ARGUMENT if self.args is None else _pack_go_value(self.args)
@@ -279,6 +377,18 @@ class GoTask:
 
     @classmethod
     def deserialize(cls, data: bytes) -> "GoTask":
+        """Decode a GoTask from its blob.
+
+        Args:
+            data: The blob.
+
+        Returns:
+            The task, holding `data` as its blob.
+
+        Raises:
+            MalformedTaskError: Not a GoTask: not msgpack, the wrong shape (reason `"malformed"`), or a
+                PyTask (reason `"py_task"`).
+        """
         task = decode_task(data)
         if not isinstance(task, cls):
             raise MalformedTaskError(

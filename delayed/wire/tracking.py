@@ -20,7 +20,21 @@ from .task import TRACKED_TAIL
 
 
 class Status(StrEnum):
-    """A tracked task's status, as its record stores it."""
+    """A tracked task's status, as its record stores it; `TaskInfo` says what each means.
+
+    A `str` enum: `info.status == "done"` and `info.status == Status.DONE` are the same test. A task
+    ends as done, failed, dead or cancelled.
+
+    Attributes:
+        SCHEDULED: `"scheduled"`
+        PENDING: `"pending"`
+        RUNNING: `"running"`
+        RETRYING: `"retrying"`
+        DONE: `"done"`
+        FAILED: `"failed"`
+        DEAD: `"dead"`
+        CANCELLED: `"cancelled"`
+    """
 
     SCHEDULED = "scheduled"
     PENDING = "pending"
@@ -91,12 +105,41 @@ def _bounded(data: bytes, note: str, max_size: int) -> Tuple[bytes, str]:
 
 @dataclass(frozen=True)
 class TaskInfo:
-    """A tracked task as its record says: status (a Status's value, a str; a scheduled task that is due
-    reads as pending), and what its status has (None where it has none).
+    """A tracked task's record, as `handle.info()` and `queue.task_info(id)` read it.
 
-    Times are unix seconds; seconds is how long its last run took; result is the return value
-    (done), note why it was stored otherwise; error is what its last run raised (retrying, failed,
-    dead); letter is its dead letter's id; expires_in is the seconds its record has left (once ended).
+    `status` says where the task is; the other fields hold what goes with it, and are None where it has
+    none. Times are unix seconds.
+
+    | status | meaning | with |
+    | --- | --- | --- |
+    | `scheduled` | waits in the scheduled set (a delay, or `at`) | `due` |
+    | `pending` | waits in the queue (or is due and about to be moved there) | `enqueued_at` |
+    | `running` | a worker claimed it | `worker`, `started_at` |
+    | `done` | it returned | `result`, `finished_at`, `seconds`, and `note` if the result was stored otherwise |
+    | `retrying` | it raised and runs again | `attempts`, `due` (the next run), `error` |
+    | `failed` | it raised (or its arguments did not fit) with no retries left: dead-lettered | `error`, `letter` |
+    | `dead` | dead-lettered without running (not allowed, too large, a crash loop) | `error`, `letter` |
+    | `cancelled` | `cancel()` removed it before it ran | `finished_at` |
+
+    Attributes:
+        id (str): The task's id.
+        queue (str): The queue's name.
+        status (str): One of the statuses above, a `Status` value. A scheduled task that is due reads
+            as pending.
+        func (str): The task's function, `"module:func"`.
+        enqueued_at (float | None): When it was enqueued.
+        attempts (int): The runs a worker started so far (a task given back unstarted is not counted).
+        due (float | None): When it is due (scheduled), or runs again (retrying).
+        worker (str | None): The id of the worker that claimed it.
+        started_at (float | None): When its last run started.
+        finished_at (float | None): When it ended.
+        seconds (float | None): How long its last run took.
+        result (Any): What it returned (done): msgpack, as its arguments are.
+        note (str | None): Why the result was stored otherwise: a value msgpack cannot take is stored as
+            its `repr()`, and one over the queue's `max_task_size` is not stored.
+        error (str | None): What its last run raised (retrying, failed, dead).
+        letter (str | None): Its dead letter's id (failed, dead).
+        expires_in (int | None): The seconds its record has left once the task ended (None before).
     """
 
     id: str
@@ -117,7 +160,7 @@ class TaskInfo:
     expires_in: Optional[int]
 
     def as_dict(self) -> Dict[str, Any]:
-        """The fields as a dict, shallow (dataclasses.asdict would copy the result all the way down)."""
+        """The fields as a dict, shallow (`dataclasses.asdict` would copy the result all the way down)."""
         return {field.name: getattr(self, field.name) for field in fields(self)}
 
 
@@ -170,7 +213,15 @@ def outcome(info: TaskInfo) -> Any:
 
 @dataclass(frozen=True)
 class Cancel:
-    """What cancel() did: cancelled (true as a bool) or not, the status the task had, and why, in a line."""
+    """What `cancel()` did; true, as a bool, if it cancelled the task.
+
+    Attributes:
+        cancelled (bool): Whether the task was cancelled.
+        status (str): The status the task had: what it was when cancelled, or why it was not (running,
+            or already ended).
+        reason (str): What happened, in a line, e.g. `task ... is running: a running task is not
+            interrupted`.
+    """
 
     cancelled: bool
     status: str

@@ -113,41 +113,76 @@ def _raised_by_the_call(exc: BaseException) -> bool:
 
 
 class Worker:
-    """Runs PyTasks from one queue, or several in priority order, calling only the functions in `allow`.
+    """Runs PyTasks from one queue, or several in priority order, calling only the functions it allows.
 
-    queue: a Queue, or a sequence of Queues on one Redis: the first one's tasks are always taken
-    first, the second's only while the first has none, and so on (strict priority: a busy first
-    queue starves the others; give a queue that must not wait a worker of its own).
+    A worker claims tasks, runs the allowed ones and settles each: it releases a task that returned,
+    retries one that raised (as its `retry` or `max_retries` says), and dead-letters the rest. A busy
+    worker claims a batch of tasks per round trip, and releases the finished ones in the same round
+    trip as its next claim; an idle one blocks on the queue's notifications, as go-delayed's workers
+    do. While it runs, a forked helper refreshes its keep-alive keys (if the worker dies, a sweeper
+    requeues its tasks), and a thread moves due scheduled tasks into its queues twice a second.
 
-    allow: module names, modules or functions. A module allows the public
-    functions defined in it; anything else a task names goes to the dead-letter list.
-    keep_alive_interval: seconds between refreshes of the keep-alive keys
-    (keep it well under queue.keep_alive_timeout).
-    time_limit: seconds a task may run before it is failed (a task's own time_limit
-    wins). A coroutine is cancelled, anywhere; a plain function is interrupted with
-    SIGALRM in the one-slot mode, so only when the worker runs in the main thread, and
-    by an exception injected into its thread with threads > 1.
-    batch: the most tasks claimed per round trip, each under its own worker id.
-    The batch grows while batches finish within BATCH_TIME and shrinks when
-    they do not, so slow tasks are claimed one at a time; 1 turns batching off.
-    threads: tasks run at once (plain functions each in a thread, coroutine functions on one
-    event loop), with up to as many claimed tasks kept ready for the next free slots (see
-    delayed.worker.batch.Lookahead). A plain task past its time limit gets TimeLimitExceeded injected
-    into its thread (see delayed.worker.slots).
-    lifecycle: the worker's Lifecycle (delayed.runtime.lifecycle): starting → online → draining → offline;
-    stop(), the stop signals run() takes, and every loop (going online included) go through it.
-    observe: an Observe hook (delayed.worker.metrics counts with it); None costs nothing per task.
-    burst: stop (exit status 0) once nothing is running and no queue has a task to give, due
-    scheduled ones included: for batch jobs and tests. Tasks scheduled for later (a delay, a retry's
-    backoff) stay scheduled for the next worker; a paused queue counts as empty.
-    on_online: called once as the worker goes online, after it forked its keep-alive helper and before
-    it takes a task: where to start threads of one's own (the CLI's metrics server), as a thread
-    already running then would keep the helper from forking (see delayed.worker.keepalive).
-    log_tasks: one INFO line per finished task on the logger delayed.worker.tasks, e.g.
-    "task 3f2a... mod:func done in 12.3 ms" (the id is "-" for an untracked task). Off by default:
-    on a no-op drain it costs a measurable share of the throughput (see the README).
-    A tracked task's settlement carries what its record gets (see delayed.wire.tracking): its return
-    value rides in the release, its error in the retry or the dead letter.
+    Coroutine functions are allowed too: the worker runs each on its event loop. A plain function that
+    returns an awaitable has it awaited the same way. A tracked task's record gets its return value as
+    the worker releases it, and its error as the worker retries or dead-letters it.
+
+    A Worker takes ids of its own (`id`, `ids`); it never sets `queue.worker_id`, keakon's API for
+    `dequeue()` and `release()`.
+
+    Args:
+        queue: A Queue, or a sequence of Queues on one Redis, in priority order: the first one's tasks
+            are always taken first, the second's only while the first has none, and so on. The
+            priority is strict: a busy first queue starves the others, so give a queue that must not
+            wait a worker of its own.
+        allow: Module names, modules or functions: what tasks may call. A module allows the public
+            functions defined in it (not those it imports). A task naming anything else is
+            dead-lettered (reason `not_allowed`). Required: keakon/delayed 1.x called whatever a
+            task named.
+        keep_alive_interval: Seconds between refreshes of the keep-alive keys; keep it well under the
+            queue's `keep_alive_timeout`.
+        batch: The most tasks claimed per round trip (default 32), each under its own worker id. The
+            batch grows while batches finish within 20 ms and shrinks when they do not, so slow tasks
+            are claimed one at a time; 1 turns batching off.
+        time_limit: Seconds a task may run before it is failed (a task's own `time_limit` wins). A
+            coroutine is cancelled, and awaited until it has stopped, whatever `threads` is. A plain
+            function is interrupted with SIGALRM when `threads` is 1, so only when the worker runs in
+            the main thread (elsewhere the limit is not enforced, and the log says so once); with
+            `threads` > 1, by a `TimeLimitExceeded` injected into its thread.
+        threads: Tasks run at once: plain functions each in a thread, coroutine functions on one
+            event loop, with up to as many claimed tasks kept ready for the next free slot.
+        observe: A hook told each task's outcome as the worker decides it:
+            `observe(queue_name, func_path, outcome, seconds)`, the outcome `"done"`, `"retried"`,
+            `"failed"` or `"dead"` (func path `""` and seconds None for a dead one). The worker's
+            metrics count with it; None costs nothing per task.
+        burst: Stop (exit status 0) once nothing is running and no queue has a task to give, due
+            scheduled ones included: for batch jobs and tests. Tasks scheduled for later (a delay, a
+            retry's backoff) stay scheduled for the next worker; a paused queue counts as empty.
+        log_tasks: Log one INFO line per finished task on the logger `delayed.worker.tasks`, e.g.
+            `task 3f2a... mod:func done in 12.3 ms` (the id is `-` for an untracked task). Off by
+            default: on a no-op drain it costs a measurable share of the throughput.
+        on_online: Called once as the worker goes online, after it forked its keep-alive helper and
+            before it takes a task: where to start threads of your own (a metrics server, say), as a
+            thread already running then would keep the helper from forking (see
+            `--keep-alive-timeout`).
+
+    Raises:
+        TypeError: No `allow`, or an item of it that is not a module name, a module or a function.
+        ImportError: A module name in `allow` that cannot be imported.
+        ValueError: `batch` or `threads` under 1; no queue, a queue named twice, or queues on
+            different Redis servers (the worker waits on them with one `BLPOP`).
+
+    Attributes:
+        lifecycle (Lifecycle): Where the worker is: `lifecycle.state` is `"starting"`, `"online"`,
+            `"draining"` or `"offline"`. `stop()`, the stop signals `run()` takes, and every loop go
+            through it.
+        queues (list[Queue]): The queues, in priority order.
+        queue (Queue): The first queue.
+
+    Example:
+        ```python
+        worker = Worker(Queue("default", redis.Redis()), allow=["tasks"], threads=4)
+        worker.run()  # until SIGTERM, SIGINT or SIGHUP
+        ```
     """
 
     def __init__(
@@ -203,20 +238,29 @@ class Worker:
 
     @property
     def id(self) -> Optional[str]:
-        """The worker's main id (its other ids are this id with -1, -2, ... appended)."""
+        """The worker's main id, None before it goes online; its other ids are this id with -1, -2, ... appended."""
         return self.holdings.id
 
     @property
     def ids(self) -> List[str]:
-        """Every id the worker holds tasks under."""
+        """Every id the worker holds tasks under, on every queue."""
         return self.holdings.ids
 
     def run(self, handle_signals: bool = True) -> int:
-        """Work until stop() is called; then settle the current task, go offline and return the
-        exit status (0; a forced stop exits the process at once with 128 + signal).
+        """Work until stopped; then finish the task at hand, go offline and return the exit status.
 
-        handle_signals: in the main thread, SIGTERM, SIGINT and SIGHUP call stop() and a second
-        one exits at once (see delayed.runtime.lifecycle); the previous handlers are restored on return.
+        Going online takes fresh ids and forks the keep-alive helper. Once `stop()` is called (or a stop
+        signal comes), the worker settles the task it is running (with `threads` > 1, lets the running
+        ones finish), gives back the claimed tasks it has not started, and goes offline.
+
+        Args:
+            handle_signals: In the main thread, take the stop signals while running: SIGTERM, SIGINT and
+                SIGHUP call `stop()`, and a second one exits the process at once with status 128 +
+                signal. The previous handlers are restored on return. Elsewhere, or with False, only
+                `stop()` stops the worker.
+
+        Returns:
+            The exit status: 0 (a forced stop exits the process instead).
         """
         return self.lifecycle.run(self._run, handle_signals)
 
@@ -253,15 +297,21 @@ class Worker:
             self.holdings.go_offline()
 
     def stop(self) -> None:
-        """Ask the loop to stop after the current task (from any thread; not from a signal
-        handler: run() takes the stop signals itself)."""
+        """Ask the worker to stop after the current task.
+
+        Call it from any thread, but not from a signal handler: `run()` takes the stop signals itself.
+        """
         self.lifecycle.stop()
 
     def work_once(self) -> int:
-        """Claim a batch (or wait dequeue_timeout for one task) and run it; returns how many ran.
+        """One round of the loop `run()` repeats with one thread: claim a batch, or wait for one task, and run it.
 
-        The finished tasks of the last batch are released in the same round trip. Once a task
-        has run longer than BATCH_TIME, the batch's watcher gives the tasks behind it back.
+        The finished tasks of the last batch are released in the same round trip as the claim. Once a task
+        has run longer than 20 ms, the claimed tasks behind it go back to the queue. A claim with nothing
+        to take waits up to `dequeue_timeout` seconds (not with `burst`).
+
+        Returns:
+            How many tasks ran.
         """
         if self._claimed is None:
             self._claimed = Batch(self.holdings.give_back, BATCH_TIME)
@@ -384,8 +434,18 @@ class Worker:
             self._batch = min(self._max_batch, self._batch * 2)
 
     def execute(self, blob: bytes, queue: Optional[Queue] = None) -> Settlement:
-        """Run the task in blob, claimed from queue (default: the first), here if it may run; say how
-        to settle it. Never raises for a task's fault."""
+        """Run the task in a blob here, if it may run, and say how to settle it; never raises for a task's fault.
+
+        Nothing is sent to Redis: the settlement (a release, a retry, a dead letter) is returned, not
+        applied. For tests of what a worker does with a blob.
+
+        Args:
+            blob: The task's blob.
+            queue: The queue it was claimed from, whose `max_task_size` applies; default: the first.
+
+        Returns:
+            How to settle it.
+        """
         queue = queue or self.queue
         prepared = self._prepare(blob, queue)
         if isinstance(prepared, Settlement):
