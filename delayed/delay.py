@@ -104,15 +104,21 @@ def delayed(queue: Union[Queue, AsyncQueue]) -> Union[Decorator, AsyncDecorator]
             AsyncQueue), typed as such. Without it, `f.delay(...)` returns None.
 
     Example:
-        ```python
-        # tasks.py
-        d = delayed(Queue("default", redis.Redis()))
+        ```python title="tasks.py"
+        import redis
+        from delayed import Queue, delayed
 
-        @d(retry=3)
+        task = delayed(Queue("default", redis.Redis()))
+
+        @task(retry=3)
         def add(a, b):
             return a + b
+        ```
 
-        add.delay(1, 2)  # enqueues add(1, 2)
+        ```python
+        from tasks import add
+
+        add.delay(1, 2)  # enqueues add(1, 2) for a worker
         ```
     """
     asynchronous = inspect.iscoroutinefunction(queue.enqueue)

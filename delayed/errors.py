@@ -84,6 +84,8 @@ class SkipRetry(DelayedError):
 
     Example:
         ```python
+        from delayed import SkipRetry
+
         def send(address):
             if "@" not in address:
                 raise SkipRetry(f"not an address: {address}")

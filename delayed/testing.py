@@ -27,6 +27,11 @@ def wait_for(condition: Callable[[], Any], timeout: float = 10, what: str = "con
 
     Example:
         ```python
+        import redis
+        from delayed import Queue
+        from delayed.testing import wait_for
+
+        queue = Queue("default", redis.Redis())
         wait_for(lambda: queue.len() == 0, timeout=5, what="the queue to drain")
         ```
     """
@@ -65,8 +70,15 @@ class RedisServer:
 
     Example:
         ```python
-        with RedisServer(tmp_path) as server:
+        import tempfile
+
+        import redis
+        from delayed import Queue
+        from delayed.testing import RedisServer
+
+        with RedisServer(tempfile.mkdtemp()) as server:
             queue = Queue("default", redis.Redis.from_url(server.url))
+            assert queue.len() == 0
         ```
     """
 
@@ -162,10 +174,15 @@ class RedisCluster:
 
     Example:
         ```python
-        from delayed.protocol.connection import connect
+        import tempfile
 
-        with RedisCluster(tmp_path) as cluster:
+        from delayed import Queue
+        from delayed.protocol.connection import connect
+        from delayed.testing import RedisCluster
+
+        with RedisCluster(tempfile.mkdtemp()) as cluster:
             queue = Queue("{orders}", connect(cluster.url))
+            assert queue.len() == 0
         ```
     """
 
@@ -431,10 +448,15 @@ class SentinelSet:
 
     Example:
         ```python
-        from delayed.protocol.connection import connect
+        import tempfile
 
-        with SentinelSet(tmp_path) as sentinels:
+        from delayed import Queue
+        from delayed.protocol.connection import connect
+        from delayed.testing import SentinelSet
+
+        with SentinelSet(tempfile.mkdtemp()) as sentinels:
             queue = Queue("default", connect(sentinels.url))
+            assert queue.len() == 0
         ```
     """
 

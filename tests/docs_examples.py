@@ -20,12 +20,18 @@ PATH and the page's directory on PYTHONPATH. Before a block runs, its text point
 `redis.Redis()` and `redis.asyncio.Redis()` become `.from_url(URL)` calls, `localhost:6379` and
 `127.0.0.1:6379` its address, and `redis-cli` gets `-u URL`.
 
-`python -m tests.docs_examples PAGE --redis-url URL --directory DIR` runs one page's blocks (the
-tests run each page in a process of its own, so no page sees another's modules, loggers or signals).
+The docstrings the API reference (docs/reference/api.md) renders are pages too: the blocks of one
+object's docstring and its public members' run in the same way, in order.
+
+`python -m tests.docs_examples PAGE_OR_OBJECT --redis-url URL --directory DIR` runs one page's blocks,
+or one object's (`delayed.Queue`); the tests run each in a process of its own, so none sees
+another's modules, loggers or signals.
 """
 import argparse
 import ast
 import asyncio
+import importlib
+import inspect
 import os
 import re
 import shutil
@@ -89,7 +95,12 @@ def pages() -> List[Path]:
 
 def blocks(page: Path) -> List[Block]:
     """The fenced code blocks of page, in order."""
-    lines = page.read_text().splitlines()
+    return text_blocks(page.read_text(), page, 1)
+
+
+def text_blocks(text: str, page: Path, first_line: int) -> List[Block]:
+    """The fenced code blocks of text, which starts at first_line of page."""
+    lines = text.splitlines()
     found: List[Block] = []
     index = 0
     while index < len(lines):
@@ -104,11 +115,41 @@ def blocks(page: Path) -> List[Block]:
         body = [line[len(indent):] if line.startswith(indent) else line.lstrip() for line in lines[index + 1:end]]
         title = TITLE.search(opening["attributes"])
         directive = DIRECTIVE.match(lines[index - 1]) if index else None
-        found.append(Block(page, index + 2, opening["language"], "\n".join(body) + "\n",
+        found.append(Block(page, first_line + index + 1, opening["language"], "\n".join(body) + "\n",
                            title["title"] if title else None,
                            (directive["name"], directive["value"] or "") if directive else None))
         index = end + 1
     return found
+
+
+def documented() -> List[str]:
+    """The objects the API reference renders (its `::: dotted.path` lines), in its order."""
+    text = (ROOT / "docs" / "reference" / "api.md").read_text()
+    return re.findall(r"^::: ([\w.]+)", text, re.M)
+
+
+def docstring_blocks(dotted: str) -> List[Block]:
+    """The fenced code blocks of the docstrings of the object at dotted (as the API reference shows
+    them: its own and its public members'), each placed at its line in the source file."""
+    module_name, _, name = dotted.rpartition(".")
+    target = getattr(importlib.import_module(module_name), name)
+    members = [target, *[member for key, member in vars(target).items() if not key.startswith("_")]] \
+        if inspect.isclass(target) else [target]
+    found: List[Block] = []
+    for member in members:
+        member = getattr(member, "fget", None) or getattr(member, "__func__", None) or member
+        if not (inspect.isclass(member) or inspect.isroutine(member)) or not member.__doc__:
+            continue
+        source, start = inspect.getsourcelines(member)
+        opening = next(index for index, line in enumerate(source) if '"""' in line)
+        found += text_blocks(inspect.cleandoc(member.__doc__), Path(inspect.getsourcefile(member)),
+                             start + opening)
+    return found
+
+
+def source_blocks(source: str) -> List[Block]:
+    """The blocks of a page (a path to a .md file) or of an object's docstrings (a dotted path)."""
+    return blocks(Path(source)) if source.endswith(".md") else docstring_blocks(source)
 
 
 def problems(block: Block) -> List[str]:
@@ -149,8 +190,9 @@ def pointed_at(source: str, url: str, language: str) -> str:
 
 @dataclass
 class PageRun:
-    """Runs one page's blocks in order in directory, against the Redis at url."""
-    page: Path
+    """Runs the blocks of one page, or of one object's docstrings, in order in directory, against the
+    Redis at url."""
+    source: str
     url: str
     directory: Path
     namespace: Dict[str, object] = field(default_factory=lambda: {"__name__": "__main__"})
@@ -163,7 +205,7 @@ class PageRun:
         os.chdir(self.directory)
         sys.path.insert(0, str(self.directory))
         try:
-            for block in blocks(self.page):
+            for block in source_blocks(self.source):
                 self.run_block(block)
         finally:
             self.stop_background()
@@ -245,18 +287,21 @@ class PageRun:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description="Run one page's python and sh blocks against a Redis.")
-    parser.add_argument("page", type=Path)
+    parser = argparse.ArgumentParser(description="Run the python and sh blocks of one page (PAGE.md), or of the "
+                                                 "docstrings of one object the API reference shows (delayed.Queue), "
+                                                 "against a Redis.")
+    parser.add_argument("source", metavar="PAGE_OR_OBJECT")
     parser.add_argument("--redis-url", required=True)
     parser.add_argument("--directory", type=Path, required=True)
     args = parser.parse_args(argv)
     started = time.monotonic()
     try:
-        PageRun(args.page.resolve(), args.redis_url, args.directory.resolve()).run()
+        source = str(Path(args.source).resolve()) if args.source.endswith(".md") else args.source
+        PageRun(source, args.redis_url, args.directory.resolve()).run()
     except Exception:
         traceback.print_exc()
         return 1
-    print(f"{args.page}: every block ran in {time.monotonic() - started:.1f} s")
+    print(f"{args.source}: every block ran in {time.monotonic() - started:.1f} s")
     return 0
 
 

@@ -1,7 +1,7 @@
 """The manual's examples run, and the manual is whole.
 
-Every python and sh block of README.md and docs/ runs, page by page, against a redis-server this
-session started (tests/docs_examples.py states the rules: files, markers, what is pointed at the
+Every python and sh block of README.md and docs/, and of the docstrings the API reference shows,
+runs, page by page (object by object), against a redis-server this session started (tests/docs_examples.py states the rules: files, markers, what is pointed at the
 test's Redis); a block marked `skip` is reported as a skipped test with its reason. The site builds
 strictly (`make docs`'s settings), and its generated references cover what the code has: every
 argument `--help` prints, every name `from delayed import` gives, every metric family.
@@ -20,16 +20,15 @@ import delayed
 from . import docs_examples
 from .conftest import ROOT
 
-PAGES = docs_examples.pages()
-BLOCKS = [block for page in PAGES for block in docs_examples.blocks(page)]
-RUN = [page for page in PAGES if any(block.language in docs_examples.RUN_IN_TEST and block.skip_reason is None
-                                     and not block.title for block in docs_examples.blocks(page))]
+SOURCES = {**{str(page.relative_to(ROOT)): docs_examples.blocks(page) for page in docs_examples.pages()},
+           **{dotted: docs_examples.docstring_blocks(dotted) for dotted in docs_examples.documented()}}
+"""Each page (its path from the root) and each object the API reference shows (its dotted path): its blocks."""
+BLOCKS = [block for blocks in SOURCES.values() for block in blocks]
+RUN = [source for source, blocks in SOURCES.items()
+       if any(block.language in docs_examples.RUN_IN_TEST and block.skip_reason is None and not block.title
+              for block in blocks)]
 SKIPPED = [block for block in BLOCKS if block.language in docs_examples.RUN_IN_TEST and block.skip_reason is not None]
 PAGE_TIMEOUT = 300
-
-
-def _id(page: Path) -> str:
-    return str(page.relative_to(ROOT))
 
 
 def test_every_block_is_marked_so_that_it_runs_or_is_shown():
@@ -37,17 +36,15 @@ def test_every_block_is_marked_so_that_it_runs_or_is_shown():
 
 
 @pytest.mark.timeout(PAGE_TIMEOUT + 30)
-@pytest.mark.parametrize("page", RUN, ids=_id)
-def test_the_examples_of_a_page_run(page, redis_server, tmp_path):
+@pytest.mark.parametrize("source", RUN)
+def test_the_examples_of_a_page_run(source, redis_server, tmp_path):
     client = redis.Redis.from_url(redis_server.url)
     client.flushall()
     for user in client.acl_users():  # a page may add ACL users (deployment.md does), which FLUSHALL keeps
         if user != "default":
             client.acl_deluser(user)
     client.close()
-    done = subprocess.run([sys.executable, "-m", "tests.docs_examples", str(page), "--redis-url", redis_server.url,
-                           "--directory", str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, timeout=PAGE_TIMEOUT)
+    done = run_page(source, redis_server, tmp_path)
     assert done.returncode == 0, done.stdout
 
 
@@ -56,7 +53,8 @@ def test_a_block_marked_skip(block):
     pytest.skip(f"{block.where}: {block.skip_reason}")
 
 
-def run_page(page: Path, redis_server, directory: Path) -> subprocess.CompletedProcess:
+def run_page(page, redis_server, directory: Path) -> subprocess.CompletedProcess:
+    """Run the blocks of page (a path to a .md file) or of an object's docstrings (a dotted path)."""
     return subprocess.run([sys.executable, "-m", "tests.docs_examples", str(page), "--redis-url", redis_server.url,
                            "--directory", str(directory)], cwd=ROOT, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=PAGE_TIMEOUT)

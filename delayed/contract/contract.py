@@ -70,20 +70,13 @@ class Contract:
     that file. `task()` then makes the GoTask you would have written by hand, byte for byte, with each
     argument checked against its Go parameter and converted to what go-delayed decodes (a `Float32`
     for a `float32`, a struct as the list of its fields). A mistake raises `ContractError` before
-    anything is enqueued, instead of a task Go drops.
+    anything is enqueued, instead of a task Go drops. The manual's page "Contracts with Go" follows
+    one from Go handlers to checked GoTasks.
 
     Args:
         package: The Go package's import path.
         handlers: The handlers, by the name go-delayed knows them by (`main.Add`).
         refused: Functions that cannot be handlers, with why (a parameter go-delayed cannot decode).
-
-    Example:
-        ```python
-        jobs = Contract.load("jobs.contract.json")
-        queue.enqueue(jobs.task("main.Add", 1, 2))
-        jobs.task("main.Struct", {"X": 1, "Y": 2, "Label": 3})
-        # ContractError: main.Struct: p.Label must be Go string: got int 3
-        ```
     """
 
     def __init__(self, package: str, handlers: Dict[str, Handler], refused: Dict[str, str]) -> None:

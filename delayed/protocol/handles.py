@@ -60,10 +60,20 @@ class TaskHandle:
         queue (Queue): The queue the task was enqueued to.
 
     Example:
+        ```python title="tasks.py"
+        def add(a, b):
+            return a + b
+        ```
+
         ```python
+        import redis
+        from delayed import PyTask, Queue, Worker
+
+        queue = Queue("default", redis.Redis())
         handle = queue.enqueue(PyTask("tasks:add", [1, 2]), result_ttl=3600)
-        handle.status()            # 'pending'
-        handle.result(timeout=30)  # waits: 3
+        handle.status()                             # 'pending'
+        Worker(queue, ["tasks"], burst=True).run()  # runs it (most workers run elsewhere)
+        handle.result(timeout=30)                   # 3
         ```
     """
 

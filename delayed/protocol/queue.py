@@ -80,6 +80,9 @@ class Queue(QueueBase):
 
     Example:
         ```python
+        import redis
+        from delayed import PyTask, Queue
+
         queue = Queue("default", redis.Redis())
         queue.enqueue(PyTask("tasks:add", [1, 2]))
         ```
@@ -438,6 +441,9 @@ class AsyncQueue:
 
     Example:
         ```python
+        import redis.asyncio
+        from delayed import AsyncQueue, PyTask
+
         queue = AsyncQueue("default", redis.asyncio.Redis())
         handle = await queue.enqueue(PyTask("tasks:add", [1, 2]), result_ttl=3600)
         ```

@@ -48,6 +48,11 @@ class WorkerOps:
 
     Example:
         ```python
+        import redis
+        from delayed import Queue
+        from delayed.protocol.worker_ops import WorkerOps
+
+        queue = Queue("default", redis.Redis())
         ops = WorkerOps(queue)
         [worker_id] = queue.keys.worker_ids(1)
         ops.try_online([worker_id])

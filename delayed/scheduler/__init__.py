@@ -59,6 +59,8 @@ class Periodic:
     Example:
         ```python
         # schedule.py: python -m delayed.scheduler schedule.py
+        from delayed import GoTask, Periodic
+
         SCHEDULE = [
             Periodic("tasks:cleanup", cron="*/5 * * * *"),  # every 5 minutes (UTC), queue "default"
             Periodic(GoTask("main.Report", ["daily"]), cron="0 3 * * *", queue="go", missed="once"),

@@ -193,6 +193,10 @@ class PyTask:
 
     Example:
         ```python
+        import redis
+        from delayed import PyTask, Queue
+
+        queue = Queue("default", redis.Redis())
         queue.enqueue(PyTask("tasks:send", ["ann@example.com"], {"subject": "hi"}, max_retries=5))
         ```
     """

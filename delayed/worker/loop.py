@@ -179,9 +179,17 @@ class Worker:
         queue (Queue): The first queue.
 
     Example:
+        ```python title="tasks.py"
+        def add(a, b):
+            return a + b
+        ```
+
         ```python
-        worker = Worker(Queue("default", redis.Redis()), allow=["tasks"], threads=4)
-        worker.run()  # until SIGTERM, SIGINT or SIGHUP
+        import redis
+        from delayed import Queue, Worker
+
+        worker = Worker(Queue("default", redis.Redis()), allow=["tasks"], threads=4, burst=True)
+        worker.run()  # until the queue is empty; without burst, until SIGTERM, SIGINT or SIGHUP
         ```
     """
 
