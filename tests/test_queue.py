@@ -112,6 +112,17 @@ def test_retry_and_bury_are_fenced_once_a_sweeper_took_the_task(conn, queue):
     assert conn.llen("q_noti") == 1 and not conn.exists("q_dead_letters")
 
 
+def test_dequeue_without_a_worker_id_raises_before_it_takes_a_notification(conn):
+    """keakon's dequeue() on a queue whose worker_id was never set is a ValueError, and every task keeps
+    its notification (it used to BLPOP one first, leaving a task no worker would wake for)."""
+    queue = Queue("default", conn, dequeue_timeout=0.1)
+    queue.enqueue(PyTask("tests.tasks:record", ["a"]))
+    queue.enqueue(PyTask("tests.tasks:record", ["b"]))
+    with pytest.raises(ValueError, match="no worker id"):
+        queue.dequeue()
+    assert (conn.llen("default"), conn.llen("default_noti")) == (2, 2)
+
+
 def test_keep_alive_key_is_the_bare_worker_id(conn, queue):
     assert WorkerOps(queue).try_online()
     assert queue.worker_id.startswith("delayed-py-") and len(queue.worker_id) == len("delayed-py-") + 32

@@ -83,6 +83,7 @@ class WorkerOps:
         Returns:
             The task's raw blob, or None if none came.
         """
+        worker_id = self.queue.id_or_own(worker_id)  # before a notification is taken: none is lost to a ValueError
         if wait_for_notification([self.queue], timeout) is None:
             return None
         return self.take_head(worker_id)
