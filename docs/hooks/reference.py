@@ -11,7 +11,7 @@ import re
 from typing import Callable, Dict, Iterator, List, Sequence, Set, Tuple
 
 MARKER = re.compile(r"^<!-- reference: (?P<name>[\w-]+) -->$", re.M)
-WIDTH = "100"  # columns for the usage lines, whatever the terminal building the site
+WIDTH = "80"  # columns for the usage lines (what the page shows without scrolling), whatever the terminal
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
