@@ -55,6 +55,12 @@ def _options(parser: argparse.ArgumentParser, shared: Set[str]) -> List[Tuple[st
     return rows
 
 
+def _table(rows: List[Tuple[str, str]]) -> List[str]:
+    """The markdown table of (invocation, help) rows, and the blank line after it."""
+    return ["| argument | what it does |", "|---|---|",
+            *[f"| `{invocation}` | {_cell(help_text)} |" for invocation, help_text in rows], ""]
+
+
 def _command(title: str, parser: argparse.ArgumentParser, summary: str, shared: Set[str], level: int) -> List[str]:
     """The section of one command, and of its subcommands after it."""
     lines = [f"{'#' * level} `{title}`", ""]
@@ -64,9 +70,7 @@ def _command(title: str, parser: argparse.ArgumentParser, summary: str, shared: 
     lines += ["```text", parser.format_usage().strip(), "```", ""]
     rows = _options(parser, shared)
     if rows:
-        lines += ["| argument | what it does |", "|---|---|"]
-        lines += [f"| `{invocation}` | {_cell(help_text)} |" for invocation, help_text in rows]
-        lines.append("")
+        lines += _table(rows)
     if shared & {option for action in parser._actions for option in action.option_strings}:
         lines += ["It also takes the [connection options](#connection-options).", ""]
     for name, help_text, sub in _subcommands(parser):
@@ -99,13 +103,10 @@ def _connection_options() -> Tuple[Set[str], List[str]]:
 
     parser = argparse.ArgumentParser(prog="COMMAND", add_help=False)
     add_connection_options(parser)
-    rows = _options(parser, set())
     shared = {option for action in parser._actions for option in action.option_strings}
-    lines = ["## Connection options", "",
-             "Every command that reaches Redis takes these, `delayed`'s before its command name or after it.", "",
-             "| argument | what it does |", "|---|---|"]
-    lines += [f"| `{invocation}` | {_cell(help_text)} |" for invocation, help_text in rows]
-    return shared, lines + [""]
+    return shared, ["## Connection options", "",
+                    "Every command that reaches Redis takes these, `delayed`'s before its command name or after it.",
+                    "", *_table(_options(parser, set()))]
 
 
 def cli() -> str:
@@ -114,10 +115,7 @@ def cli() -> str:
 
     shared, lines = _connection_options()
     front = ops.front_parser()
-    lines += ["## `delayed`", "", front.description or "", "", "```text", front.format_usage().strip(), "```", "",
-              "| argument | what it does |", "|---|---|"]
-    lines += [f"| `{invocation}` | {_cell(help_text)} |" for invocation, help_text in _options(front, shared)]
-    lines += ["", front.epilog or "", ""]
+    lines += [*_command("delayed", front, "", shared, 2), front.epilog or "", ""]
     for name, help_text, sub in _subcommands(ops.parser()):
         lines += _command(f"delayed {name}", sub, help_text, shared, 3)
     for title, also, parser in _commands():
