@@ -1,8 +1,12 @@
 """A full Redis (maxmemory reached, maxmemory-policy noeviction): enqueues are refused with one clear
 error, and workers and sweepers still go online, claim, settle and requeue, so the queue drains."""
 import asyncio
+import socket
 import subprocess
 import sys
+import threading
+import time
+from typing import Callable
 
 import pytest
 import redis
@@ -69,6 +73,49 @@ def test_an_enqueue_refused_for_want_of_memory_is_one_clear_error_that_writes_no
                            SECRET, "--queue", "q"], cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert (done.returncode, done.stdout) == (1, "") and done.stderr.startswith("delayed: q: Redis is full")
     assert len(done.stderr.splitlines()) == 1 and SECRET not in done.stderr
+
+
+class ExecHolder:
+    """A loopback TCP proxy to a redis-server that holds back each EXEC: it forwards what comes before
+    it (MULTI and the queued commands), lets Redis answer them, calls before_exec(), then forwards it."""
+
+    EXEC = b"*1\r\n$4\r\nEXEC\r\n"
+
+    def __init__(self, port: int, before_exec: Callable[[], object]) -> None:
+        self.upstream_port, self.before_exec = port, before_exec
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        client, _ = self.listener.accept()
+        upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+        threading.Thread(target=self._pipe, args=(upstream, client), daemon=True).start()
+        while data := client.recv(65536):
+            at = data.find(self.EXEC)
+            if at >= 0:
+                upstream.sendall(data[:at])
+                time.sleep(0.2)  # Redis queues what came before
+                self.before_exec()
+                data = data[at:]
+            upstream.sendall(data)
+
+    @staticmethod
+    def _pipe(source: socket.socket, target: socket.socket) -> None:
+        while data := source.recv(65536):
+            target.sendall(data)
+
+
+def test_a_batch_whose_exec_redis_refuses_for_memory_is_a_queue_full_error(full):
+    """Redis refuses a MULTI's EXEC for want of memory when there was room as its commands were queued
+    and none is left at EXEC (EXECABORT, no queued command failing): enqueue_many says QueueFullError
+    all the same, not redis-py's ExecAbortError (make test met this once, filling a Redis)."""
+    server, client = full
+    proxy = ExecHolder(server.port, before_exec=lambda: client.config_set("maxmemory", 1))
+    queue = Queue("q", redis.Redis(port=proxy.port))
+    with pytest.raises(QueueFullError, match="^q: Redis is full"):
+        queue.enqueue_many([PyTask("tests.tasks:record", [SECRET]), PyTask("tests.tasks:record", [SECRET])])
+    assert (client.llen("q"), client.llen("q_noti")) == (0, 0)
 
 
 def test_redis_errors_in_logs_quote_no_command(full):

@@ -414,12 +414,19 @@ def scrubbed(text: str, url: str) -> str:
 _PIPELINE_COMMAND = re.compile(r"Command # \d+ \(.*?\) of pipeline caused error: ", re.DOTALL)
 
 
+def refused_for_memory(exc: BaseException) -> bool:
+    """Redis refused the command for want of memory (at maxmemory, evicting nothing): an OOM reply, or
+    a MULTI whose EXEC it refused so (EXECABORT, when memory ran out after its commands were queued)."""
+    return isinstance(exc, redis.exceptions.OutOfMemoryError) or (
+        isinstance(exc, redis.exceptions.ExecAbortError) and "OOM" in str(exc))
+
+
 def error_text(exc: BaseException) -> str:
     """A Redis error for a log line or a page: one line, without the command redis-py quotes when a
     pipeline's command fails (a task's bytes may be among its arguments), and a refusal for want of
     memory said as such."""
     text = one_line(_PIPELINE_COMMAND.sub("", str(exc)), 1000)
-    if isinstance(exc, redis.exceptions.OutOfMemoryError):
+    if refused_for_memory(exc):
         return f"Redis is full: {text}"
     return text or type(exc).__name__
 

@@ -15,6 +15,7 @@ from ..wire import tracking
 from ..wire.keys import SCHEDULED_PREFIX_BYTES, QueueKeys
 from ..wire.tracking import TaskInfo
 from ..wire.task import ID_OPTION, GoTask, PyTask
+from .connection import refused_for_memory
 from .scripts import Script
 
 Task = Union[PyTask, GoTask]
@@ -125,7 +126,9 @@ def refused_when_full(queue: str) -> Iterator[None]:
     was refused). redis-py's own message would quote the command, the task's bytes included."""
     try:
         yield
-    except redis.exceptions.OutOfMemoryError:
+    except redis.exceptions.RedisError as exc:
+        if not refused_for_memory(exc):
+            raise
         raise QueueFullError(f"{queue}: Redis is full (its used memory is over maxmemory and it evicts nothing): "
                              "the task was not enqueued; drain the queues or give Redis more memory") from None
 
