@@ -79,7 +79,8 @@ def test_a_worker_started_beside_other_threads_keeps_its_keys_from_a_thread_not_
     thread.start()
     try:
         wait_for(lambda: worker.id and conn.exists(worker.id), what="the worker online")
-        assert "refreshed by a thread, not a helper process" in caplog.text
+        # the keys exist before the keep-alive starts (and logs), so wait for its line too
+        wait_for(lambda: "refreshed by a thread, not a helper process" in caplog.text, what="the keep-alive's line")
         time.sleep(1.5)  # past the keep-alive timeout: the thread kept the keys
         assert conn.exists(worker.id)
     finally:
