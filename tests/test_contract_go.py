@@ -1,6 +1,7 @@
 """`delayed contract go` and `delayed contract check`, run as processes with the real Go toolchain on
 tests/contract/goapp (a handler for every kind of parameter, and some go-delayed cannot call)."""
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -90,3 +91,36 @@ def test_a_package_s_handlers_are_keyed_as_the_go_runtime_names_them(tmp_path):
         assert done.returncode == 0, done.stderr
         keys += list(json.loads(done.stdout)["handlers"])
     assert names.stdout.split() == keys == ["main.Add", "example.com/svc/jobs%2ev2.Resize"]
+
+
+def cache_env(cache: Path, path: str) -> dict:
+    """The environment for a contract command whose reader cache is cache (and whose PATH is path):
+    Go keeps its own build cache where it was, though XDG_CACHE_HOME moves."""
+    gocache = subprocess.run(["go", "env", "GOCACHE"], capture_output=True, text=True, check=True).stdout.strip()
+    return {**os.environ, "XDG_CACHE_HOME": str(cache), "GOCACHE": gocache, "PATH": path}
+
+
+@needs_go
+def test_the_go_reader_is_built_once_and_then_taken_from_the_cache(tmp_path):
+    done = delayed("contract", "go", str(GOAPP), env=cache_env(tmp_path / "cache", os.environ["PATH"]))
+    assert done.returncode == 0, done.stderr
+    [reader] = (tmp_path / "cache" / "delayed").iterdir()
+    assert reader.name.startswith("goreader-") and os.access(reader, os.X_OK)
+    # a go that cannot build: the next command still reads the package, with the cached reader
+    (tmp_path / "bin").mkdir()
+    wrapper = tmp_path / "bin" / "go"
+    wrapper.write_text(f'#!/bin/sh\n[ "$1" = build ] && {{ echo "no build here" >&2; exit 1; }}\n'
+                       f'exec {shutil.which("go")} "$@"\n')
+    wrapper.chmod(0o755)
+    done = delayed("contract", "check", str(EXPECTED), str(GOAPP),
+                   env=cache_env(tmp_path / "cache", f"{tmp_path / 'bin'}:{os.environ['PATH']}"))
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    assert list((tmp_path / "cache" / "delayed").iterdir()) == [reader]
+
+
+@needs_go
+def test_an_unwritable_cache_still_reads_the_package(tmp_path):
+    (tmp_path / "cache").write_text("a file where the cache directory would be")
+    done = delayed("contract", "check", str(EXPECTED), str(GOAPP),
+                   env=cache_env(tmp_path / "cache", os.environ["PATH"]))
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
