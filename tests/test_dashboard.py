@@ -142,7 +142,7 @@ def test_in_a_browser_requeue_delete_and_purge_dead_letters(conn, dashboard, bro
         return int(browser.find_element(By.CSS_SELECTOR, f'tr.queue[data-queue="{name}"] td.{column}').text)
 
     def click(letter_id: str, button: str) -> None:
-        browser.find_element(By.CSS_SELECTOR, f'tr.letter[data-id="{letter_id}"] button.{button}').click()
+        follow(browser, browser.find_element(By.CSS_SELECTOR, f'tr.letter[data-id="{letter_id}"] button.{button}'))
 
     browser.get(web.base + "/")
     assert (count("default", "pending"), count("default", "dead")) == (1, 3)
@@ -163,11 +163,11 @@ def test_in_a_browser_requeue_delete_and_purge_dead_letters(conn, dashboard, bro
     assert (count("default", "pending"), count("default", "dead")) == (2, 1)
     assert [entry["id"] for entry in queue.dead.list()] == [third]
 
-    browser.find_element(By.CSS_SELECTOR, '.dead-queue[data-queue="default"] a.purge').click()
+    follow(browser, browser.find_element(By.CSS_SELECTOR, '.dead-queue[data-queue="default"] a.purge'))
     wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "button.confirm-purge"), what="the confirm page")
     assert browser.find_element(By.CSS_SELECTOR, "strong.count").text == "1"
     assert queue.dead.count() == 1  # the confirm page itself changes nothing
-    browser.find_element(By.CSS_SELECTOR, "button.confirm-purge").click()
+    follow(browser, browser.find_element(By.CSS_SELECTOR, "button.confirm-purge"))
     wait_for(lambda: "purged 1 dead letter of default" in browser.page_source, what="the purge's message")
     assert count("default", "dead") == 0 and queue.dead.count() == 0
     assert "No dead letters." in browser.find_element(By.ID, "dead").text
@@ -211,6 +211,18 @@ def test_screenshot_of_queues_workers_and_a_dead_letter(conn, redis_server, dash
     reports_chart = browser.find_elements(By.CSS_SELECTOR, 'tr.queue[data-queue="reports"] svg.rate polyline')
     assert reports_chart  # the throughput was sampled and drawn
     screenshot(browser, "dashboard")
+
+
+def follow(browser, element) -> None:
+    """Click element and wait for the page it leads to: a new document, loaded. Until then the old
+    page may still answer, or chromedriver may fail on a node of a document going away."""
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.execute_script("window.delayedOldPage = true")
+    element.click()
+    WebDriverWait(browser, 10, ignored_exceptions=(WebDriverException,)).until(
+        lambda driver: driver.execute_script("return !window.delayedOldPage && document.readyState === 'complete'"))
 
 
 def screenshot(browser, name: str) -> None:
@@ -603,7 +615,7 @@ def test_in_a_browser_a_tracked_task_is_found_by_id_and_cancelled_while_it_waits
         browser.get(web.base + "/")
         box = browser.find_element(By.CSS_SELECTOR, "header form.find-task input[name=id]")
         box.send_keys(task_id)
-        browser.find_element(By.CSS_SELECTOR, "header form.find-task button").click()
+        follow(browser, browser.find_element(By.CSS_SELECTOR, "header form.find-task button"))
         wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "h2 code"), what="the task's page")
 
     def shown(name: str) -> str:
@@ -625,7 +637,7 @@ def test_in_a_browser_a_tracked_task_is_found_by_id_and_cancelled_while_it_waits
     find(pending.id)
     assert browser.find_element(By.CSS_SELECTOR, "span.status").text == "pending"
     assert "waiting" in browser.find_element(By.CSS_SELECTOR, "h2").text
-    browser.find_element(By.CSS_SELECTOR, "button.cancel").click()
+    follow(browser, browser.find_element(By.CSS_SELECTOR, "button.cancel"))
     wait_for(lambda: f"cancelled task {pending.id} (pending) in waiting" in browser.page_source,
              what="the cancel's message")
     assert browser.find_element(By.CSS_SELECTOR, "span.status").text == "cancelled"
@@ -687,7 +699,7 @@ def test_in_a_browser_a_queue_s_page_shows_pending_processing_scheduled_and_dead
         return [row.text for row in browser.find_elements(By.CSS_SELECTOR, css)]
 
     browser.get(web.base + "/")
-    browser.find_element(By.CSS_SELECTOR, 'tr.queue[data-queue="jobs"] td.name a').click()
+    follow(browser, browser.find_element(By.CSS_SELECTOR, 'tr.queue[data-queue="jobs"] td.name a'))
     wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "nav.tabs"), what="the queue's page")
     assert browser.find_element(By.CSS_SELECTOR, "a.tab.current").text == "pending 60"
     assert rows("table.summary tbody tr") == ["tests.tasks:record 55", "main.Resize Go 5"]
@@ -696,30 +708,30 @@ def test_in_a_browser_a_queue_s_page_shows_pending_processing_scheduled_and_dead
     assert listed[0].startswith("0 tests.tasks:record(") and "(the first 64 KiB of 2000026 bytes)" in listed[0]
     assert len(browser.page_source) < 200_000
     screenshot(browser, "dashboard-queue")
-    browser.find_element(By.CSS_SELECTOR, "a.next").click()
+    follow(browser, browser.find_element(By.CSS_SELECTOR, "a.next"))
     wait_for(lambda: len(rows("table.pending tr.task")) == 10, what="the second page")
     assert rows("table.pending tr.task")[-1] == "59 main.Resize(4) Go"
     assert browser.find_elements(By.CSS_SELECTOR, "a.previous") and not browser.find_elements(By.CSS_SELECTOR, "a.next")
 
-    browser.find_element(By.CSS_SELECTOR, "a.tab.processing").click()
+    follow(browser, browser.find_element(By.CSS_SELECTOR, "a.tab.processing"))
     wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "table.holders"), what="the processing tab")
     assert rows("table.holders tbody tr") == [f"{GO_WORKER} go-delayed main.Resize(640) Go"]
 
-    browser.find_element(By.CSS_SELECTOR, "a.tab.scheduled").click()
+    follow(browser, browser.find_element(By.CSS_SELECTOR, "a.tab.scheduled"))
     wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "table.scheduled"), what="the scheduled tab")
     (due, later), = [row.split(" ", 1) for row in rows("table.scheduled tr.task")]
     assert due.endswith("+00:00") and later == 'tests.tasks:record(["later"]) run now delete'
 
-    browser.find_element(By.CSS_SELECTOR, "a.tab.dead").click()
+    follow(browser, browser.find_element(By.CSS_SELECTOR, "a.tab.dead"))
     wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "form.filter"), what="the dead tab")
     assert [row.get_attribute("data-id") for row in browser.find_elements(By.CSS_SELECTOR, "tr.letter")] == [
         failed, other]
     browser.find_element(By.CSS_SELECTOR, "form.filter input[name=func]").send_keys("tests.tasks:always_fail")
-    browser.find_element(By.CSS_SELECTOR, "form.filter button").click()
+    follow(browser, browser.find_element(By.CSS_SELECTOR, "form.filter button"))
     wait_for(lambda: "func=tests.tasks" in browser.current_url, what="the filtered page")
     assert [row.get_attribute("data-id") for row in browser.find_elements(By.CSS_SELECTOR, "tr.letter")] == [failed]
     browser.find_element(By.CSS_SELECTOR, "form.filter input[name=reason]").send_keys("dead")
-    browser.find_element(By.CSS_SELECTOR, "form.filter button").click()
+    follow(browser, browser.find_element(By.CSS_SELECTOR, "form.filter button"))
     wait_for(lambda: "No dead letters match." in browser.page_source, what="nothing to match")
 
 
@@ -745,8 +757,6 @@ def test_a_queue_s_dead_tab_pages_through_the_letters_that_match(conn, dashboard
 
 def test_in_a_browser_a_scheduled_task_is_run_now_or_deleted_exactly(conn, dashboard, browser):
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.expected_conditions import staleness_of
-    from selenium.webdriver.support.ui import WebDriverWait
 
     jobs = Queue("jobs", conn)
     jobs.enqueue(PyTask("tests.tasks:record", ["plain"]), delay=3600)
@@ -758,9 +768,7 @@ def test_in_a_browser_a_scheduled_task_is_run_now_or_deleted_exactly(conn, dashb
         return [row.text.split(" ", 1)[1] for row in browser.find_elements(By.CSS_SELECTOR, "table.scheduled tr.task")]
 
     def click(row: int, button: str, message: str) -> None:
-        page = browser.find_element(By.TAG_NAME, "html")
-        browser.find_elements(By.CSS_SELECTOR, f"table.scheduled tr.task button.{button}")[row].click()
-        WebDriverWait(browser, 10).until(staleness_of(page))  # the answer's page, not the one clicked on
+        follow(browser, browser.find_elements(By.CSS_SELECTOR, f"table.scheduled tr.task button.{button}")[row])
         wait_for(lambda: message in browser.page_source, what=message)
 
     browser.get(web.base + "/queue?queue=jobs&tab=scheduled")
