@@ -3,4 +3,4 @@ from delayed.scheduler import Periodic
 
 from . import slow_import  # noqa: F401
 
-SCHEDULE = [Periodic("tests.tasks:record", queue="periodic", every=0.2)]
+SCHEDULE = [Periodic("tests.tasks:record", queue="periodic", every=1)]

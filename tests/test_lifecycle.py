@@ -106,7 +106,7 @@ def test_sweeper_and_scheduler_go_through_the_lifecycle(conn, duty):
     if duty == "sweeper":
         runner = Sweeper([Queue("default", conn)], interval=0.1)
     else:
-        runner = Scheduler(conn, [Periodic("tests.tasks:record", queue="periodic", every=0.2)])
+        runner = Scheduler(conn, [Periodic("tests.tasks:record", queue="periodic", every=1)])
     assert runner.lifecycle.state == STARTING
     status = []
     thread = threading.Thread(target=lambda: status.append(runner.run()))

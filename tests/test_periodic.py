@@ -1,4 +1,5 @@
-"""Periodic tasks: each tick enqueued exactly once however many scheduler replicas run."""
+"""Periodic tasks: each tick enqueued exactly once however many scheduler replicas run; a bad entry
+refused as it is made."""
 import re
 import signal
 
@@ -9,15 +10,37 @@ from delayed.scheduler import Periodic, Scheduler
 
 from .conftest import spawn, wait_for
 
-TICK = re.compile(r"periodic:tests.tasks:record:0.2: tick (\S+) enqueued")
+ENTRY = "periodic:tests.tasks:record:1"  # tests/schedule_fast.py's one entry
+TICK = re.compile(re.escape(ENTRY) + r": tick (\S+) enqueued")
 
 
-def test_an_entry_needs_exactly_one_valid_timing():
-    for bad in (dict(), dict(cron="* * * * *", every=1), dict(cron="every day"), dict(every=0),
-                dict(every=1, missed="sometimes")):
-        with pytest.raises(ValueError):
-            Periodic("m:f", **bad)
+@pytest.mark.parametrize("timing, problem", [
+    (dict(), "give cron or every, not both or neither"),
+    (dict(cron="* * * * *", every=1), "give cron or every, not both or neither"),
+    (dict(cron="every day"), "not a cron expression: 'every day'"),
+    (dict(cron="0 0 31 2 *"), "cron '0 0 31 2 *' never fires"),  # February 31st
+    (dict(every=0), "every must be at least 1 s, got 0"),
+    (dict(every=1e-9), "every must be at least 1 s, got 1e-09"),
+    (dict(every=float("nan")), "every must be at least 1 s, got nan"),
+    (dict(every=float("inf")), "every must be finite, got inf"),
+    (dict(every=True), "every must be a number of seconds, got True"),
+    (dict(every="10"), "every must be a number of seconds, got '10'"),
+    (dict(every=1, grace=-1), "grace must be at least 0 s, got -1"),
+    (dict(every=1, grace=float("nan")), "grace must be at least 0 s, got nan"),
+    (dict(every=1, missed="sometimes"), "missed must be 'skip' or 'once', got 'sometimes'"),
+])
+def test_a_bad_entry_is_refused_as_it_is_made_naming_it(timing, problem):
+    with pytest.raises(ValueError) as refused:
+        Periodic("m:f", queue="q", **timing)
+    assert str(refused.value) == f"Periodic 'q:m:f': {problem}"
+    with pytest.raises(ValueError, match="^Periodic 'nightly': "):
+        Periodic("m:f", name="nightly", **timing)
+
+
+def test_good_entries_and_their_default_names():
     assert Periodic(GoTask("main.F"), every=60, queue="go").name == "go:main.F:60"
+    assert Periodic("m:f", every=1, grace=0).name == "default:m:f:1"
+    assert Periodic("m:f", cron="0 0 29 2 *").name == "default:m:f:0 0 29 2 *"  # leap days: rare, but it fires
 
 
 def test_replicas_enqueue_each_tick_once(conn):
@@ -57,7 +80,7 @@ def assert_each_tick_once_without_gaps(conn, outputs, at_least):
     ticks.sort()
     assert len(ticks) >= at_least
     gaps = [b - a for a, b in zip(ticks, ticks[1:])]
-    assert all(gap == pytest.approx(0.2, abs=0.01) for gap in gaps), f"missed ticks: {gaps}"
+    assert all(gap == 1 for gap in gaps), f"missed ticks: {gaps}"
 
 
 def start_replicas(url, count):
@@ -73,31 +96,38 @@ def stop(processes):
     return outputs
 
 
-def test_three_replicas_over_thirty_ticks(conn, redis_server):
+def test_three_replicas_over_eight_ticks(conn, redis_server):
     replicas = start_replicas(redis_server.url, 3)
-    wait_for(lambda: conn.llen("periodic") >= 32, timeout=20, what="32 ticks")
-    assert_each_tick_once_without_gaps(conn, stop(replicas), at_least=32)
+    wait_for(lambda: conn.llen("periodic") >= 8, timeout=30, what="8 ticks")
+    assert_each_tick_once_without_gaps(conn, stop(replicas), at_least=8)
 
 
 def test_replicas_killed_mid_run(conn, redis_server):
     replicas = start_replicas(redis_server.url, 3)
-    wait_for(lambda: conn.llen("periodic") >= 10, timeout=20, what="10 ticks")
+    wait_for(lambda: conn.llen("periodic") >= 3, timeout=30, what="3 ticks")
     killed = []
     for process in replicas[:2]:
         process.kill()
         killed.append(process.communicate(timeout=10)[0])
     count = conn.llen("periodic")
-    wait_for(lambda: conn.llen("periodic") >= count + 15, timeout=20, what="15 ticks from the survivor")
+    wait_for(lambda: conn.llen("periodic") >= count + 3, timeout=30, what="3 ticks from the survivor")
     replicas[:2] = start_replicas(redis_server.url, 2)
-    wait_for(lambda: conn.llen("periodic") >= count + 25, timeout=20, what="10 more ticks from all three")
+    wait_for(lambda: conn.llen("periodic") >= count + 6, timeout=30, what="3 more ticks from all three")
     outputs = killed + stop(replicas)
-    assert_each_tick_once_without_gaps(conn, outputs, at_least=30)
+    assert_each_tick_once_without_gaps(conn, outputs, at_least=9)
 
 
 def test_a_bad_schedule_is_one_line(redis_server, tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("SCHEDULE = 'nope'\n")
-    for source, message in ((str(bad), "must define SCHEDULE"), ("no_such_schedule", "cannot load no_such_schedule")):
+    never = tmp_path / "never.py"
+    never.write_text("from delayed import Periodic\n\n"
+                     "SCHEDULE = [Periodic('m:f', every=60), Periodic('m:f', cron='0 0 31 2 *')]\n")
+    nan = tmp_path / "nan.py"
+    nan.write_text("from delayed import Periodic\n\nSCHEDULE = [Periodic('m:f', every=float('nan'))]\n")
+    for source, message in ((str(bad), "must define SCHEDULE"), ("no_such_schedule", "cannot load no_such_schedule"),
+                            (str(never), "ValueError: Periodic 'default:m:f': cron '0 0 31 2 *' never fires"),
+                            (str(nan), "ValueError: Periodic 'default:m:f': every must be at least 1 s, got nan")):
         process = spawn("delayed.scheduler", source, redis_url=redis_server.url)
         output, _ = process.communicate(timeout=10)
         assert process.returncode == 2 and output.count("\n") == 1 and message in output

@@ -8,9 +8,10 @@ MODULE_OR_FILE defines SCHEDULE, a list of Periodic entries.
 import datetime
 import logging
 import math
+import numbers
 import time
 from dataclasses import dataclass
-from typing import Dict, Optional, Sequence, Union, cast
+from typing import Any, Dict, Optional, Sequence, Union, cast
 
 import croniter
 import redis
@@ -36,25 +37,29 @@ class Missed(StrEnum):
 class Periodic:
     """A task to enqueue on a schedule: at each tick of a cron expression, or every so many seconds.
 
-    A scheduler enqueues the task into `queue` at each tick. A tick due more than `grace` seconds ago
-    is found only when every scheduler replica was down; `missed` says what to do with it.
+    A scheduler enqueues the task into `queue` at each tick. A tick due more than
+    `grace` seconds ago is found only when every scheduler replica was down; `missed` says what to do
+    with it. An entry is checked as it is made, so a bad one stops a schedule from loading rather
+    than a scheduler from running.
 
     Args:
         task: A PyTask, a GoTask, or the path `"module:func"` of a function (a PyTask without
             arguments).
         queue: The queue's name.
         cron: A cron expression, in UTC: `"*/5 * * * *"` is every 5 minutes.
-        every: Seconds between ticks: ticks fall at whole multiples of `every` since the epoch, the
-            same on every replica. Give `cron` or `every`, not both.
+        every: Seconds between ticks, at least 1: ticks fall at whole multiples of `every` since the
+            epoch, the same on every replica. Give `cron` or `every`, not both.
         missed: `"skip"` a tick due more than `grace` seconds ago (the default), or run it `"once"`,
             however many ticks were missed; a `Missed`, or its value.
-        grace: Seconds a tick may be late and still run.
+        grace: Seconds a tick may be late and still run (0 or more).
         name: The entry's identity in Redis (default: queue, task and timing, e.g.
             `"default:tasks:cleanup:*/5 * * * *"`): rename it and it starts afresh.
 
     Raises:
-        ValueError: `cron` and `every` both given, or neither; not a cron expression; `every` not
-            positive; `missed` neither `"skip"` nor `"once"`.
+        ValueError: `cron` and `every` both given, or neither; not a cron expression, or one that never
+            fires (`"0 0 31 2 *"`); `every` not a number (a bool is none), NaN, infinite or under 1;
+            `grace` not a number, NaN or negative; `missed` neither `"skip"` nor `"once"`. The message
+            names the entry (by its `name`, or its queue and task) and what is wrong.
 
     Example:
         ```python
@@ -80,17 +85,28 @@ class Periodic:
     def __post_init__(self) -> None:
         if isinstance(self.task, str):
             self.task = PyTask(self.task)
-        if (self.cron is None) == (self.every is None):
-            raise ValueError(f"{self.task.func_path}: give cron or every, not both or neither")
-        if self.cron is not None and not croniter.croniter.is_valid(self.cron):
-            raise ValueError(f"{self.task.func_path}: not a cron expression: {self.cron!r}")
-        if self.every is not None and self.every <= 0:
-            raise ValueError(f"{self.task.func_path}: every must be positive, got {self.every}")
-        try:
-            self.missed = Missed(self.missed)
-        except ValueError:
-            raise ValueError(f"{self.task.func_path}: missed must be 'skip' or 'once', got {self.missed!r}") from None
+        problem = self._timing_problem() or _seconds_problem("grace", self.grace, least=0)
+        if problem is None and self.missed not in tuple(Missed):
+            problem = f"missed must be 'skip' or 'once', got {self.missed!r}"
+        if problem is not None:
+            named = self.name or f"{self.queue}:{self.task.func_path}"  # the default name needs a valid timing
+            raise ValueError(f"Periodic {named!r}: {problem}")
+        self.missed = Missed(self.missed)
         self.name = self.name or f"{self.queue}:{self.task.func_path}:{self.cron or self.every}"
+
+    def _timing_problem(self) -> Optional[str]:
+        """What is wrong with cron and every, or None: one of them, a cron that fires, every at least 1 s."""
+        if (self.cron is None) == (self.every is None):
+            return "give cron or every, not both or neither"
+        if self.cron is not None:
+            if not isinstance(self.cron, str) or not croniter.croniter.is_valid(self.cron):
+                return f"not a cron expression: {self.cron!r}"
+            try:
+                croniter.croniter(self.cron, datetime.datetime.now(datetime.timezone.utc)).get_next(float)
+            except croniter.CroniterError:
+                return f"cron {self.cron!r} never fires"
+            return None
+        return _seconds_problem("every", self.every, least=1, finite=True)
 
     def blob(self) -> bytes:
         """The task's blob (a function path given as the task is a PyTask by now)."""
@@ -109,6 +125,18 @@ class Periodic:
             return math.floor(now / self.every) * self.every
         after = datetime.datetime.fromtimestamp(math.floor(now) + 1, datetime.timezone.utc)
         return croniter.croniter(self.cron, after).get_prev(float)  # strictly before `after`
+
+
+def _seconds_problem(what: str, value: Any, least: float, finite: bool = False) -> Optional[str]:
+    """What is wrong with value as a number of seconds, at least `least` (and finite if asked), or None
+    (a bool is no number, and NaN is never at least anything)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return f"{what} must be a number of seconds, got {value!r}"
+    if not float(value) >= least:
+        return f"{what} must be at least {least:g} s, got {value!r}"
+    if finite and math.isinf(value):
+        return f"{what} must be finite, got {value!r}"
+    return None
 
 
 class Scheduler(Role):
