@@ -1,9 +1,11 @@
 """Periodic tasks: each tick enqueued exactly once however many scheduler replicas run; a bad entry
-refused as it is made."""
+refused as it is made, a failing one skipped alone."""
+import logging
 import re
 import signal
 
 import pytest
+import redis
 
 from delayed import GoTask, PyTask
 from delayed.scheduler import Periodic, Scheduler
@@ -115,6 +117,61 @@ def test_replicas_killed_mid_run(conn, redis_server):
     wait_for(lambda: conn.llen("periodic") >= count + 6, timeout=30, what="3 more ticks from all three")
     outputs = killed + stop(replicas)
     assert_each_tick_once_without_gaps(conn, outputs, at_least=9)
+
+
+class Unserializable(PyTask):
+    """A task whose blob cannot be made while .broken holds: an entry that fails as it runs."""
+
+    broken = True
+
+    def serialize(self) -> bytes:
+        if self.broken:
+            raise TypeError("no blob today")
+        return super().serialize()
+
+
+def test_an_entry_that_fails_as_it_runs_is_logged_once_and_skipped_while_the_others_go_on(conn, caplog):
+    bad = Periodic(Unserializable("m:bad"), every=10, queue="q", name="bad")
+    good = Periodic("m:good", every=10, queue="q", name="good")
+    scheduler = Scheduler(conn, [bad, good])
+    caplog.set_level(logging.INFO, logger="delayed.scheduler")
+    assert [scheduler.tick(now) for now in (1000, 1005, 1010, 1020)] == [1, 0, 1, 1]
+    assert conn.lrange("q", 0, -1) == [PyTask("m:good").serialize()] * 3
+    failures = [record for record in caplog.records if record.levelno == logging.ERROR]
+    assert [record.getMessage() for record in failures] == [
+        "bad: TypeError: no blob today; skipped until it works again, the other entries go on"]
+    assert failures[0].exc_info  # the traceback, once
+    Unserializable.broken = False
+    try:
+        assert scheduler.tick(1030) == 2  # bad's tick 1030 and good's
+    finally:
+        Unserializable.broken = True
+    assert "bad: works again" in caplog.messages
+    assert scheduler.tick(1040) == 1  # failing again: a new episode, said again
+    assert len([record for record in caplog.records if record.levelno == logging.ERROR]) == 2
+
+
+def test_a_redis_error_is_no_entry_s_failure_it_stops_the_round(conn):
+    conn.set("q", "not a list")
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        Scheduler(conn, [Periodic("m:f", every=10, queue="q")]).tick(1000)
+
+
+def test_a_scheduler_process_runs_its_good_entries_beside_one_that_fails(conn, redis_server, tmp_path):
+    schedule = tmp_path / "failing.py"
+    schedule.write_text(
+        "from delayed import PyTask\nfrom delayed.scheduler import Periodic\n\n\n"
+        "class Unserializable(PyTask):\n    def serialize(self):\n        raise TypeError('no blob today')\n\n\n"
+        "SCHEDULE = [Periodic(Unserializable('m:bad'), every=1, queue='periodic', name='bad'),\n"
+        "            Periodic('tests.tasks:record', every=1, queue='periodic')]\n")
+    process = spawn("delayed.scheduler", str(schedule), redis_url=redis_server.url)
+    try:
+        wait_for(lambda: conn.llen("periodic") >= 3, timeout=30, what="3 ticks of the good entry")
+    finally:
+        [output] = stop([process])
+    assert process.returncode == 0, output
+    assert output.count("bad: TypeError: no blob today; skipped until it works again") == 1, output
+    assert output.count("Traceback") == 1, output
 
 
 def test_a_bad_schedule_is_one_line(redis_server, tmp_path):

@@ -11,7 +11,7 @@ import math
 import numbers
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Sequence, Union, cast
+from typing import Any, Dict, Optional, Sequence, Set, Union, cast
 
 import croniter
 import redis
@@ -144,7 +144,11 @@ class Scheduler(Role):
 
     Every replica computes the same ticks, and one Lua script per tick both claims it and enqueues its
     task, so each tick is enqueued once across all replicas: run several, on several hosts, for
-    availability. Each queue's last ticks live in its own hash (`N_periodic`), so on a Redis Cluster
+    availability. An entry that fails as it runs (its cron, its task's blob) is logged, once until it
+    works again, and skipped while the others go on; a Redis error stops the round, to be retried as
+    Redis comes back.
+
+    Each queue's last ticks live in its own hash (`N_periodic`), so on a Redis Cluster
     they share the queue's slot, and every entry's queue name needs a hash tag.
     `python -m delayed.scheduler MODULE_OR_FILE` runs one on the entries a module or file lists in
     `SCHEDULE`.
@@ -173,12 +177,13 @@ class Scheduler(Role):
         self.poll = min([poll] + [entry.every / 4 for entry in self.entries if entry.every])
         self._ticks = Ticks(conn)
         self._seen: Dict[str, float] = {}
+        self._failing: Set[str] = set()
 
     def tick(self, now: Optional[float] = None) -> int:
         """Claim every entry's latest tick not yet seen here, and enqueue the task of each tick this replica won.
 
         A tick due more than the entry's `grace` seconds ago is claimed and skipped, unless the entry's
-        `missed` is `"once"`.
+        `missed` is `"once"`. An entry that raises is logged and skipped; a Redis error is raised.
 
         Args:
             now: The unix time to look at; default: now.
@@ -189,15 +194,32 @@ class Scheduler(Role):
         now = time.time() if now is None else now
         enqueued = 0
         for entry in self.entries:
-            tick = entry.last_tick(now)
-            if tick <= self._seen.get(entry.name, -math.inf):
-                continue
-            run = entry.missed == Missed.ONCE or now - tick <= entry.grace
-            if self._ticks.claim(QueueKeys.of(entry.queue), entry.name, tick, entry.blob(), run):
-                logger.info("%s: tick %s %s", entry.name, repr(tick), "enqueued" if run else "missed, skipped")
-                enqueued += run
-            self._seen[entry.name] = tick
+            try:
+                enqueued += self._tick(entry, now)
+            except redis.RedisError:
+                raise
+            except Exception as exc:  # one entry's failure (its cron, its task's blob) stops no other entry
+                if entry.name not in self._failing:
+                    self._failing.add(entry.name)
+                    logger.error("%s: %s: %s; skipped until it works again, the other entries go on",
+                                 entry.name, type(exc).__name__, exc, exc_info=True)
+            else:
+                if entry.name in self._failing:
+                    self._failing.discard(entry.name)
+                    logger.info("%s: works again", entry.name)
         return enqueued
+
+    def _tick(self, entry: Periodic, now: float) -> int:
+        """Claim entry's latest tick at now unless seen here; the number of tasks enqueued (0 or 1)."""
+        tick = entry.last_tick(now)
+        if tick <= self._seen.get(entry.name, -math.inf):
+            return 0
+        run = entry.missed == Missed.ONCE or now - tick <= entry.grace
+        won = self._ticks.claim(QueueKeys.of(entry.queue), entry.name, tick, entry.blob(), run)
+        if won:
+            logger.info("%s: tick %s %s", entry.name, repr(tick), "enqueued" if run else "missed, skipped")
+        self._seen[entry.name] = tick
+        return int(run and won)
 
     def starting(self) -> None:
         """Log, in one line, how many entries the scheduler runs; `run()` calls it as it starts."""
