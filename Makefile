@@ -1,7 +1,8 @@
 # make test: the whole suite, then the tests of our use of redis-py on the oldest redis-py we support;
 # make demo: a worker on a throwaway Redis.
 # Both install what is missing: a virtualenv with the package, and Debian's redis-server
-# (and, for make test's metrics and dashboard tests, Debian's prometheus, chromium and chromium-driver).
+# (and, for make test's metrics and dashboard tests, Debian's prometheus, chromium and chromium-driver; for
+# its scheduler replica with a fast clock, Debian's faketime).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -25,9 +26,9 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # a quarter of a second apiece. Stale files are only ignored, never wrong.
 BYTECODE := $(PY) -m compileall -q delayed tests interop examples bench
 
-.PHONY: test interop demo docs docs-serve bench ab chaos redis-server prometheus chromium clean
+.PHONY: test interop demo docs docs-serve bench ab chaos redis-server prometheus chromium faketime clean
 
-test: $(INSTALLED) $(OLDEST_INSTALLED) redis-server prometheus chromium
+test: $(INSTALLED) $(OLDEST_INSTALLED) redis-server prometheus chromium faketime
 	@$(BYTECODE)
 	$(PY) -m pytest -n $(PYTEST_JOBS) --dist loadfile $(PYTEST_ARGS)
 	@$(OLDEST_PY) -c 'import redis; print("The tests of our use of redis-py again, on the oldest we support: redis-py", redis.__version__)'
@@ -93,6 +94,11 @@ chromium:
 	@{ command -v chromium >/dev/null && command -v chromedriver >/dev/null; } || { \
 		echo "installing Debian's chromium and chromium-driver"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium chromium-driver; }
+
+faketime:
+	@command -v faketime >/dev/null || { \
+		echo "installing Debian's faketime"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends faketime; }
 
 clean:
 	rm -rf $(VENV) $(OLDEST_VENV) *.egg-info .pytest_cache bench/.venv-* site

@@ -3,7 +3,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import List, Tuple
+from typing import List, Sequence, Tuple
 
 import pytest
 import redis
@@ -116,14 +116,16 @@ def tags(client: redis.Redis) -> List[str]:
     return [eval(result)[0] for result in results(client)]
 
 
-def spawn(module: str, *args: str, redis_url: str, task_redis_url: str = "", **popen) -> subprocess.Popen:
+def spawn(module: str, *args: str, redis_url: str, task_redis_url: str = "", prefix: Sequence[str] = (),
+          **popen) -> subprocess.Popen:
     """Start `python -m module args...` from the repo root, able to import tests.tasks.
 
-    tests.tasks records into task_redis_url, by default the same Redis as redis_url.
+    tests.tasks records into task_redis_url, by default the same Redis as redis_url. prefix: a command
+    that runs python (e.g. faketime and its arguments).
     """
     env = dict(os.environ, PYTHONPATH=str(ROOT), DELAYED_TEST_REDIS_URL=task_redis_url or redis_url)
     return subprocess.Popen(
-        [sys.executable, "-m", module, "--redis-url", redis_url, *args],
+        [*prefix, sys.executable, "-m", module, "--redis-url", redis_url, *args],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen,
     )
 

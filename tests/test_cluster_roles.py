@@ -124,12 +124,18 @@ def test_three_scheduler_replicas_enqueue_each_tick_once(cluster, tmp_path):
     schedule = tmp_path / "every_second.py"
     schedule.write_text("from delayed.scheduler import Periodic\n"
                         "SCHEDULE = [Periodic('tests.tasks:record', queue='{ticks}', every=1)]\n")
-    replicas = [spawn("delayed.scheduler", str(schedule), redis_url=cluster.url) for _ in range(3)]
     check = nodes_client(cluster)
+    check.config_resetstat(target_nodes=check.ALL_NODES)
+    replicas = [spawn("delayed.scheduler", str(schedule), redis_url=cluster.url) for _ in range(3)]
     try:
         wait_for(lambda: check.llen("{ticks}") >= 4, 15, "four ticks")
     finally:
         outputs = stop(*replicas)
+    # ticks follow the clock of the node holding the queue: only it was asked the TIME
+    queue_node = check.get_node_from_key("{ticks}").name
+    asked = {node.name for node in check.get_nodes()
+             if "cmdstat_time" in check.info("commandstats", target_nodes=node)}
+    assert asked == {queue_node}, (asked, queue_node)
     claimed = [float(line.split(" tick ")[1].split()[0]) for output in outputs for line in output.splitlines()
                if " tick " in line and line.endswith("enqueued")]
     assert sorted(claimed) == sorted(set(claimed)), outputs  # no tick claimed twice

@@ -1,19 +1,28 @@
-"""Periodic tasks: each tick enqueued exactly once however many scheduler replicas run; a bad entry
-refused as it is made, a failing one skipped alone."""
+"""Periodic tasks: each tick enqueued exactly once however many scheduler replicas run, by Redis's
+clock whatever the replicas' own; a bad entry refused as it is made, a failing one skipped alone."""
 import logging
 import re
+import shutil
 import signal
+import time
 
 import pytest
 import redis
 
 from delayed import GoTask, PyTask
+from delayed.protocol.periodic import Claim, Ticks
 from delayed.scheduler import Periodic, Scheduler
+from delayed.scheduler.clock import ClockSkew
+from delayed.wire.keys import QueueKeys
 
 from .conftest import spawn, wait_for
 
 ENTRY = "periodic:tests.tasks:record:1"  # tests/schedule_fast.py's one entry
 TICK = re.compile(re.escape(ENTRY) + r": tick (\S+) enqueued")
+FAST_CLOCK = re.compile(r"this host's clock is (\S+) s ahead of Redis's: ticks follow Redis's clock")
+# What Debian's faketime wrapper preloads ($LIB is the dynamic linker's, not a shell's): preloaded with
+# env, which execs, the replica is the process the test signals (faketime forks and would take the signal)
+LIBFAKETIME = "LD_PRELOAD=/usr/$LIB/faketime/libfaketime.so.1"
 
 
 @pytest.mark.parametrize("timing, problem", [
@@ -117,6 +126,61 @@ def test_replicas_killed_mid_run(conn, redis_server):
     wait_for(lambda: conn.llen("periodic") >= count + 6, timeout=30, what="3 more ticks from all three")
     outputs = killed + stop(replicas)
     assert_each_tick_once_without_gaps(conn, outputs, at_least=9)
+
+
+def claimed_tick_and_redis_time(conn):
+    """The last tick claimed and Redis's time, read at one instant (MULTI)."""
+    with conn.pipeline(transaction=True) as pipe:
+        pipe.hget("periodic_periodic", ENTRY)
+        pipe.time()
+        tick, (seconds, microseconds) = pipe.execute()
+    return float(tick), seconds + microseconds / 1e6
+
+
+def test_a_replica_with_a_fast_clock_neither_skips_nor_shifts_a_tick(conn, redis_server):
+    if shutil.which("faketime") is None:
+        pytest.skip("faketime is not on the PATH (Debian's faketime, which make test installs): "
+                    "the scheduler replica with a fast clock did not run")
+    replicas = start_replicas(redis_server.url, 2)
+    replicas.append(spawn("delayed.scheduler", "tests/schedule_fast.py", redis_url=redis_server.url,
+                          prefix=["env", LIBFAKETIME, "FAKETIME=+30s"]))  # its time.time(): 30 s ahead of Redis's
+    try:
+        for _ in range(8):  # right after each enqueue (one notification each), the tick is not ahead of Redis
+            assert conn.blpop("periodic_noti", timeout=30), "no tick for 30 s"
+            tick, now = claimed_tick_and_redis_time(conn)
+            assert tick <= now, f"tick {tick} enqueued {tick - now:.1f} s early by Redis's clock"
+    finally:
+        outputs = stop(replicas)
+    assert_each_tick_once_without_gaps(conn, outputs, at_least=8)
+    assert "ahead of" not in outputs[0] + outputs[1]
+    [offset] = FAST_CLOCK.findall(outputs[2])  # said once, however many rounds saw it
+    assert float(offset) == pytest.approx(30, abs=0.5)  # measured across a round trip to Redis
+
+
+def test_a_clock_off_is_said_once_as_it_goes_off_and_once_as_it_comes_back(caplog):
+    caplog.set_level(logging.INFO, logger="skew")
+    skew = ClockSkew(logging.getLogger("skew"))
+    for offset in (0.3, -0.9, -30, -30.2, -29.8, -0.8, 0.6, -0.1, 0.2, 2.5, 2.5):  # Redis's time minus ours
+        skew.saw(offset)
+    assert [(record.levelname, record.getMessage()) for record in caplog.records] == [
+        ("WARNING", "this host's clock is 30.0 s ahead of Redis's: ticks follow Redis's clock"),
+        ("INFO", "this host's clock is back within 0.5 s of Redis's"),  # not at 0.8 or 0.6: no flapping at 1
+        ("WARNING", "this host's clock is 2.5 s behind Redis's: ticks follow Redis's clock")]
+
+
+def test_the_claim_refuses_a_tick_still_to_come_by_redis_s_clock(conn, caplog):
+    keys = QueueKeys.of("q")
+    future = conn.time()[0] + 3600.0
+    assert Ticks(conn).claim(keys, "m:f", future, b"task", True) == Claim.EARLY
+    assert not conn.exists("q", "q_noti", "q_periodic", "q_counts")
+    entry = Periodic("m:f", every=60, queue="q")
+    scheduler = Scheduler(conn, [entry])
+    caplog.set_level(logging.WARNING, logger="delayed.scheduler")
+    assert scheduler.tick(future + 1) == 0  # a caller's clock an hour fast: refused, and said
+    early = entry.last_tick(future + 1)
+    assert caplog.messages == [f"{entry.name}: tick {early!r} is still to come by Redis's clock: not claimed yet"]
+    assert scheduler.tick() == 1 and conn.llen("q") == 1  # by Redis's clock, the current tick: not seen yet
+    assert float(conn.hget("q_periodic", entry.name)) <= time.time() + 1
 
 
 class Unserializable(PyTask):

@@ -17,11 +17,12 @@ import croniter
 import redis
 
 from ..protocol.connection import is_cluster
-from ..protocol.periodic import Ticks
+from ..protocol.periodic import Claim, Ticks
 from ..runtime.role import Role
 from ..wire.keys import QueueKeys, check_queue_name
 from ..wire.strenum import StrEnum
 from ..wire.task import GoTask, PyTask
+from .clock import ClockSkew
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ class Missed(StrEnum):
 class Periodic:
     """A task to enqueue on a schedule: at each tick of a cron expression, or every so many seconds.
 
-    A scheduler enqueues the task into `queue` at each tick. A tick due more than
+    A scheduler enqueues the task into `queue` at each tick, by Redis's clock. A tick due more than
     `grace` seconds ago is found only when every scheduler replica was down; `missed` says what to do
     with it. An entry is checked as it is made, so a bad one stops a schedule from loading rather
     than a scheduler from running.
@@ -144,9 +145,12 @@ class Scheduler(Role):
 
     Every replica computes the same ticks, and one Lua script per tick both claims it and enqueues its
     task, so each tick is enqueued once across all replicas: run several, on several hosts, for
-    availability. An entry that fails as it runs (its cron, its task's blob) is logged, once until it
-    works again, and skipped while the others go on; a Redis error stops the round, to be retried as
-    Redis comes back.
+    availability. Ticks follow Redis's clock, not the host's: each round reads Redis's `TIME` (on a
+    Redis Cluster, from the node of each entry's queue), so a replica whose clock is off neither skips
+    nor shifts a tick, and it logs a WARNING once when its clock is more than a second off. The script
+    also refuses a tick still to come by Redis's clock. An entry that fails as it runs (its cron, its
+    task's blob) is logged, once until it works again, and skipped while the others go on; a Redis
+    error stops the round, to be retried as Redis comes back.
 
     Each queue's last ticks live in its own hash (`N_periodic`), so on a Redis Cluster
     they share the queue's slot, and every entry's queue name needs a hash tag.
@@ -176,6 +180,8 @@ class Scheduler(Role):
             check_queue_name(entry.queue, is_cluster(conn))
         self.poll = min([poll] + [entry.every / 4 for entry in self.entries if entry.every])
         self._ticks = Ticks(conn)
+        self._queues = [QueueKeys.of(queue) for queue in dict.fromkeys(entry.queue for entry in self.entries)]
+        self._skew = ClockSkew(logger)
         self._seen: Dict[str, float] = {}
         self._failing: Set[str] = set()
 
@@ -183,19 +189,21 @@ class Scheduler(Role):
         """Claim every entry's latest tick not yet seen here, and enqueue the task of each tick this replica won.
 
         A tick due more than the entry's `grace` seconds ago is claimed and skipped, unless the entry's
-        `missed` is `"once"`. An entry that raises is logged and skipped; a Redis error is raised.
+        `missed` is `"once"`. A tick still to come by Redis's clock is refused, and claimed once due. An
+        entry that raises is logged and skipped; a Redis error is raised.
 
         Args:
-            now: The unix time to look at; default: now.
+            now: The unix time to look at; default: Redis's clock (on a Redis Cluster, the clock of the
+                node of each entry's queue).
 
         Returns:
             How many tasks this replica enqueued.
         """
-        now = time.time() if now is None else now
+        clocks = self._redis_clocks() if now is None else {keys.name: now for keys in self._queues}
         enqueued = 0
         for entry in self.entries:
             try:
-                enqueued += self._tick(entry, now)
+                enqueued += self._tick(entry, clocks[entry.queue])
             except redis.RedisError:
                 raise
             except Exception as exc:  # one entry's failure (its cron, its task's blob) stops no other entry
@@ -215,11 +223,22 @@ class Scheduler(Role):
         if tick <= self._seen.get(entry.name, -math.inf):
             return 0
         run = entry.missed == Missed.ONCE or now - tick <= entry.grace
-        won = self._ticks.claim(QueueKeys.of(entry.queue), entry.name, tick, entry.blob(), run)
-        if won:
+        claim = self._ticks.claim(QueueKeys.of(entry.queue), entry.name, tick, entry.blob(), run)
+        if claim == Claim.EARLY:  # not seen: claimed again at a later look, once Redis's clock has passed it
+            logger.warning("%s: tick %r is still to come by Redis's clock: not claimed yet", entry.name, tick)
+            return 0
+        if claim == Claim.WON:
             logger.info("%s: tick %s %s", entry.name, repr(tick), "enqueued" if run else "missed, skipped")
         self._seen[entry.name] = tick
-        return int(run and won)
+        return int(run and claim == Claim.WON)
+
+    def _redis_clocks(self) -> Dict[str, float]:
+        """Redis's time by queue name, for this round; notes how far this host's clock is from it."""
+        before = time.time()
+        clocks = self._ticks.clocks(self._queues)
+        local = (before + time.time()) / 2  # the middle of the round trip: off by half of it at most
+        self._skew.saw(max((clock - local for clock in clocks.values()), key=abs, default=0.0))
+        return clocks
 
     def starting(self) -> None:
         """Log, in one line, how many entries the scheduler runs; `run()` calls it as it starts."""

@@ -6,12 +6,19 @@
 -- enqueues; legacy: (outside a cluster) the hash of every queue's ticks older versions kept, whose
 -- tick counts for an entry the queue's own hash does not know yet; tick: unix seconds; enqueue: "1"
 -- to enqueue, "0" to claim the tick without enqueueing (a missed tick the entry skips)
--- Returns 1 if this call claimed the tick, 0 if another replica already had.
+-- Returns 1 if this call claimed the tick, 0 if another replica already had, -1 if the tick lies in
+-- the future by this server's clock (a replica whose own clock is fast): refused, nothing written, so
+-- that it cannot claim a tick early and make the others skip the ticks before it.
+local tick = tonumber(ARGV[2])
+local clock = redis.call('time')
+if tick > tonumber(clock[1]) + tonumber(clock[2]) / 1000000 then
+    return -1
+end
 local last = tonumber(redis.call('hget', KEYS[1], ARGV[1]))
 if not last and KEYS[5] then
     last = tonumber(redis.call('hget', KEYS[5], ARGV[1]))
 end
-if last and tonumber(ARGV[2]) <= last then
+if last and tick <= last then
     return 0
 end
 redis.call('hset', KEYS[1], ARGV[1], ARGV[2])
