@@ -19,6 +19,8 @@ _EXPORTS = {
     "PyTask": "wire.task",
     "GoTask": "wire.task",
     "Float32": "wire.task",
+    "connect": "protocol.connection",
+    "connect_async": "protocol.connection",
     "delayed": "delay",
     "Worker": "worker.loop",
     "Sweeper": "sweeper",
@@ -38,6 +40,7 @@ _EXPORTS = {
     "TaskNotFoundError": "errors",
     "TaskFailedError": "errors",
     "DeadLetterError": "errors",
+    "RedisURLError": "errors",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -45,9 +48,10 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:
     from .delay import delayed
     from .errors import (ContractError, DeadLetterError, DelayedError, DuplicateTaskError, FunctionNotAllowedError,
-                         MalformedTaskError, NotReplicatedError, QueueFullError, SkipRetry, TaskArgumentError,
-                         TaskFailedError, TaskNotFoundError, TaskTooLargeError)
+                         MalformedTaskError, NotReplicatedError, QueueFullError, RedisURLError, SkipRetry,
+                         TaskArgumentError, TaskFailedError, TaskNotFoundError, TaskTooLargeError)
     from .logger import setup_logger
+    from .protocol.connection import connect, connect_async
     from .protocol.handles import AsyncTaskHandle, TaskHandle
     from .protocol.queue import AsyncQueue, Queue
     from .scheduler import Periodic, Scheduler

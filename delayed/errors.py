@@ -22,6 +22,14 @@ class DelayedError(Exception):
     """The base class of every error delayed raises on purpose: catch it to catch them all."""
 
 
+class RedisURLError(DelayedError, ValueError):
+    """A Redis URL that does not parse, or starts with a scheme `connect` does not take.
+
+    Raised by `connect` and `connect_async` before anything is sent; the message shows the URL with
+    its passwords masked, and says what is wrong where it can.
+    """
+
+
 class MalformedTaskError(DelayedError, ValueError):
     """A blob that is not a task this worker can decode: not msgpack, the wrong shape, or not the kind expected.
 

@@ -1,10 +1,14 @@
-"""Workers and sweepers reach Redis however it is secured: password, ACL user, TLS, unix socket."""
+"""Workers and sweepers reach Redis however it is secured: password, ACL user, TLS, unix socket; and
+`delayed.connect()` and `connect_async()` reach the Redis $DELAYED_REDIS_URL names, in every URL form."""
+import argparse
+import asyncio
 import subprocess
 
 import pytest
 import redis
 
-from delayed import PyTask, Queue
+from delayed import AsyncQueue, DelayedError, PyTask, Queue, RedisURLError, connect, connect_async
+from delayed.runtime.command import add_connection_options
 from delayed.testing import RedisServer
 
 from .conftest import results, spawn, wait_for
@@ -98,6 +102,7 @@ def test_tls_flags_need_a_rediss_url(redis_server):
 @pytest.mark.parametrize("url, status, says", [
     ("http://127.0.0.1/", 2, "not a valid Redis URL: http://127.0.0.1/: a Redis URL starts with one of "),
     ("redis://127.0.0.1:notaport", 2, "not a valid Redis URL: redis://127.0.0.1:notaport (Port could not be cast"),
+    ("redis://127.0.0.1:6379/zero", 2, "not a valid Redis URL: redis://127.0.0.1:6379/zero: the path names a database "),
     ("unix:///nonexistent/redis.sock", 1, "cannot reach Redis at unix:///nonexistent/redis.sock: "),
 ])
 def test_a_bad_or_dead_url_is_one_line(url, status, says):
@@ -124,3 +129,91 @@ def test_the_command_line_takes_cluster_and_sentinel_urls(cluster, sentinels):
         process = spawn("delayed", "stats", "--json", redis_url=url)
         output, _ = process.communicate(timeout=30)
         assert process.returncode == 0, output
+
+
+def enqueue_with_connect(url, monkeypatch, name="q"):
+    """With $DELAYED_REDIS_URL set to url, enqueue m:f(1) through connect() and m:f(2) through connect_async()."""
+    monkeypatch.setenv("DELAYED_REDIS_URL", url)
+    client = connect()
+    Queue(name, client).enqueue(PyTask("m:f", [1]))
+    client.close()
+
+    async def produce():
+        client = connect_async()
+        await AsyncQueue(name, client).enqueue(PyTask("m:f", [2]))
+        await client.aclose()
+
+    asyncio.run(produce())
+
+
+def args_in(client, name):
+    return [PyTask.deserialize(blob).args for blob in client.lrange(name, 0, -1)]
+
+
+def test_connect_reaches_the_redis_delayed_redis_url_names(redis_server, monkeypatch):
+    """Both tasks land in the database the variable names (3 here), not in database 0."""
+    redis.Redis(port=redis_server.port, db=3).flushdb()
+    enqueue_with_connect(f"redis://127.0.0.1:{redis_server.port}/3", monkeypatch)
+    assert args_in(redis.Redis(port=redis_server.port, db=3), "q") == [[1], [2]]
+    assert not redis.Redis(port=redis_server.port, db=0).exists("q")
+
+
+def default_url_of_the_command_line() -> str:
+    parser = argparse.ArgumentParser()
+    add_connection_options(parser)
+    return parser.parse_args([]).redis_url
+
+
+def test_without_the_variable_connect_and_the_command_line_use_localhost(monkeypatch):
+    monkeypatch.delenv("DELAYED_REDIS_URL", raising=False)
+    for client in (connect(), connect_async()):
+        assert {key: client.connection_pool.connection_kwargs[key] for key in ("host", "port", "db")} == \
+            {"host": "localhost", "port": 6379, "db": 0}
+    assert default_url_of_the_command_line() == "redis://localhost:6379/0"
+    monkeypatch.setenv("DELAYED_REDIS_URL", "redis://elsewhere:1/2")
+    assert default_url_of_the_command_line() == "redis://elsewhere:1/2"
+
+
+def test_connect_takes_a_password_a_unix_socket_and_tls(tmp_path, certificates, monkeypatch):
+    socket = tmp_path / "redis.sock"
+    with RedisServer(tmp_path, ["--requirepass", "s3cret", "--unixsocket", str(socket)]) as server:
+        mine = redis.Redis(port=server.port, password="s3cret")
+        enqueue_with_connect(f"redis://:s3cret@127.0.0.1:{server.port}/0", monkeypatch, "password")
+        enqueue_with_connect(f"unix://:s3cret@{socket}?db=0", monkeypatch, "socket")
+        assert args_in(mine, "password") == args_in(mine, "socket") == [[1], [2]]
+    tls = ["--port", "0", "--tls-port", "{port}", "--tls-cert-file", str(certificates / "server.crt"),
+           "--tls-key-file", str(certificates / "server.key"), "--tls-ca-cert-file", str(certificates / "ca.crt"),
+           "--tls-auth-clients", "no"]
+    server = RedisServer(tmp_path)
+    server.extra_args = [arg.format(port=server.port) for arg in tls]
+    with server:
+        url = f"rediss://127.0.0.1:{server.port}/0?ssl_ca_certs={certificates / 'ca.crt'}"
+        enqueue_with_connect(url, monkeypatch)
+        assert args_in(redis.Redis.from_url(url), "q") == [[1], [2]]
+
+
+def test_connect_takes_cluster_and_sentinel_urls(cluster, sentinels, monkeypatch):
+    enqueue_with_connect(cluster.url, monkeypatch, "{q}")
+    assert args_in(redis.Redis(port=cluster.primary_for("{q}").port), "{q}") == [[1], [2]]
+    enqueue_with_connect(sentinels.url + "/2", monkeypatch)
+    assert args_in(redis.Redis(port=sentinels.primary.port, db=2), "q") == [[1], [2]]
+
+
+@pytest.mark.parametrize("url, says", [
+    ("", "an empty URL: a Redis URL starts with one of redis://, rediss://, unix://, "),
+    ("localhost:6379", "localhost:6379: a Redis URL starts with one of "),
+    ("redis://:s3cret@127.0.0.1:notaport/0", "redis://:***@127.0.0.1:notaport/0"),
+    ("redis://127.0.0.1:notaport", "redis://127.0.0.1:notaport (Port could not be cast to integer value"),
+    ("redis://:s3cret@127.0.0.1:6379/db1", "redis://:***@127.0.0.1:6379/db1: the path names a database by its number"),
+    ("redis://:s3/cret@127.0.0.1:6379/0", "redis://:***@127.0.0.1:6379/0: its password holds a '/': percent-encode"),
+    ("redis+cluster://:s3cret@127.0.0.1", "redis+cluster://:***@127.0.0.1: name each node as host:port"),
+    ("redis+sentinel://:s3cret@127.0.0.1:1", "redis+sentinel://:***@127.0.0.1:1: give the master's name after the sentinels"),
+])
+def test_a_url_that_does_not_parse_is_a_redis_url_error_without_its_password(url, says, monkeypatch):
+    """Raised as the client is made, before anything is sent; from the variable as from the argument."""
+    monkeypatch.setenv("DELAYED_REDIS_URL", url)
+    for make in (lambda: connect(url), lambda: connect_async(url), connect, connect_async):
+        with pytest.raises(RedisURLError) as raised:
+            make()
+        assert str(raised.value).startswith(says) and "s3" not in str(raised.value)
+        assert isinstance(raised.value, ValueError) and isinstance(raised.value, DelayedError)

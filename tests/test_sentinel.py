@@ -1,16 +1,19 @@
 """Sentinel on real servers (conftest's `sentinels`: a primary, a replica, three sentinels): its URL,
 a client and a queue that follow a failover, and what a failover loses, with and without WAIT."""
+import asyncio
 import collections
+import itertools
 import threading
 import time
 from typing import Dict, List
 
 import redis
 
-from delayed import NotReplicatedError, PyTask, Queue
+from delayed import AsyncQueue, NotReplicatedError, PyTask, Queue, connect_async
 from delayed.protocol.connection import connect
 
 from .conftest import wait_for
+from .test_sentinel_roles import clean_failover
 
 
 def until_it_answers(call):
@@ -41,6 +44,33 @@ def test_a_queue_on_sentinel_goes_on_after_a_failover(sentinels):
     until_it_answers(lambda: queue.enqueue(PyTask("m:f", [2])))
     assert [PyTask.deserialize(blob).args for blob in redis.Redis(port=sentinels.primary.port).lrange("q", 0, -1)] \
         == [[1], [2]]
+
+
+def test_an_async_queue_on_sentinel_leaves_the_old_primary_before_it_is_demoted(sentinels):
+    """After SENTINEL FAILOVER the old primary runs on, a primary still, until the sentinels demote it
+    seconds later (and it drops what it took meanwhile). connect_async()'s client asks the sentinels
+    as it takes a connection, as connect()'s does, so its enqueues reach the new primary before then."""
+    loop = asyncio.new_event_loop()
+    client = connect_async(sentinels.url)
+    queue = AsyncQueue("q", client)
+    numbers = itertools.count()
+    loop.run_until_complete(queue.enqueue(PyTask("m:f", [next(numbers)])))
+    old = redis.Redis(port=sentinels.primary.port)
+    clean_failover(sentinels)
+    new = redis.Redis(port=sentinels.primary.port)
+
+    def enqueued_on_the_new_primary() -> bool:
+        number = next(numbers)
+        try:
+            loop.run_until_complete(queue.enqueue(PyTask("m:f", [number])))
+        except redis.RedisError:  # while the primaries switch
+            return False
+        return [number] in [PyTask.deserialize(blob).args for blob in new.lrange("q", 0, -1)]
+
+    wait_for(enqueued_on_the_new_primary, 30, "an enqueue to reach the new primary", 0.05)
+    assert old.execute_command("ROLE")[0] == b"master"  # not demoted yet: the client left it by itself
+    loop.run_until_complete(client.aclose())
+    loop.close()
 
 
 def test_wait_replicas_raises_when_no_replica_acknowledges(sentinels):

@@ -2,23 +2,29 @@
 import copy
 import functools
 import itertools
+import os
 import re
 import time
-from typing import Any, Callable, Dict, List, Optional, TypeVar
+from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import redis
 import redis.asyncio
 import redis.asyncio.cluster
+import redis.asyncio.retry
+import redis.asyncio.sentinel
 import redis.cluster
 import redis.sentinel
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from ..errors import one_line
+from ..errors import RedisURLError, one_line
 from . import redispy
 
+URL_VARIABLE = "DELAYED_REDIS_URL"
+"""The environment variable that names the Redis every command line and connect() use by default."""
 DEFAULT_REDIS_URL = "redis://localhost:6379/0"
+"""The Redis used when neither the caller nor URL_VARIABLE names one."""
 SOCKET_TIMEOUT = 10.0
 """Seconds a reply may take; above any BLPOP timeout we use, so a dead peer is noticed."""
 
@@ -31,53 +37,156 @@ SENTINEL_OPTIONS = ("sentinel_username", "sentinel_password")
 """Query options of a redis+sentinel:// URL for the sentinels themselves (the user info is the data nodes')."""
 
 
-class RedisURLError(ValueError):
-    """A Redis URL that does not parse; the message shows the URL redacted, never a password."""
+def configured_url() -> str:
+    """The Redis URL in $DELAYED_REDIS_URL, else DEFAULT_REDIS_URL: what a process uses unless told otherwise."""
+    return os.environ.get(URL_VARIABLE, DEFAULT_REDIS_URL)
 
 
-def connect(url: str, **options: Any) -> Any:
-    """A client for url with timeouts and keep-alive set, so lost connections surface as errors.
+def connect(url: Optional[str] = None, **options: Any) -> Any:
+    """A client for the Redis at `url`, by default the one `$DELAYED_REDIS_URL` names, as the command line's.
 
-    url: redis://, rediss:// or unix:// (one server: a redis.Redis);
-    redis+cluster://[user:password@]host:port[,host:port...][?options] or rediss+cluster:// (a
-    redis.cluster.RedisCluster that discovers the cluster from those nodes); or
-    redis+sentinel://[user:password@]host:port[,host:port...]/MASTER_NAME[/db][?options] (a
-    redis.Redis on the primary the sentinels name, found again after a failover; the user info is
-    the data nodes', sentinel_username and sentinel_password options are the sentinels'). Any other
-    scheme: RedisURLError, naming these.
-    options: query options as redis-py's URLs take them (socket_timeout=5, ssl_ca_certs=...).
+    It is the client `python -m delayed.worker` and the `delayed` command build, with timeouts and
+    TCP keep-alive set (a lost connection surfaces as an error) and redis-py's own retries off: they
+    would resend a command whose reply was lost, applying an enqueue twice, unseen (a `Queue` sends
+    each command once whatever client it gets). A `redis.Redis` connects on its first command; a
+    `RedisCluster` reaches its nodes as it is made.
 
-    redis-py's own retries are off: they would resend a command whose reply was lost
-    (applying an enqueue twice, unseen) and hold a worker inside redis-py through an
-    outage where a stop cannot reach it. The roles' OutageBackoff is the one retry layer.
+    Args:
+        url: The Redis; by default `$DELAYED_REDIS_URL`, else `redis://localhost:6379/0`. One server:
+            `redis://[user:password@]host:port/db`, `rediss://...` (TLS) or `unix:///path/redis.sock`
+            (a `redis.Redis`). A cluster: `redis+cluster://[user:password@]host:port[,host:port...]`
+            or `rediss+cluster://...` (a `redis.cluster.RedisCluster` that discovers the cluster
+            from those nodes). Sentinel: `redis+sentinel://[user:password@]host:port[,host:port...]/MASTER_NAME[/db]`
+            (a `redis.Redis` on the primary the sentinels name, which asks them again at most every
+            half second while in use, so it follows a failover; the user info is the data nodes',
+            the `sentinel_username` and `sentinel_password` query options the sentinels').
+        **options: redis-py's connection options, as a URL's query options also give them
+            (`socket_timeout=5`, `ssl_ca_certs="ca.crt"`).
+
+    Returns:
+        A `redis.Redis`, or a `redis.cluster.RedisCluster` for a cluster URL.
+
+    Raises:
+        RedisURLError: `url` does not parse (or starts with no scheme above); the message shows it
+            with its passwords masked.
+        redis.exceptions.RedisClusterException: A cluster URL none of whose nodes answers.
+
+    Example:
+        ```python
+        from delayed import PyTask, Queue, connect
+
+        queue = Queue("default", connect())  # $DELAYED_REDIS_URL, else redis://localhost:6379/0
+        queue.enqueue(PyTask("tasks:add", [1, 2]))
+        ```
     """
+    url, settings = _settings(url, options, Retry(NoBackoff(), 0))
+    if url.startswith(CLUSTER_SCHEMES):
+        hosts, arguments = _cluster_arguments(url, settings)
+        return redis.cluster.RedisCluster(startup_nodes=[redis.cluster.ClusterNode(*host) for host in hosts],
+                                          **arguments)
+    if url.startswith(SENTINEL_SCHEME):
+        hosts, master, sentinel_arguments, arguments = _sentinel_arguments(url, settings)
+        return redis.sentinel.Sentinel(hosts, sentinel_kwargs=sentinel_arguments).master_for(
+            master, connection_pool_class=_FollowingPool, **arguments)
+    return _parsed(url, lambda: redis.Redis.from_url(url, **settings))
+
+
+def connect_async(url: Optional[str] = None, **options: Any) -> Any:
+    """`connect` for asyncio code: the same URLs, defaults and settings, as a `redis.asyncio` client.
+
+    Give it to an `AsyncQueue`. For a cluster URL it is a `redis.asyncio.cluster.RedisCluster`,
+    without retries as an `AsyncQueue` needs it; for a Sentinel URL, a client that follows a
+    failover as `connect`'s does.
+
+    Args:
+        url: As for `connect`; by default `$DELAYED_REDIS_URL`, else `redis://localhost:6379/0`.
+        **options: As for `connect`.
+
+    Returns:
+        A `redis.asyncio.Redis`, or a `redis.asyncio.cluster.RedisCluster` for a cluster URL.
+
+    Raises:
+        RedisURLError: `url` does not parse; the message shows it with its passwords masked.
+
+    Example:
+        ```python
+        from delayed import AsyncQueue, PyTask, connect_async
+
+        queue = AsyncQueue("default", connect_async())
+        await queue.enqueue(PyTask("tasks:add", [1, 2]))
+        ```
+    """
+    url, settings = _settings(url, options, redis.asyncio.retry.Retry(NoBackoff(), 0))
+    if url.startswith(CLUSTER_SCHEMES):
+        hosts, arguments = _cluster_arguments(url, settings)
+        if arguments.pop("connection_class", None) is not None:  # rediss+cluster://: redis-py's sync class
+            arguments["ssl"] = True
+        return redis.asyncio.cluster.RedisCluster(
+            startup_nodes=[redis.asyncio.cluster.ClusterNode(*host) for host in hosts], **arguments)
+    if url.startswith(SENTINEL_SCHEME):
+        hosts, master, sentinel_arguments, arguments = _sentinel_arguments(url, settings)
+        return redis.asyncio.sentinel.Sentinel(hosts, sentinel_kwargs=sentinel_arguments).master_for(
+            master, connection_pool_class=_AsyncFollowingPool, **arguments)
+    return _parsed(url, lambda: redis.asyncio.Redis.from_url(url, **settings))
+
+
+def _settings(url: Optional[str], options: Dict[str, Any], retry: Any) -> Tuple[str, Dict[str, Any]]:
+    """The URL to connect to (url, else the configured one), checked for a scheme we take, and the
+    client settings for it: ours, with retry as its retry policy, overridden by options."""
+    url = configured_url() if url is None else url
     if not url.startswith(SCHEMES):
         raise RedisURLError(f"{redacted(url) or 'an empty URL'}: a Redis URL starts with one of {', '.join(SCHEMES)}")
-    settings: dict = dict(socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=5, health_check_interval=30,
-                          retry=Retry(NoBackoff(), 0))
+    if misplaced_password(url):
+        raise RedisURLError(f"{redacted(url)}: its password holds a '/': percent-encode it as %2F")
+    if url.startswith(("redis://", "rediss://")) and not _database(url).isdigit():
+        raise RedisURLError(f"{redacted(url)}: the path names a database by its number, as /0")
+    settings: Dict[str, Any] = dict(socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=5, health_check_interval=30,
+                                    retry=retry)
     if not url.startswith("unix:"):
         settings["socket_keepalive"] = True  # TCP only: redis-py's unix socket connection refuses it
     settings.update(options)
-    if url.startswith(CLUSTER_SCHEMES):
-        return _cluster(url, settings)
-    if url.startswith(SENTINEL_SCHEME):
-        return _sentinel(url, settings)
-    return redis.Redis.from_url(url, **settings)
+    return url, settings
 
 
-def _cluster(url: str, settings: dict) -> redis.cluster.RedisCluster:
+def _database(url: str) -> str:
+    """The database a redis:// or rediss:// URL's path names ("0" when it names none), as redis-py
+    reads it; redis-py would quietly use database 0 for a path that is no number."""
+    try:
+        path = urlsplit(url).path
+    except ValueError:  # redis-py says what is wrong with it
+        return "0"
+    return unquote(path).replace("/", "") or "0"
+
+
+def _parsed(url: str, make: Callable[[], Any]) -> Any:
+    """make(), a client redis-py builds from url, or RedisURLError if redis-py cannot parse url."""
+    try:
+        return make()
+    except ValueError as exc:
+        raise unparsable(url, exc) from None
+
+
+def unparsable(url: str, exc: Exception) -> RedisURLError:
+    """The error for a url redis-py could not parse (or connect with, for options it took): the URL
+    redacted, with redis-py's words only when the URL holds no password (they may quote a piece of it)."""
+    detail = "" if secrets_of(url) else f" ({exc})"
+    return RedisURLError(f"{redacted(url)}{detail}")
+
+
+def _cluster_arguments(url: str, settings: Dict[str, Any]) -> Tuple[List[Tuple[str, int]], Dict[str, Any]]:
+    """A cluster URL's nodes, and the arguments of a RedisCluster on them: settings, then the URL's own."""
     hosts, path, kwargs = _split(url, "rediss" if url.startswith("rediss+") else "redis")
     if path.strip("/") not in ("", "0"):
         raise RedisURLError(f"{redacted(url)}: a cluster has no databases but 0; leave the path out")
-    kwargs.pop("db", None)
-    kwargs.pop("host", None)
-    kwargs.pop("port", None)
-    retry = settings.pop("retry")
-    return redis.cluster.RedisCluster(startup_nodes=[redis.cluster.ClusterNode(host, port) for host, port in hosts],
-                                      retry=retry, **{**settings, **kwargs})
+    for name in ("db", "host", "port"):
+        kwargs.pop(name, None)
+    return hosts, {**settings, **kwargs}
 
 
-def _sentinel(url: str, settings: dict) -> redis.Redis:
+def _sentinel_arguments(url: str, settings: Dict[str, Any]) -> Tuple[List[Tuple[str, int]], str, Dict[str, Any],
+                                                                      Dict[str, Any]]:
+    """A Sentinel URL's sentinels, its master's name, the arguments of the sentinels' clients, and
+    those of the client on the primary: settings, then the URL's own."""
     hosts, path, kwargs = _split(url, "redis")
     master, _, db = path.strip("/").partition("/")
     if not master or "/" in db or not (db or "0").isdigit():
@@ -91,8 +200,7 @@ def _sentinel(url: str, settings: dict) -> redis.Redis:
     for option in SENTINEL_OPTIONS:
         if option in kwargs:
             sentinel_kwargs[option.replace("sentinel_", "")] = kwargs.pop(option)
-    sentinel = redis.sentinel.Sentinel(hosts, sentinel_kwargs=sentinel_kwargs)
-    return sentinel.master_for(master, connection_pool_class=_FollowingPool, **{**settings, **kwargs})
+    return hosts, master, sentinel_kwargs, {**settings, **kwargs}
 
 
 def ping(client: Any) -> None:
@@ -127,30 +235,54 @@ FOLLOW_INTERVAL = 0.5
 """Seconds between two questions to the sentinels, "which server is the primary?", while a client is in use."""
 
 
-class _FollowingPool(redis.sentinel.SentinelConnectionPool):
-    """A Sentinel pool that asks the sentinels who the primary is at most every FOLLOW_INTERVAL
-    seconds as connections are taken, and drops its connections to a server they no longer name.
+class _Following:
+    """What a Sentinel pool that asks the sentinels who the primary is at most every FOLLOW_INTERVAL
+    seconds as connections are taken (_FollowingPool, _AsyncFollowingPool) keeps: when to ask next.
 
     redis-py asks only when a connection connects: after a failover that left the old primary
     running (SENTINEL FAILOVER, a network split), connected clients go on writing to it until the
     sentinels demote it, seconds later (they reconfigure it about 8 s after they notice), and Redis
-    then throws those writes away. Idle connections to it are closed here; one in use is closed as
-    it comes back (redis-py's SentinelConnectionPool.owns_connection). A question the sentinels do
-    not answer is left to the next connect, as before."""
+    then throws those writes away. Asking (the pool's get_master_address) closes its idle
+    connections to a server the sentinels no longer name; one in use is closed as it comes back
+    (redis-py's SentinelConnectionPool.owns_connection). A question the sentinels do not answer is
+    left to the next connect, as before."""
+    is_master: bool
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._next_check = time.monotonic() + FOLLOW_INTERVAL
 
-    def get_connection(self, *args: Any, **kwargs: Any) -> Any:
+    def _asks_now(self) -> bool:
+        """Whether to ask the sentinels as this connection is taken (then not again for FOLLOW_INTERVAL)."""
         now = time.monotonic()
-        if self.is_master and now >= self._next_check:
-            self._next_check = now + FOLLOW_INTERVAL
+        if not self.is_master or now < self._next_check:
+            return False
+        self._next_check = now + FOLLOW_INTERVAL
+        return True
+
+
+class _FollowingPool(_Following, redis.sentinel.SentinelConnectionPool):
+    """connect()'s pool for a redis+sentinel:// URL: follows the primary (see _Following)."""
+
+    def get_connection(self, *args: Any, **kwargs: Any) -> Any:
+        if self._asks_now():
             try:
                 self.get_master_address()  # closes the idle connections if the primary moved
             except (redis.RedisError, OSError):
                 pass
         return super().get_connection(*args, **kwargs)
+
+
+class _AsyncFollowingPool(_Following, redis.asyncio.sentinel.SentinelConnectionPool):
+    """connect_async()'s pool for a redis+sentinel:// URL: follows the primary (see _Following)."""
+
+    async def get_connection(self, *args: Any, **kwargs: Any) -> Any:
+        if self._asks_now():
+            try:
+                await self.get_master_address()  # closes the idle connections if the primary moved
+            except (redis.RedisError, OSError):
+                pass
+        return await super().get_connection(*args, **kwargs)
 
 
 _HOST = re.compile(r"^(?:\[(?P<ipv6>[0-9a-fA-F:.]+)\]|(?P<name>[^:\[\]]+)):(?P<port>\d{1,5})$")

@@ -14,8 +14,8 @@ import redis
 from redis.exceptions import RedisClusterException
 from redis.sentinel import MasterNotFoundError
 
-from ..protocol.connection import (DEFAULT_REDIS_URL, RedisURLError, connect, is_cluster, misplaced_password, ping,
-                                   redacted, scrubbed, secrets_of, sentinels_say)
+from ..protocol.connection import (DEFAULT_REDIS_URL, URL_VARIABLE, RedisURLError, configured_url, connect, is_cluster,
+                                   ping, redacted, scrubbed, secrets_of, sentinels_say, unparsable)
 from ..protocol.eviction import eviction_policy
 from ..protocol.dead_letters import DEFAULT_DEAD_MAX, DEFAULT_DEAD_MAX_AGE
 from ..wire.keys import check_queue_name
@@ -52,11 +52,11 @@ def add_connection_options(parser: argparse.ArgumentParser, defaults: bool = Tru
     def default(value: Optional[str]) -> Optional[str]:
         return value if defaults else argparse.SUPPRESS
 
-    parser.add_argument("--redis-url", metavar="URL", default=default(os.environ.get("DELAYED_REDIS_URL", DEFAULT_REDIS_URL)),
+    parser.add_argument("--redis-url", metavar="URL", default=default(configured_url()),
                         help="redis://[user:password@]host:port/db, rediss://... for TLS, "
                              "unix:///path/redis.sock, redis+cluster://host:port[,host:port...] (rediss+cluster:// "
                              "for TLS), or redis+sentinel://host:port[,host:port...]/MASTER_NAME[/db] "
-                             f"(default: $DELAYED_REDIS_URL, else {DEFAULT_REDIS_URL})")
+                             f"(default: ${URL_VARIABLE}, else {DEFAULT_REDIS_URL})")
     parser.add_argument("--tls-ca", metavar="FILE", default=default(None),
                         help="CA certificate to verify a rediss:// server with")
     parser.add_argument("--tls-cert", metavar="FILE", default=default(None),
@@ -87,17 +87,13 @@ def connect_checked(args: argparse.Namespace, stopping: Callable[[], bool] = lam
     is scrubbed of it (or left out for a URL that does not parse, which may quote any piece of it).
     """
     url = args.redis_url
-    if misplaced_password(url):
-        raise CommandError(f"the password in {redacted(url)} holds a '/': percent-encode it as %2F",
-                           status=2)
     try:
         conn = client(args)  # a RedisCluster connects here
         once_more_if_dropped(lambda: ping(conn), stopping)
     except RedisURLError as exc:  # ours: says what is wrong, without the password
         raise CommandError(f"not a valid Redis URL: {exc}", status=2) from None
-    except (ValueError, TypeError) as exc:  # redis-py's parse of the URL
-        detail = "" if secrets_of(url) else f" ({exc})"
-        raise CommandError(f"not a valid Redis URL: {redacted(url)}{detail}", status=2) from None
+    except (ValueError, TypeError) as exc:  # redis-py's, for an option of the URL it took but cannot connect with
+        raise CommandError(f"not a valid Redis URL: {unparsable(url, exc)}", status=2) from None
     except UNREACHABLE as exc:  # unreachable, refused, or refused our password
         raise _unreachable(url, exc, conn if isinstance(exc, MasterNotFoundError) else None) from None
     return conn
