@@ -105,10 +105,9 @@ def delayed(queue: Union[Queue, AsyncQueue]) -> Union[Decorator, AsyncDecorator]
 
     Example:
         ```python title="tasks.py"
-        import redis
-        from delayed import Queue, delayed
+        from delayed import Queue, connect, delayed
 
-        task = delayed(Queue("default", redis.Redis()))
+        task = delayed(Queue("default", connect()))
 
         @task(retry=3)
         def add(a, b):

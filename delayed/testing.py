@@ -27,11 +27,10 @@ def wait_for(condition: Callable[[], Any], timeout: float = 10, what: str = "con
 
     Example:
         ```python
-        import redis
-        from delayed import Queue
+        from delayed import Queue, connect
         from delayed.testing import wait_for
 
-        queue = Queue("default", redis.Redis())
+        queue = Queue("default", connect())
         wait_for(lambda: queue.len() == 0, timeout=5, what="the queue to drain")
         ```
     """
@@ -72,12 +71,11 @@ class RedisServer:
         ```python
         import tempfile
 
-        import redis
-        from delayed import Queue
+        from delayed import Queue, connect
         from delayed.testing import RedisServer
 
         with RedisServer(tempfile.mkdtemp()) as server:
-            queue = Queue("default", redis.Redis.from_url(server.url))
+            queue = Queue("default", connect(server.url))
             assert queue.len() == 0
         ```
     """
@@ -176,8 +174,7 @@ class RedisCluster:
         ```python
         import tempfile
 
-        from delayed import Queue
-        from delayed.protocol.connection import connect
+        from delayed import Queue, connect
         from delayed.testing import RedisCluster
 
         with RedisCluster(tempfile.mkdtemp()) as cluster:
@@ -450,8 +447,7 @@ class SentinelSet:
         ```python
         import tempfile
 
-        from delayed import Queue
-        from delayed.protocol.connection import connect
+        from delayed import Queue, connect
         from delayed.testing import SentinelSet
 
         with SentinelSet(tempfile.mkdtemp()) as sentinels:

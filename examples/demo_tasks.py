@@ -1,9 +1,7 @@
 """Task functions for `make demo`: each appends a line to the list `demo:log`."""
-import os
+from delayed import connect
 
-import redis
-
-_conn = redis.Redis.from_url(os.environ.get("DELAYED_REDIS_URL", "redis://localhost:6379/0"))
+_conn = connect()  # the Redis $DELAYED_REDIS_URL names, as the worker's
 
 
 def log(line):

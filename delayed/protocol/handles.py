@@ -66,10 +66,9 @@ class TaskHandle:
         ```
 
         ```python
-        import redis
-        from delayed import PyTask, Queue, Worker
+        from delayed import PyTask, Queue, Worker, connect
 
-        queue = Queue("default", redis.Redis())
+        queue = Queue("default", connect())
         handle = queue.enqueue(PyTask("tasks:add", [1, 2]), result_ttl=3600)
         handle.status()                             # 'pending'
         Worker(queue, ["tasks"], burst=True).run()  # runs it (most workers run elsewhere)

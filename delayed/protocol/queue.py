@@ -45,7 +45,7 @@ class Queue(QueueBase):
         name: The queue's name. On a Redis Cluster it must carry a hash tag (`"{orders}"`), so that
             all the queue's keys live in one slot.
         conn: A `redis.Redis` on any pool (Sentinel, TLS, `connection_pool=...`), or a
-            `redis.cluster.RedisCluster`.
+            `redis.cluster.RedisCluster`; `connect()` gives one for `$DELAYED_REDIS_URL`.
         dequeue_timeout: Seconds a worker blocks waiting for a notification.
         keep_alive_timeout: Seconds a worker's keep-alive key lives without a refresh; once it lapses,
             a sweeper requeues the worker's tasks.
@@ -80,10 +80,9 @@ class Queue(QueueBase):
 
     Example:
         ```python
-        import redis
-        from delayed import PyTask, Queue
+        from delayed import PyTask, Queue, connect
 
-        queue = Queue("default", redis.Redis())
+        queue = Queue("default", connect())
         queue.enqueue(PyTask("tasks:add", [1, 2]))
         ```
     """
@@ -426,7 +425,7 @@ class AsyncQueue:
     Args:
         name: The queue's name (on a Redis Cluster, with a hash tag: `"{orders}"`).
         conn: A `redis.asyncio.Redis`, or a `redis.asyncio.cluster.RedisCluster` created with
-            `retry=Retry(NoBackoff(), 0)`.
+            `retry=Retry(NoBackoff(), 0)`; `connect_async()` gives one for `$DELAYED_REDIS_URL`.
         max_task_size: The largest task blob, in bytes (default 1 MiB); a larger one is refused.
 
     Raises:
@@ -441,10 +440,9 @@ class AsyncQueue:
 
     Example:
         ```python
-        import redis.asyncio
-        from delayed import AsyncQueue, PyTask
+        from delayed import AsyncQueue, PyTask, connect_async
 
-        queue = AsyncQueue("default", redis.asyncio.Redis())
+        queue = AsyncQueue("default", connect_async())
         handle = await queue.enqueue(PyTask("tasks:add", [1, 2]), result_ttl=3600)
         ```
     """

@@ -48,11 +48,10 @@ class WorkerOps:
 
     Example:
         ```python
-        import redis
-        from delayed import Queue
+        from delayed import Queue, connect
         from delayed.protocol.worker_ops import WorkerOps
 
-        queue = Queue("default", redis.Redis())
+        queue = Queue("default", connect())
         ops = WorkerOps(queue)
         [worker_id] = queue.keys.worker_ids(1)
         ops.try_online([worker_id])

@@ -193,10 +193,9 @@ class PyTask:
 
     Example:
         ```python
-        import redis
-        from delayed import PyTask, Queue
+        from delayed import PyTask, Queue, connect
 
-        queue = Queue("default", redis.Redis())
+        queue = Queue("default", connect())
         queue.enqueue(PyTask("tasks:send", ["ann@example.com"], {"subject": "hi"}, max_retries=5))
         ```
     """

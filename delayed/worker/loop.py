@@ -185,10 +185,9 @@ class Worker:
         ```
 
         ```python
-        import redis
-        from delayed import Queue, Worker
+        from delayed import Queue, Worker, connect
 
-        worker = Worker(Queue("default", redis.Redis()), allow=["tasks"], threads=4, burst=True)
+        worker = Worker(Queue("default", connect()), allow=["tasks"], threads=4, burst=True)
         worker.run()  # until the queue is empty; without burst, until SIGTERM, SIGINT or SIGHUP
         ```
     """

@@ -1,10 +1,12 @@
 """The manual's Go: every ```go block of README.md and docs/ builds on go-delayed, each fragment runs,
 and the examples of docs/go.md do what the page says, against go-delayed's real worker and ours.
 
-Blocks are read from the pages at test time (tests/docs_examples.py finds them and points them at
-the test's redis-server), so an edit that breaks an example breaks these tests. A fragment (a block
-that is not `package main`) is wrapped in `func main()` importing go-delayed's `delayed` package,
-built in interop/bin/ (gitignored, inside the interop module, so go.mod pins go-delayed) and run.
+Blocks are read from the pages at test time (tests/docs_examples.py finds them), so an edit that
+breaks an example breaks these tests. Each runs as it stands, with $DELAYED_REDIS_URL naming the
+test's redis-server, so an example that ignores the variable reaches no Redis and fails. A fragment
+(a block that is not `package main`) is wrapped in `func main()` importing go-delayed's `delayed`
+package and the FRAGMENT_IMPORTS it names, built in interop/bin/ (gitignored, inside the interop
+module, so go.mod pins go-delayed) and run.
 """
 import os
 import re
@@ -37,13 +39,14 @@ def page_block(language: str, holding: Callable[[str], bool]) -> docs_examples.B
     return found[0]
 
 
-def pointed(block: docs_examples.Block, url: str) -> str:
-    return docs_examples.pointed_at(block.source, url, block.language)
+def python_gotasks() -> str:
+    """The page's Python block of GoTasks for go-delayed's worker."""
+    return page_block("python", lambda source: 'GoTask("main.Several"' in source).source
 
 
-def python_gotasks(url: str) -> str:
-    """The page's Python block of GoTasks for go-delayed's worker, pointed at url."""
-    return pointed(page_block("python", lambda source: 'GoTask("main.Several"' in source), url)
+def pointed_at(redis_server) -> dict:
+    """The environment a page's example runs in: this process's, with $DELAYED_REDIS_URL naming redis_server."""
+    return dict(os.environ, DELAYED_REDIS_URL=redis_server.url)
 
 
 def received(records):
@@ -62,10 +65,11 @@ PROMISED = [
 LATER = ("String", [("string", '"later"')])
 
 
-def test_the_python_gotasks_run_on_go_delayed_s_worker_as_their_comments_say(procs, conn, redis_server):
+def test_the_python_gotasks_run_on_go_delayed_s_worker_as_their_comments_say(procs, conn, redis_server, monkeypatch):
     """The page's Python block of GoTasks, run: a goworker on "go" runs every call with the Go types
     and values the block's comments state; our sweeper moves the delay=2 task in, and it runs no sooner."""
-    source = python_gotasks(redis_server.url)
+    monkeypatch.setenv("DELAYED_REDIS_URL", redis_server.url)
+    source = python_gotasks()
     worker = procs.go_worker("go")
     procs.py_sweeper("go")
 
@@ -100,30 +104,37 @@ def greet(name):
 
 GO_MAIN = """package main
 
-import "github.com/yizhisec/go-delayed/delayed"
+import (
+%s)
 
 func main() {
 %s}
 """
+FRAGMENT_IMPORTS = {"os": "os", "redis": "github.com/gomodule/redigo/redis"}
+"""The packages a fragment may use unimported (its wrapper imports those it names), by their names in Go code."""
 
 
 def wrapped(fragment: str) -> str:
-    """A fragment as a program: in func main(), with go-delayed's delayed package imported."""
-    return GO_MAIN % "".join(f"\t{line}\n" for line in fragment.splitlines())
+    """A fragment as a program: in func main(), with go-delayed's delayed package imported, and each
+    of FRAGMENT_IMPORTS the fragment names."""
+    paths = ["github.com/yizhisec/go-delayed/delayed",
+             *[path for name, path in FRAGMENT_IMPORTS.items() if re.search(rf"\b{name}\.", fragment)]]
+    return GO_MAIN % ("".join(f'\t"{path}"\n' for path in paths),
+                      "".join(f"\t{line}\n" for line in fragment.splitlines()))
 
 
 @pytest.mark.parametrize("block", RUN, ids=lambda block: block.where)
 def test_every_go_block_builds_and_every_fragment_runs(block, go_bin, redis_server):
     """A `package main` block builds as it stands; a fragment builds wrapped, and runs to exit 0."""
     program = block.source.startswith("package main")
-    source = docs_examples.pointed_at(block.source, redis_server.url, "go")
     name = "docs_" + re.sub(r"\W", "_", block.where)
-    directory = go_program(name, source if program else wrapped(source))
+    directory = go_program(name, block.source if program else wrapped(block.source))
     built = subprocess.run(["go", "build", "-o", str(directory / "program"), f"./bin/{name}"],
                            cwd=gocommands.INTEROP, capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, f"{block.where} ({directory / 'main.go'}):\n{built.stderr}"
     if not program:
-        run = subprocess.run([str(directory / "program")], capture_output=True, text=True, timeout=60)
+        run = subprocess.run([str(directory / "program")], capture_output=True, text=True, timeout=60,
+                             env=pointed_at(redis_server))
         assert run.returncode == 0, f"{block.where}:\n{run.stdout}{run.stderr}"
 
 
@@ -136,9 +147,9 @@ def test_the_go_fragment_enqueues_pytasks_our_worker_runs(procs, conn, redis_ser
     """The page's Go fragment that enqueues PyTasks, wrapped and run; `python -m delayed.worker --queue
     py tasks` with a tasks.py defining add(a, b) and greet(name) then runs both calls with those arguments."""
     fragment = page_block("go", lambda source: 'NewPyTask("tasks:add"' in source and not source.startswith("package"))
-    example = go_program("docs_enqueue", wrapped(pointed(fragment, procs.redis_url)))
+    example = go_program("docs_enqueue", wrapped(fragment.source))
     run = subprocess.run(["go", "run", "./bin/docs_enqueue"], cwd=gocommands.INTEROP, capture_output=True,
-                         text=True, timeout=300)
+                         text=True, timeout=300, env=pointed_at(redis_server))
     assert run.returncode == 0, f"{example / 'main.go'}:\n{run.stderr}"
     assert Queue("py", conn).len() == 2
 
@@ -155,19 +166,20 @@ def test_the_go_fragment_enqueues_pytasks_our_worker_runs(procs, conn, redis_ser
     assert dead == []
 
 
-def test_the_go_worker_program_runs_the_python_gotasks_and_stops_on_sighup(procs, conn, redis_server):
+def test_the_go_worker_program_runs_the_python_gotasks_and_stops_on_sighup(procs, conn, redis_server, monkeypatch):
     """The page's complete go-delayed worker, built and started; the page's Python block then enqueues
     its GoTasks, and the worker prints each call with the values the block's comments promise;
     SIGHUP stops it."""
     program = page_block("go", lambda source: source.startswith("package main") and "RegisterHandlers" in source)
-    example = go_program("docs_worker", pointed(program, procs.redis_url))
+    example = go_program("docs_worker", program.source)
     built = subprocess.run(["go", "build", "-o", str(example / "worker"), "./bin/docs_worker"],
                            cwd=gocommands.INTEROP, capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, f"{example / 'main.go'}:\n{built.stderr}"
-    worker = procs.start("docs_worker", [str(example / "worker")])
+    worker = procs.start("docs_worker", [str(example / "worker")], env=pointed_at(redis_server))
     procs.py_sweeper("go")  # moves the delay=2 task in
 
-    exec(compile(python_gotasks(redis_server.url), "docs/go.md (python block)", "exec"), {})
+    monkeypatch.setenv("DELAYED_REDIS_URL", redis_server.url)
+    exec(compile(python_gotasks(), "docs/go.md (python block)", "exec"), {})
     wait_for(lambda: worker.out().count("\n") >= 6 or not worker.alive(), timeout=10, what="six calls printed")
     assert worker.out().splitlines() == ["Several 1 a 2.5", "Struct {X:1 Y:2 Label:p}", "Variadic p [1 2]",
                                          "Float32 1.5", "NoArg", "String later"], worker.err()
