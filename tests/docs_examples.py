@@ -14,11 +14,18 @@ fence changes what happens to that one block:
     <!-- docs: needs go -->          (sh) runs only where `go` is on the PATH, else is skipped saying so
 
 A page's blocks run in order, in a fresh directory (on sys.path) of their own, against a Redis the
-test started: Python blocks share one namespace (and one event loop, for top-level `await`); each
-sh block is its own `bash -eo pipefail`, with $DELAYED_REDIS_URL set, the test's Python first on the
-PATH and the page's directory on PYTHONPATH. Before a block runs, its text points at that Redis:
-`redis.Redis()` and `redis.asyncio.Redis()` become `.from_url(URL)` calls, `localhost:6379` and
-`127.0.0.1:6379` its address, and `redis-cli` gets `-u URL`.
+test started, as they stand: nothing in them is rewritten. $DELAYED_REDIS_URL names that Redis, in
+the runner's environment and in every process it starts, and is the only way an example finds it:
+`delayed.connect()`, every command of delayed, `redis-cli -u "$DELAYED_REDIS_URL"`. An example that
+ignores it (`redis.Redis()`, `localhost:6379`, a bare `redis-cli`) reaches no Redis and fails, or at
+least writes where the page's later blocks do not look. Python blocks share one namespace (and one
+event loop, for top-level `await`); each sh block is its own `bash -eo pipefail`, with the test's
+Python first on the PATH and the page's directory on PYTHONPATH.
+
+A Python line `print(...)  # TEXT` states what it prints: the line printed must be TEXT, where `...`
+stands for any text, every time the line runs, and it must run at least once. So an output a page
+shows after a print is one the reader will see; a remark that is not the output goes elsewhere (the
+line before, the prose). Outputs of sh blocks are not compared.
 
 The docstrings the API reference (docs/reference/api.md) renders are pages too: the blocks of one
 object's docstring and its public members' run in the same way, in order.
@@ -30,8 +37,10 @@ another's modules, loggers or signals.
 import argparse
 import ast
 import asyncio
+import builtins
 import importlib
 import inspect
+import io
 import os
 import re
 import shutil
@@ -39,10 +48,11 @@ import signal
 import subprocess
 import sys
 import time
+import tokenize
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN_IN_TEST = ("python", "sh")
@@ -176,16 +186,48 @@ def problems(block: Block) -> List[str]:
     return found
 
 
-def pointed_at(source: str, url: str, language: str) -> str:
-    """source with the default Redis it names replaced by url's (see the module's docstring)."""
-    address = url.split("://", 1)[1].split("/", 1)[0]
-    source = re.sub(r"\b(?:localhost|127\.0\.0\.1):6379\b", address, source)
-    if language == "python":
-        source = source.replace("redis.asyncio.Redis()", f"redis.asyncio.Redis.from_url({url!r})")
-        source = source.replace("redis.Redis()", f"redis.Redis.from_url({url!r})")
-    if language == "sh":
-        source = re.sub(r"\bredis-cli\b", f"redis-cli -u {url}", source)
-    return source
+def shown_outputs(block: Block) -> Dict[Tuple[str, int], str]:
+    """The outputs a Python block states: {(its page, the line of a `print(...)  # TEXT`): TEXT}."""
+    found = {}
+    lines = iter(block.source.splitlines(keepends=True))
+    for token in tokenize.generate_tokens(lambda: next(lines, "")):
+        if token.type == tokenize.COMMENT and token.line.lstrip().startswith("print("):
+            found[shown(block.page), block.line + token.start[0] - 1] = token.string[1:].strip()
+    return found
+
+
+def matches(shown_text: str, printed: str) -> bool:
+    """Whether printed is what a page shows as shown_text, where "..." in it stands for any text."""
+    pattern = ".*?".join(re.escape(part) for part in shown_text.split("..."))
+    return re.fullmatch(pattern, printed, re.S) is not None
+
+
+@dataclass
+class OutputCheck:
+    """print() for a page's Python blocks: prints as the built-in does, and holds each line that states
+    its output (shown_outputs) to it; unseen() names those that never ran."""
+    shown: Dict[Tuple[str, int], str] = field(default_factory=dict)
+    seen: Set[Tuple[str, int]] = field(default_factory=set)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        caller = sys._getframe(1)
+        where = (caller.f_code.co_filename, caller.f_lineno)
+        expected = self.shown.get(where)
+        if expected is None or kwargs.get("file") is not None:
+            builtins.print(*args, **kwargs)
+            return
+        out = io.StringIO()
+        builtins.print(*args, **{**kwargs, "file": out})
+        sys.stdout.write(out.getvalue())
+        printed = out.getvalue()[:-1] if out.getvalue().endswith("\n") else out.getvalue()
+        self.seen.add(where)
+        if not matches(expected, printed):
+            raise AssertionError(f"{where[0]}:{where[1]}: the page shows the output {expected!r}, "
+                                 f"and it printed {printed!r}")
+
+    def unseen(self) -> List[str]:
+        return [f"{page}:{line}: the page shows the output {text!r}, and the line never ran"
+                for (page, line), text in sorted(self.shown.items()) if (page, line) not in self.seen]
 
 
 @dataclass
@@ -195,12 +237,14 @@ class PageRun:
     source: str
     url: str
     directory: Path
+    outputs: OutputCheck = field(default_factory=OutputCheck)
     namespace: Dict[str, object] = field(default_factory=lambda: {"__name__": "__main__"})
     loop: Optional[asyncio.AbstractEventLoop] = None
     background: List[Tuple[Block, subprocess.Popen, Path, float]] = field(default_factory=list)
 
     def run(self) -> None:
         os.environ["DELAYED_REDIS_URL"] = self.url
+        self.namespace["print"] = self.outputs
         self.directory.mkdir(parents=True, exist_ok=True)
         os.chdir(self.directory)
         sys.path.insert(0, str(self.directory))
@@ -211,23 +255,26 @@ class PageRun:
             self.stop_background()
             if self.loop is not None:
                 self.loop.close()
+        unseen = self.outputs.unseen()
+        if unseen:
+            raise AssertionError("\n".join(unseen))
 
     def run_block(self, block: Block) -> None:
         if block.skip_reason is not None:
             return
-        source = pointed_at(block.source, self.url, block.language)
         if block.title:
             path = self.directory / block.title
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(source)
+            path.write_text(block.source)
         elif block.language == "python":
-            self.run_python(block, source)
+            self.outputs.shown.update(shown_outputs(block))
+            self.run_python(block)
         elif block.language == "sh":
-            self.run_shell(block, source)
+            self.run_shell(block)
 
-    def run_python(self, block: Block, source: str) -> None:
+    def run_python(self, block: Block) -> None:
         # padded so that a traceback names the page's own line numbers
-        code = compile("\n" * (block.line - 1) + source, shown(block.page), "exec",
+        code = compile("\n" * (block.line - 1) + block.source, shown(block.page), "exec",
                        flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
         expected = block.directive[1] if block.directive and block.directive[0] == "raises" else None
         try:
@@ -248,8 +295,8 @@ class PageRun:
         path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
         return dict(os.environ, DELAYED_REDIS_URL=self.url, PATH=path, PYTHONPATH=str(self.directory))
 
-    def run_shell(self, block: Block, source: str) -> None:
-        command = ["bash", "-eo", "pipefail", "-c", source]
+    def run_shell(self, block: Block) -> None:
+        command = ["bash", "-eo", "pipefail", "-c", block.source]
         if block.directive == ("background", ""):
             log = self.directory / f".background-{block.line}.log"
             with log.open("w") as out:
@@ -263,7 +310,7 @@ class PageRun:
         sys.stdout.write(done.stdout)
         if done.returncode != expected:
             raise AssertionError(f"{block.where}: the sh block exited {done.returncode}, not {expected}:\n"
-                                 f"{source}{done.stdout}")
+                                 f"{block.source}{done.stdout}")
 
     def stop_background(self) -> None:
         """SIGTERM every background block (its whole process group) and wait; each must exit 0."""

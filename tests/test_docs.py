@@ -1,8 +1,9 @@
 """The manual's examples run, and the manual is whole.
 
 Every python and sh block of README.md and docs/, and of the docstrings the API reference shows,
-runs, page by page (object by object), against a redis-server this session started (tests/docs_examples.py states the rules: files, markers, what is pointed at the
-test's Redis); a block marked `skip` is reported as a skipped test with its reason. The site builds
+runs, page by page (object by object), against a redis-server this session started, which
+$DELAYED_REDIS_URL names (tests/docs_examples.py states the rules: files, markers, shown outputs);
+a block marked `skip` is reported as a skipped test with its reason. The site builds
 strictly (`make docs`'s settings), and its generated references cover what the code has: every
 argument `--help` prints, every name `from delayed import` gives, every metric family.
 """
@@ -66,10 +67,11 @@ FENCE = "`" * 3
 
 
 @pytest.mark.parametrize("body, says", [
-    ("python\nimport redis\nredis.Redis().set('seen', 1)\nraise RuntimeError('broken example')", "page.md\", line 6"),
-    ("sh\nredis-cli set seen 1 && printf '\\xc1 not UTF-8\\n' && false", "exited 1, not 0"),
-    ("python\nimport redis\nredis.Redis().set('seen', 1)\n" + FENCE + "\n<!-- docs: raises KeyError -->\n" + FENCE
-     + "python\n{}['a'] + 1",
+    ("python\nfrom delayed import connect\nconnect().set('seen', 1)\nraise RuntimeError('broken example')",
+     "page.md\", line 6"),
+    ("sh\nredis-cli -u \"$DELAYED_REDIS_URL\" set seen 1 && printf '\\xc1 not UTF-8\\n' && false", "exited 1, not 0"),
+    ("python\nfrom delayed import connect\nconnect().set('seen', 1)\n" + FENCE + "\n<!-- docs: raises KeyError -->\n"
+     + FENCE + "python\n{}['a'] + 1",
      None),
 ])
 def test_the_runner_fails_a_page_whose_example_breaks(body, says, redis_server, tmp_path):
@@ -81,6 +83,46 @@ def test_the_runner_fails_a_page_whose_example_breaks(body, says, redis_server, 
     client.flushall()
     done = run_page(page, redis_server, tmp_path / "run")
     assert client.get("seen") == b"1"
+    if says is None:
+        assert done.returncode == 0, done.stdout
+    else:
+        assert done.returncode == 1 and says in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("body", [
+    "python\nimport redis\nredis.Redis().set('seen', 1)",
+    "python\nimport redis.asyncio\nawait redis.asyncio.Redis().set('seen', 1)",
+    "python\nimport redis\nredis.Redis.from_url('redis://localhost:6379/0').set('seen', 1)",
+    "sh\nredis-cli set seen 1",
+    "sh\nredis-cli -h 127.0.0.1 -p 6379 set seen 1",
+])
+def test_an_example_that_ignores_delayed_redis_url_fails_its_page(body, redis_server, tmp_path):
+    """The runner rewrites nothing: an example that names the default Redis, not $DELAYED_REDIS_URL,
+    reaches no Redis (none answers on localhost:6379 here: checked, so that the failure is real),
+    and writes nothing to the test's."""
+    with pytest.raises(redis.ConnectionError):
+        redis.Redis(socket_connect_timeout=2).ping()
+    page = tmp_path / "page.md"
+    page.write_text(f"# A page\n\n{FENCE}{body}\n{FENCE}\n")
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    done = run_page(page, redis_server, tmp_path / "run")
+    assert done.returncode == 1, done.stdout
+    assert client.get("seen") is None
+
+
+@pytest.mark.parametrize("lines, says", [
+    ("print(1 + 2)  # 3\nprint('task', 'a1b2', 'failed')  # task ... failed\nfor n in (1, 1):\n    print(n)  # 1",
+     None),
+    ("print(1 + 2)  # 4", "page.md:4: the page shows the output '4', and it printed '3'"),
+    ("print('task a1b2 failed')  # task ... done", "the page shows the output 'task ... done', and it printed"),
+    ("if False:\n    print(1)  # 1", "page.md:5: the page shows the output '1', and the line never ran"),
+])
+def test_a_print_s_comment_is_the_output_it_shows(lines, says, redis_server, tmp_path):
+    """`print(...)  # TEXT` must print TEXT ("..." standing for any text), each time, at least once."""
+    page = tmp_path / "page.md"
+    page.write_text(f"# A page\n\n{FENCE}python\n{lines}\n{FENCE}\n")
+    done = run_page(page, redis_server, tmp_path / "run")
     if says is None:
         assert done.returncode == 0, done.stdout
     else:
