@@ -58,7 +58,30 @@ def test_password(tmp_path):
         wrong = spawn("delayed.worker", "tests.tasks", redis_url=f"redis://:nope@127.0.0.1:{server.port}/0")
         output, _ = wrong.communicate(timeout=10)
         assert wrong.returncode == 1
-        assert output.count("\n") == 1 and "cannot reach Redis at redis://:***@" in output and "nope" not in output
+        assert output.count("\n") == 1 and "nope" not in output
+        assert output.startswith(f"delayed.worker: Redis at redis://:***@127.0.0.1:{server.port}/0 refused the "
+                                 "credentials: "), output
+
+
+@pytest.mark.parametrize("credentials, says", [
+    (":wrong@", "invalid username-password pair"),             # WRONGPASS
+    ("", "Authentication required"),                           # NOAUTH
+    ("worker:wrong@", "invalid username-password pair"),       # an ACL user's wrong password
+    ("ghost:pw@", "invalid username-password pair"),           # no such ACL user
+])
+def test_a_refused_password_says_refused_not_unreachable(tmp_path, credentials, says):
+    """Redis answered, and refused the credentials: every command's start says so, in one line, exit 1."""
+    acl = ["--requirepass", "right", "--user", "worker", "on", ">pw", "~*", "&*", "+@all"]
+    with RedisServer(tmp_path, acl) as server:
+        url = f"redis://{credentials}127.0.0.1:{server.port}/0"
+        for module, args in (("delayed", ["stats"]), ("delayed.worker", ["tests.tasks"]),
+                             ("delayed.sweeper", [])):
+            process = spawn(module, *args, redis_url=url)
+            output, _ = process.communicate(timeout=10)
+            assert process.returncode == 1 and output.count("\n") == 1, output
+            shown = url.replace("wrong", "***").replace(":pw@", ":***@")
+            assert output.startswith(f"{module}: Redis at {shown} refused the credentials: "), output
+            assert says in output and "cannot reach" not in output and "wrong" not in output
 
 
 def test_acl_user(tmp_path):

@@ -412,6 +412,19 @@ def test_an_unreachable_redis_is_a_page_saying_so_and_it_recovers(conn, tmp_path
         server.stop()
 
 
+def test_a_refused_password_is_a_page_saying_refused_not_unreachable(tmp_path, dashboard):
+    with RedisServer(tmp_path, ["--requirepass", "s3cret"]) as server:
+        web = dashboard(url=f"redis://:s3cret@127.0.0.1:{server.port}/0")
+        assert web.get()[0] == 200
+        client = redis.Redis(port=server.port, password="s3cret")
+        client.config_set("requirepass", "new")  # the dashboard's next connection is refused
+        client.client_kill_filter(_type="normal", skipme=True)
+        client.close()
+        status, page = web.get()
+        assert status == 503 and "Redis refused the dashboard&#39;s credentials: " in page, page
+        assert "invalid username-password pair" in page and "cannot reach" not in page and "s3cret" not in page
+
+
 def test_the_overview_shows_counts_workers_go_delayeds_holders_scheduled_and_periodic(conn, dashboard, busy_worker):
     ours = busy_worker
     conn.hset("go_processing", GO_WORKER, GoTask("main.Resize", 640).serialize())

@@ -553,6 +553,19 @@ def refused_for_memory(exc: BaseException) -> bool:
         isinstance(exc, redis.exceptions.ExecAbortError) and "OOM" in str(exc))
 
 
+_REFUSED_CREDENTIALS = ("WRONGPASS", "NOAUTH", "invalid password", "invalid username-password pair",
+                        "Authentication required", "called without any password configured", "no password is set")
+"""What Redis's replies say when it refuses a client's credentials (redis-py raises most of them as
+AuthenticationError; a cluster's start wraps them in a RedisClusterException)."""
+
+
+def refused_credentials(exc: BaseException) -> bool:
+    """Redis answered and refused the credentials: a wrong or missing password, an unknown or disabled
+    ACL user, or a password a server without one does not take."""
+    return isinstance(exc, (redis.exceptions.AuthenticationError, redis.exceptions.AuthenticationWrongNumberOfArgsError)) \
+        or any(marker in str(exc) for marker in _REFUSED_CREDENTIALS)
+
+
 def error_text(exc: BaseException) -> str:
     """A Redis error for a log line or a page: one line, without the command redis-py quotes when a
     pipeline's command fails (a task's bytes may be among its arguments), and a refusal for want of

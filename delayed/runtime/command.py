@@ -15,7 +15,7 @@ from redis.exceptions import RedisClusterException
 from redis.sentinel import MasterNotFoundError
 
 from ..protocol.connection import (DEFAULT_REDIS_URL, URL_VARIABLE, RedisURLError, configured_url, connect, is_cluster,
-                                   ping, redacted, scrubbed, secrets_of, sentinels_say, unparsable)
+                                   ping, redacted, refused_credentials, scrubbed, secrets_of, sentinels_say, unparsable)
 from ..protocol.eviction import eviction_policy
 from ..protocol.dead_letters import DEFAULT_DEAD_MAX, DEFAULT_DEAD_MAX_AGE
 from ..wire.keys import check_queue_name
@@ -125,9 +125,11 @@ RedisClusterException, which is no RedisError)."""
 
 
 def _unreachable(url: str, exc: Exception, sentinels: Optional[redis.Redis] = None) -> CommandError:
-    """The one-line error for a Redis at url that failed with exc, the URL's passwords masked; for a
-    Sentinel client whose sentinels named no primary, what they said (redis-py's MasterNotFoundError
-    shows their client objects instead)."""
+    """The one-line error for a Redis at url that failed with exc, the URL's passwords masked: one that
+    answered and refused the credentials says so; for a Sentinel client whose sentinels named no
+    primary, what they said (redis-py's MasterNotFoundError shows their client objects instead)."""
+    if refused_credentials(exc):
+        return CommandError(f"Redis at {redacted(url)} refused the credentials: {scrubbed(str(exc), url)}")
     reason = sentinels_say(sentinels) if isinstance(exc, MasterNotFoundError) and sentinels else str(exc)
     return CommandError(f"cannot reach Redis at {redacted(url)}: {scrubbed(reason, url)}")
 

@@ -22,7 +22,7 @@ import redis
 from werkzeug.wrappers import Response
 
 from .. import admin
-from ...protocol.connection import error_text
+from ...protocol.connection import error_text, refused_credentials
 from ...errors import DeadLetterError, TaskNotFoundError
 from ...wire.keys import check_queue_name
 from .charts import chart
@@ -98,6 +98,9 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
 
     @app.errorhandler(redis.RedisError)
     def redis_error(exc: redis.RedisError) -> Reply:
+        if refused_credentials(exc):  # redis-py's AuthenticationError is a ConnectionError: Redis answered, though
+            return _message("Redis refused the credentials", f"Redis refused the dashboard's credentials: "
+                            f"{error_text(exc).rstrip('.')}. Check the password or ACL user in its Redis URL.", 503)
         if isinstance(exc, (redis.ConnectionError, redis.TimeoutError)):
             return _message("Redis is unreachable", f"The dashboard cannot reach Redis: {error_text(exc).rstrip('.')}. "
                             "Reload the page once it is back.", 503)
