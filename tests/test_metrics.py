@@ -14,7 +14,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
-from typing import Callable, Dict, List, Tuple, Union
+from typing import Callable, Dict, List, Set, Tuple, Union
 
 import yaml
 
@@ -429,7 +429,49 @@ def test_a_taken_metrics_port_is_a_one_line_error(capsys):
         taken.listen()
         status = worker_main(["--metrics-port", str(taken.getsockname()[1]), "tests.tasks"])
     assert status == 2
-    assert capsys.readouterr().err.startswith("delayed.worker: cannot serve metrics on port ")
+    assert capsys.readouterr().err.startswith("delayed.worker: cannot serve metrics on 127.0.0.1:")
+
+
+def test_a_metrics_host_that_is_no_address_here_is_a_one_line_error(capsys):
+    status = worker_main(["--metrics-port", str(free_port()), "--metrics-host", "192.0.2.1", "tests.tasks"])
+    assert status == 2
+    assert capsys.readouterr().err.startswith("delayed.worker: cannot serve metrics on 192.0.2.1:")
+
+
+def listening(port: int) -> Set[str]:
+    """The addresses TCP sockets listen on at port, as the kernel's tables (/proc/net/tcp, tcp6) say."""
+    found = set()
+    for table, family in (("/proc/net/tcp", socket.AF_INET), ("/proc/net/tcp6", socket.AF_INET6)):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, _, hex_port = local.partition(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                words = bytes.fromhex(address)
+                native = b"".join(words[i:i + 4][::-1] for i in range(0, len(words), 4))  # each 32-bit word is host order
+                found.add(socket.inet_ntop(family, native))
+    return found
+
+
+@pytest.mark.parametrize("command", [
+    ("delayed.worker", "--metrics-port", "{port}", "tests.tasks"),
+    ("delayed.worker", "--concurrency", "2", "--metrics-port", "{port}", "tests.tasks"),
+    ("delayed", "metrics", "--port", "{port}"),
+], ids=["worker", "supervisor", "exporter"])
+def test_metrics_listen_on_loopback_unless_told_otherwise(redis_server, command):
+    host_flag = "--host" if "metrics" in command else "--metrics-host"
+    for extra, addresses in (((), {"127.0.0.1"}), ((host_flag, "0.0.0.0"), {"0.0.0.0"})):
+        port = free_port()
+        process = spawn(command[0], *(arg.format(port=port) for arg in command[1:]), *extra,
+                        redis_url=redis_server.url)
+        try:
+            wait_for(lambda: listening(port), what=f"{' '.join(command)} to listen on {port}")
+            assert listening(port) == addresses
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
+                assert reply.status == 200
+        finally:
+            process.send_signal(signal.SIGTERM)
+            output, _ = process.communicate(timeout=30)
+        assert process.returncode == 0, output
 
 
 # The metrics page's queries (docs/metrics.md), run on a real Prometheus

@@ -234,15 +234,27 @@ def add_dead_options(parser: argparse.ArgumentParser) -> None:
                         help="writing a dead letter trims those older than this; 0: no bound (default: %(default)s)")
 
 
-def metrics_unavailable(port: int) -> Optional[str]:
-    """Why metrics cannot be served on port (prometheus-client missing, or the port taken), else None;
-    for a one-line error at start rather than a traceback."""
+METRICS_HOST = "127.0.0.1"
+"""The address metrics listen on unless told otherwise: loopback, as the dashboard's."""
+
+
+def metrics_unavailable(port: int, host: str = METRICS_HOST) -> Optional[str]:
+    """Why metrics cannot be served on host:port (prometheus-client missing, a host that is no address of
+    this machine, or the port taken), else None; for a one-line error at start rather than a traceback."""
     if importlib.util.find_spec("prometheus_client") is None:
         return "metrics need prometheus-client: pip install 'delayed[metrics]'"
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as prometheus_client's server does
-        try:
-            sock.bind(("", port))
-        except OSError as exc:
-            return f"cannot serve metrics on port {port}: {exc.strerror}"
+    try:
+        family, kind, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        with socket.socket(family, kind) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as prometheus_client's server does
+            sock.bind(address)
+    except OSError as exc:  # socket.gaierror included
+        return f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}"
     return None
+
+
+def add_metrics_host_option(parser: argparse.ArgumentParser, flag: str, port_flag: str) -> None:
+    """The option that says which address metrics listen on (default METRICS_HOST: loopback only)."""
+    parser.add_argument(flag, default=METRICS_HOST, metavar="HOST",
+                        help=f"the address {port_flag} listens on (default: %(default)s, this machine only); "
+                             "0.0.0.0 (or ::) for every address, so that a Prometheus on another host can scrape it")

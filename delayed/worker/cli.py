@@ -9,8 +9,9 @@ from typing import Any, Callable, List, Optional, Sequence
 
 from ..protocol.producer import DEFAULT_MAX_TASK_SIZE
 from ..protocol.queue import Queue
-from ..runtime.command import (CommandError, add_connection_options, add_dead_options, add_eviction_option, client,
-                               check_queue_names, connect_unless_stopped, metrics_unavailable, positive, run_command)
+from ..runtime.command import (CommandError, add_connection_options, add_dead_options, add_eviction_option,
+                               add_metrics_host_option, client, check_queue_names, connect_unless_stopped,
+                               metrics_unavailable, positive, run_command)
 from ..runtime.lifecycle import Lifecycle
 from . import metrics as task_metrics
 from .allowlist import Allowlist, submodule_names
@@ -49,8 +50,9 @@ def parser() -> argparse.ArgumentParser:
                         help="one INFO line per finished task on delayed.worker.tasks: id (tracked tasks; '-' "
                              "otherwise), function, outcome, milliseconds (costs throughput on tiny tasks)")
     parser.add_argument("--metrics-port", type=positive(int), metavar="PORT",
-                        help="serve Prometheus metrics of the tasks run on http://0.0.0.0:PORT/metrics, all "
-                             "processes together (needs prometheus-client; default: none)")
+                        help="serve Prometheus metrics of the tasks run on http://HOST:PORT/metrics (HOST: "
+                             "--metrics-host), all processes together (needs prometheus-client; default: none)")
+    add_metrics_host_option(parser, "--metrics-host", "--metrics-port")
     add_eviction_option(parser)
     parser.add_argument("modules", metavar="MODULE", nargs="+",
                         help="module whose public functions tasks may call")
@@ -93,7 +95,7 @@ def _queue_names(names: Optional[List[str]]) -> List[str]:
 
 def _worker(args: argparse.Namespace) -> int:
     queue_names = _queue_names(args.queues)
-    problem = args.metrics_port and metrics_unavailable(args.metrics_port)
+    problem = args.metrics_port and metrics_unavailable(args.metrics_port, args.metrics_host)
     if problem:
         raise CommandError(problem, status=2)
     # The stop signals are taken from here on, before the task modules are imported and Redis is
@@ -121,11 +123,11 @@ def _worker(args: argparse.Namespace) -> int:
 
         if args.concurrency > 1:
             supervisor = Supervisor(make_worker, args.concurrency, metrics_port=args.metrics_port,
-                                    burst=args.burst)
+                                    burst=args.burst, metrics_host=args.metrics_host)
             lifecycle.on_stop(supervisor.stop)
             return supervisor.run()  # takes the signals itself while it runs
         # served once the keep-alive helper is forked: the server's thread would keep it from forking
-        worker = make_worker(functools.partial(task_metrics.serve, args.metrics_port) if args.metrics_port else None)
+        worker = make_worker(functools.partial(task_metrics.serve, args.metrics_port, args.metrics_host) if args.metrics_port else None)
         lifecycle.on_stop(worker.stop)
         return worker.run(handle_signals=False)
 

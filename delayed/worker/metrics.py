@@ -15,6 +15,7 @@ import tempfile
 from types import TracebackType
 from typing import Any, Dict, Optional, Tuple, Type
 
+from ..runtime.command import METRICS_HOST
 from ..runtime.series import Series
 
 BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -61,36 +62,37 @@ class TaskMetrics:
             histogram.observe(seconds)
 
 
-def _serve(port: int, registry: Any) -> Any:
-    """Serve registry on /metrics at port, all addresses, from a daemon thread. Processes forked
+def _serve(port: int, host: str, registry: Any) -> Any:
+    """Serve registry on /metrics at host:port, from a daemon thread. Processes forked
     later (supervised workers and their keep-alive helpers) close their copy of the listening
     socket, so none outliving this one keeps the port. A lone worker serves only once its own
     helper is forked (Worker's on_online): a running thread keeps a worker from forking one."""
     from prometheus_client import start_http_server
 
-    server, _ = start_http_server(port, registry=registry)
+    server, _ = start_http_server(port, host, registry=registry)
     os.register_at_fork(after_in_child=server.socket.close)
     return server
 
 
-def serve(port: int) -> Any:
-    """Serve this process's metrics (prometheus_client's default registry) on port; returns the
+def serve(port: int, host: str = METRICS_HOST) -> Any:
+    """Serve this process's metrics (prometheus_client's default registry) on host:port; returns the
     server (its shutdown() stops it)."""
     from prometheus_client import REGISTRY
 
-    return _serve(port, REGISTRY)
+    return _serve(port, host, REGISTRY)
 
 
 class Multiprocess:
-    """While open, serves on port the merged metrics of the worker processes forked meanwhile.
+    """While open, serves on host:port the merged metrics of the worker processes forked meanwhile.
 
     Opening sets PROMETHEUS_MULTIPROC_DIR to a fresh temporary directory (before the first fork:
     each child then writes its values there, under its pid); closing stops serving, unsets it and
     removes the directory. exited(pid) does prometheus_client's bookkeeping for a dead child.
     """
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, host: str = METRICS_HOST) -> None:
         self.port = port
+        self.host = host
         self.directory = ""
         self._server: Any = None
 
@@ -104,7 +106,7 @@ class Multiprocess:
                 values.ValueClass = values.get_value_class()
             registry = CollectorRegistry()
             multiprocess.MultiProcessCollector(registry, self.directory)
-            self._server = _serve(self.port, registry)
+            self._server = _serve(self.port, self.host, registry)
         except BaseException:
             self.__exit__(None, None, None)
             raise

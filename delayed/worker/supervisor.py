@@ -9,6 +9,7 @@ import time
 from contextlib import nullcontext
 from typing import Any, Callable, ContextManager, Dict, List, Optional
 
+from ..runtime.command import METRICS_HOST
 from ..runtime.lifecycle import STOP_SIGNALS, ForkSafeThread, Lifecycle
 from .metrics import Multiprocess
 from .loop import Worker
@@ -50,17 +51,18 @@ class Supervisor:
     returns 0 once they are gone; a second one kills the children with SIGKILL, leaving their
     tasks to the sweeper, and run() returns 128 + that signal. The handlers only set a flag:
     the main loop forwards the signals, between forks, so every child started gets them.
-    metrics_port: while it runs, serve the children's task metrics there, merged (see
+    metrics_port: while it runs, serve the children's task metrics there, on metrics_host, merged (see
     delayed.worker.metrics.Multiprocess); make_worker then gives each Worker a TaskMetrics hook.
     burst: the workers are burst workers (Worker(burst=True)): one that exits 0 has finished and is
     not restarted (without it, a child stopped by a signal of its own is restarted, whatever its status).
     """
 
     def __init__(self, make_worker: Callable[[], Worker], concurrency: int,
-                 metrics_port: Optional[int] = None, burst: bool = False) -> None:
+                 metrics_port: Optional[int] = None, burst: bool = False, metrics_host: str = METRICS_HOST) -> None:
         self._make_worker = make_worker
         self._concurrency = concurrency
         self._metrics_port = metrics_port
+        self._metrics_host = metrics_host
         self._burst = burst
         self._context = multiprocessing.get_context("fork")
         self._children: Dict[int, Any] = {}
@@ -109,7 +111,7 @@ class Supervisor:
         return lifecycle.exit_status
 
     def _metrics(self) -> ContextManager[Optional[Multiprocess]]:
-        return nullcontext() if self._metrics_port is None else Multiprocess(self._metrics_port)
+        return nullcontext() if self._metrics_port is None else Multiprocess(self._metrics_port, self._metrics_host)
 
     def stop(self) -> None:
         """Stop the children gracefully and return from run() (from another thread)."""

@@ -2,7 +2,8 @@
 import argparse
 from typing import Optional, Sequence
 
-from ...runtime.command import CommandError, add_connection_options, connect_checked, metrics_unavailable, run_command
+from ...runtime.command import (CommandError, add_connection_options, add_metrics_host_option, connect_checked,
+                                metrics_unavailable, run_command)
 from ...runtime.lifecycle import Lifecycle
 from .queues import Exporter
 
@@ -13,7 +14,8 @@ def parser() -> argparse.ArgumentParser:
         description="Serve Prometheus metrics of the queues (tasks by state, workers, oldest pending), "
                     "read from Redis at each scrape.")
     add_connection_options(parser)
-    parser.add_argument("--port", type=int, required=True, help="serve http://0.0.0.0:PORT/metrics")
+    parser.add_argument("--port", type=int, required=True, help="serve http://HOST:PORT/metrics (HOST: --host)")
+    add_metrics_host_option(parser, "--host", "--port")
     parser.add_argument("--queue", action="append", dest="queues", metavar="NAME",
                         help="queue to export; repeat for several (default: every queue that has keys, "
                              "looked for every minute)")
@@ -21,7 +23,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _export(args: argparse.Namespace) -> int:
-    problem = metrics_unavailable(args.port)
+    problem = metrics_unavailable(args.port, args.host)
     if problem:
         raise CommandError(problem, status=2)
     lifecycle = Lifecycle("metrics exporter", finishing="")  # stop signals while connecting end the start gracefully
@@ -29,7 +31,7 @@ def _export(args: argparse.Namespace) -> int:
         conn = connect_checked(args)
         if lifecycle.stopping:
             return lifecycle.exit_status
-        exporter = Exporter(conn, args.queues, args.port)
+        exporter = Exporter(conn, args.queues, args.port, args.host)
         lifecycle.on_stop(exporter.stop)
         return exporter.run(handle_signals=False)
 

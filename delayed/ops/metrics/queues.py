@@ -18,6 +18,7 @@ import redis
 from .. import admin
 from ...protocol.connection import error_text
 from ...wire.keys import COUNTED_EVENTS
+from ...runtime.command import METRICS_HOST
 from ...runtime.lifecycle import Lifecycle
 from ...runtime.series import Series
 
@@ -148,11 +149,12 @@ class QueueCollector:
 
 
 class Exporter:
-    """Serves a QueueCollector on /metrics at port (all addresses) until stop() or a stop signal."""
+    """Serves a QueueCollector on /metrics at host:port (default: loopback only) until stop() or a stop signal."""
 
-    def __init__(self, conn: redis.Redis, names: Optional[Sequence[str]], port: int) -> None:
+    def __init__(self, conn: redis.Redis, names: Optional[Sequence[str]], port: int, host: str = METRICS_HOST) -> None:
         self.collector = QueueCollector(conn, names)
         self.port = port
+        self.host = host
         self.lifecycle = Lifecycle("metrics exporter", finishing="")
 
     def run(self, handle_signals: bool = True) -> int:
@@ -167,9 +169,9 @@ class Exporter:
 
         registry = CollectorRegistry()
         registry.register(self.collector)
-        server, _ = start_http_server(self.port, registry=registry)
+        server, _ = start_http_server(self.port, self.host, registry=registry)
         self.lifecycle.online()
-        logger.info("exporting queue metrics on port %d", self.port)
+        logger.info("exporting queue metrics on http://%s:%d/metrics", self.host, self.port)
         try:
             while not self.lifecycle.wait(3600):
                 pass
