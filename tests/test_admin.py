@@ -10,6 +10,7 @@ import pytest
 
 from delayed import GoTask, PyTask, Queue, Worker
 from delayed.ops import admin
+from delayed.protocol.sweeper_ops import SweeperOps
 from delayed.protocol.worker_ops import WorkerOps
 from delayed.wire.keys import new_worker_id
 from delayed.wire.dead_letter import record
@@ -54,12 +55,12 @@ def test_stats_as_a_table_and_as_json(conn, redis_server, busy):
     assert text.splitlines()[0].split() == ["QUEUE", "PENDING", "PROCESSING", "SCHEDULED", "DEAD", "WORKERS",
                                             "PAUSED", "LATENCY"]
     assert [line.split() for line in text.splitlines()[1:]] == [["empty", "0", "0", "0", "0", "0", "no", "0.0s"],
-                                                                ["other", "1", "0", "0", "0", "0", "no"],
-                                                                ["q", "2", "0", "1", "2", "0", "no"]]
+                                                                ["other", "1", "0", "0", "0", "0", "no", "?"],
+                                                                ["q", "2", "0", "1", "2", "0", "no", "?"]]
     rows = json.loads(delayed(redis_server.url, "stats", "--queue", "q", "--json"))
     assert rows == [{"queue": "q", "pending": 2, "processing": 0, "scheduled": 1, "dead": 2, "workers": 0,
                      "paused": False, "enqueued_total": 3, "done_total": 0, "retried_total": 0, "dead_total": 0,
-                     "latency": None, "latency_measured": None, "go_untaken": None}]
+                     "latency": None, "latency_measured": None, "latency_basis": "unknown", "go_untaken": None}]
 
 
 def test_stats_latency_is_a_tracked_heads_age_else_estimated_from_the_rate_out(conn, redis_server):
@@ -71,7 +72,9 @@ def test_stats_latency_is_a_tracked_heads_age_else_estimated_from_the_rate_out(c
     untracked.enqueue_many(PyTask("tests.tasks:record", [i]) for i in range(10))
     rows = {row["queue"]: row for row in json.loads(delayed(redis_server.url, "stats", "--json"))}
     assert rows["t"]["latency_measured"] is True and 30 <= rows["t"]["latency"] < 40
-    assert (rows["u"]["latency"], rows["u"]["latency_measured"]) == (None, None)  # one look tells no rate
+    assert rows["t"]["latency_basis"] == "tracked"
+    assert (rows["u"]["latency"], rows["u"]["latency_measured"], rows["u"]["latency_basis"]) == \
+        (None, None, "unknown")  # one look tells no rate, and no sweep has seen its head
     table = delayed(redis_server.url, "stats", "--queue", "t")
     cell = table.splitlines()[1].split()[-1]
     assert cell.endswith("s") and float(cell[:-1]) >= 30
@@ -82,7 +85,8 @@ def test_stats_latency_is_a_tracked_heads_age_else_estimated_from_the_rate_out(c
     worker_ops.claim_batch((), ids)
     worker_ops.claim_batch(ids, ())  # 4 done: 2 per second over the 2 s with_rates is told about
     rated = {row["queue"]: row for row in admin.with_rates(admin.stats(conn, ["t", "u"]), before, 2.0)}
-    assert (rated["u"]["latency"], rated["u"]["latency_measured"]) == (3.0, False)  # 6 pending / 2 per s
+    assert (rated["u"]["latency"], rated["u"]["latency_measured"], rated["u"]["latency_basis"]) == \
+        (3.0, False, "rate")  # 6 pending / 2 per s
     assert rated["t"]["latency_measured"] is True  # measured stays measured
 
     scheduled = tracked.enqueue(PyTask("tests.tasks:record", ["due"]), delay=0.01, result_ttl=60)
@@ -92,6 +96,55 @@ def test_stats_latency_is_a_tracked_heads_age_else_estimated_from_the_rate_out(c
     conn.hset(f"t_task:{scheduled.id}", "enqueued", redis_now - 3600)  # waits since it came due, not since enqueued
     [row] = admin.stats(conn, ["t"])
     assert row["latency_measured"] is True and row["latency"] < 5
+
+
+def noted_long_ago(conn, name, seconds):
+    """A real sweep of the queue notes its head in N_head_since; then make that note seconds older."""
+    SweeperOps(Queue(name, conn)).sweep()
+    digest, _, since_ms = conn.get(f"{name}_head_since").partition(b":")
+    conn.set(f"{name}_head_since", digest + b":" + str(int(since_ms) - int(seconds * 1000)).encode())
+
+
+def test_stats_latency_of_untracked_waiting_tasks_is_a_sweeps_lower_bound_else_says_unknown(conn, redis_server):
+    queue = Queue("u", conn)
+    queue.enqueue(PyTask("tests.tasks:slow", [3600]))  # a long task at the head, 30 behind it
+    queue.enqueue_many(PyTask("tests.tasks:record", [i]) for i in range(30))
+    [row] = json.loads(delayed(redis_server.url, "stats", "--json"))
+    assert (row["pending"], row["latency"], row["latency_measured"], row["latency_basis"]) == (31, None, None, "unknown")
+    assert delayed(redis_server.url, "stats").splitlines()[1].split()[-1] == "?"  # never blank while tasks wait
+
+    noted_long_ago(conn, "u", 30)
+    [row] = json.loads(delayed(redis_server.url, "stats", "--json"))
+    assert (row["latency_measured"], row["latency_basis"]) == (False, "sweep") and 30 <= row["latency"] < 40
+    cell = delayed(redis_server.url, "stats").splitlines()[1].split()[-1]
+    assert cell.startswith("~") and cell.endswith("s") and float(cell[1:-1]) >= 30
+
+    conn.lpop("u")  # the head was taken: the note names a task no longer there
+    [row] = admin.stats(conn, ["u"])
+    assert (row["latency"], row["latency_basis"]) == (None, "unknown")
+    SweeperOps(queue).sweep()  # the next sweep notes the new head: waited 0 s so far
+    [row] = admin.stats(conn, ["u"])
+    assert row["latency_basis"] == "sweep" and 0 <= row["latency"] < 30
+
+
+def test_stats_counts_the_workers_that_workers_lists_go_delayeds_included(conn, redis_server):
+    go_id, lapsed = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
+    conn.hset("go_processing", go_id, GoTask("main.Resize", 640).serialize())  # a go-delayed worker's last task
+    conn.set(go_id, "1", ex=60)                                                # and its keep-alive key
+    conn.hset("go_processing", lapsed, GoTask("main.Lost", 1).serialize())     # its keep-alive gone: not live
+    ours = new_worker_id()
+    assert WorkerOps(Queue("go", conn)).try_online([ours])
+    other = new_worker_id()
+    conn.zadd("ours_workers", {other: time.time() + 60})  # as our worker lists itself on queue "ours"
+    listed = json.loads(delayed(redis_server.url, "workers", "--json"))
+    assert sorted((row["queue"], row["worker"], row["go"]) for row in listed) == \
+        sorted([("go", go_id, True), ("go", ours, False), ("ours", other, False)])
+    counted = {row["queue"]: row["workers"] for row in json.loads(delayed(redis_server.url, "stats", "--json"))}
+    assert counted == {"go": 2, "ours": 1}
+    assert counted == {queue: sum(row["queue"] == queue for row in listed) for queue in counted}
+    conn.delete(go_id)  # its keep-alive lapsed: neither lists nor counts it
+    assert [row["workers"] for row in admin.stats(conn, ["go"])] == [1]
+    assert [row["worker"] for row in admin.workers(conn, ["go"])] == [ours]
 
 
 def test_workers_lists_our_live_workers(conn, redis_server, busy):

@@ -22,6 +22,7 @@ from delayed.ops.dashboard.sampler import Sampler, series
 from delayed.wire.dead_letter import record
 from delayed.wire.keys import LEGACY_PERIODIC_KEY
 from delayed.testing import RedisServer, free_port
+from delayed.protocol.sweeper_ops import SweeperOps
 from delayed.protocol.worker_ops import WorkerOps
 from delayed.runtime.lifecycle import Lifecycle
 from delayed.worker.holding import Claim, Holding
@@ -436,7 +437,7 @@ def test_the_overview_shows_counts_workers_go_delayeds_holders_scheduled_and_per
     web = dashboard()
     page = web.get()[1]
     assert cells(page, "default") == {"pending": 0, "processing": 1, "scheduled": 0, "dead": 0, "workers": 1}
-    assert cells(page, "go") == {"pending": 0, "processing": 2, "scheduled": 1, "dead": 0, "workers": 0}
+    assert cells(page, "go") == {"pending": 0, "processing": 2, "scheduled": 1, "dead": 0, "workers": 1}  # GO_WORKER
     assert ours in re.search(r'<table class="workers">(.*?)</table>', page, re.S).group(1)
     holders = re.search(r'<table class="holders">(.*?)</table>', page, re.S).group(1)
     assert GO_WORKER in holders and "main.Resize(640)" in holders and "tests.tasks:slow" in holders
@@ -458,6 +459,11 @@ def test_in_a_browser_the_latency_column_is_measured_for_a_tracked_head_and_esti
     draining.enqueue_many(PyTask("tests.tasks:record", [i]) for i in range(1000))
     Queue("empty", conn).enqueue(PyTask("tests.tasks:record", ["gone"]))
     conn.delete("empty")
+    swept = Queue("s", conn)
+    swept.enqueue(PyTask("tests.tasks:record", ["untracked"]))
+    SweeperOps(swept).sweep()  # notes since when the head of s stands there
+    digest, _, since_ms = conn.get("s_head_since").partition(b":")
+    conn.set("s_head_since", digest + b":" + str(int(since_ms) - 60_000).encode())  # as if a minute ago
     web = dashboard()
 
     def latency(name: str) -> str:
@@ -467,7 +473,13 @@ def test_in_a_browser_the_latency_column_is_measured_for_a_tracked_head_and_esti
     assert browser.find_element(By.CSS_SELECTOR, "table.queues th:nth-child(8)").text == "latency"
     measured = latency("t")
     assert measured.endswith(" s") and 120 <= float(measured[:-2]) < 130
-    assert latency("empty") == "0.0 s" and latency("u") == "–"  # no rate out yet: no estimate
+    assert latency("empty") == "0.0 s" and latency("u") == "?"  # no rate out yet, no sweep: unknown, said so
+    assert "no sweep has seen it" in browser.find_element(
+        By.CSS_SELECTOR, 'tr.queue[data-queue="u"] td.latency span').get_attribute("title")
+    lower_bound = latency("s")
+    assert lower_bound.startswith("~") and lower_bound.endswith(" s") and 60 <= float(lower_bound[1:-2]) < 70
+    assert "a lower bound" in browser.find_element(
+        By.CSS_SELECTOR, 'tr.queue[data-queue="s"] td.latency span').get_attribute("title")
     worker_ops, ids = WorkerOps(draining), [f"delayed-py-{i:032x}" for i in range(10)]
     held: Tuple[str, ...] = ()
 

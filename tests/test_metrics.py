@@ -24,6 +24,8 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from delayed import PyTask, Queue, Worker
+from delayed.ops import admin
+from delayed.protocol.sweeper_ops import SweeperOps
 from delayed.worker.cli import main as worker_main
 from delayed.ops.metrics.queues import SERIES as QUEUE_SERIES, STATES, QueueCollector
 from delayed.worker.metrics import BUCKETS, SERIES as WORKER_SERIES, TaskMetrics, serve
@@ -385,6 +387,25 @@ def test_the_queue_collector_finds_queues_and_bounds_the_oldest_pending_age(conn
     assert queue_samples(registry, "found")["oldest"] == 0
     conn.delete("found")
     assert queue_samples(registry, "found")["oldest"] == 0  # empty
+
+
+def test_the_queue_collector_agrees_with_stats_on_workers_and_on_a_swept_heads_age(conn):
+    """delayed_workers counts go-delayed's live workers as `delayed stats` does, and an untracked head a
+    sweep noted 30 s ago is at least 30 s old from the first scrape."""
+    go_id = "0123456789abcdef0123456789abcdef"
+    conn.hset("go_processing", go_id, b"a go-delayed worker's last task")
+    conn.set(go_id, "1", ex=60)
+    queue = Queue("go", conn)
+    queue.enqueue(PyTask("tests.tasks:record", ["waiting"]))
+    SweeperOps(queue).sweep()
+    digest, _, since_ms = conn.get("go_head_since").partition(b":")
+    conn.set("go_head_since", digest + b":" + str(int(since_ms) - 30_000).encode())
+    registry = CollectorRegistry()
+    registry.register(QueueCollector(conn, ["go"]))
+    scraped = queue_samples(registry, "go")
+    [row] = admin.stats(conn, ["go"])
+    assert scraped["workers"] == row["workers"] == 1
+    assert row["latency_basis"] == "sweep" and scraped["oldest"] >= row["latency"] >= 30
 
 
 def test_the_queue_collector_reports_up_0_while_redis_is_away(tmp_path):

@@ -13,15 +13,15 @@ from ..protocol import inspect, samples
 from ..protocol import scheduled as scheduled_ops
 from ..wire.dead_letter import MAX_ERROR, UNDECODABLE
 from ..errors import MalformedTaskError, TaskNotFoundError
-from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_SUFFIX,
-                         WORKER_ID_PREFIX, WORKERS_SUFFIX)
+from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, GO_WORKER_ID, NOTI_SUFFIX, PROCESSING_SUFFIX,
+                         SCHEDULED_SUFFIX, WORKER_ID_PREFIX, WORKERS_SUFFIX)
 from ..protocol.queue import Queue
 from ..wire.task import GoTask, decode_task
 from ..wire.tracking import Cancel, Status
 
 Row = Dict[str, Any]
 
-_WORKER_ID = re.compile(r"([0-9a-fA-F]{32}|" + re.escape(WORKER_ID_PREFIX) + r"[0-9a-f]{32}(-[0-9]+)?(:\{[^{}]+\})?)")
+_WORKER_ID = re.compile(r"(" + GO_WORKER_ID.pattern + "|" + re.escape(WORKER_ID_PREFIX) + r"[0-9a-f]{32}(-[0-9]+)?(:\{[^{}]+\})?)")
 """go-delayed's worker ids (32 hex digits) and ours (delayed-py-, 32 hex digits, maybe -N for an extra slot,
 then the queue's hash tag if it has one)."""
 
@@ -79,14 +79,13 @@ COUNTER_FIELDS = tuple(event + "_total" for event in COUNTED_EVENTS)
 
 
 def stats(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List[Row]:
-    """Per queue, in one round trip (and one per queue with tracked tasks and tasks pending): tasks pending, held by workers, scheduled, dead; our live workers;
-    whether it is paused (`delayed pause`);
+    """Per queue (in the round trips of inspect.counts): tasks pending, held by workers, scheduled, dead;
+    its live workers, ours and go-delayed's (those `workers` lists); whether it is paused (`delayed pause`);
     the queue's counters (COUNTER_FIELDS: tasks our scripts enqueued, released done, retried and
     dead-lettered since its counts hash was created, 0 without one);
-    "latency": how long a task waits in the queue before a worker takes it, in seconds (None if
-    unknown), and "latency_measured": True when measured (0 with nothing pending, or the age of the
-    task at the head of the queue when it is tracked: since it was enqueued, or came due), False
-    when estimated (pending / out_per_s: only with_rates knows that rate), None with no latency;
+    "latency": how long a task waits in the queue before a worker takes it, in seconds, None if
+    nothing tells; "latency_measured": True when measured, False when estimated, None when unknown;
+    and "latency_basis", what it comes from (LATENCY_BASES);
     with heads, also "head": the blob at the head of the queue (None if empty)."""
     return [{"queue": name, "pending": counts.pending, "processing": counts.processing, "scheduled": counts.scheduled,
              "dead": counts.dead, "workers": counts.workers, "paused": counts.paused,
@@ -95,20 +94,36 @@ def stats(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List[
             for name, counts in zip(names, inspect.counts(conn, names, heads))]
 
 
+LATENCY_BASES = {
+    "empty": "measured: nothing is pending, 0",
+    "tracked": "measured: the age of the task at the head of the queue, which is tracked (since it was "
+               "enqueued, or came due), by Redis's clock",
+    "sweep": "estimated, a lower bound: how long a sweep has seen the task now at the head of the queue "
+             "there, by Redis's clock (untracked tasks carry no enqueue time)",
+    "rate": "estimated: pending / out_per_s, the rate tasks left since the sample before",
+    "unknown": "tasks wait, and nothing tells since when: the head is untracked, no sweep has seen it "
+               "yet, and no rate is known",
+}
+"""What a stats row's latency comes from ("latency_basis"), best first: a table shows an estimate
+with "~" and an unknown latency as "?"."""
+
+
 def _measured_latency(counts: inspect.Counts) -> Row:
     """A stats row's latency fields (see stats) as far as one look tells them."""
     if not counts.pending:
-        return {"latency": 0.0, "latency_measured": True}
+        return {"latency": 0.0, "latency_measured": True, "latency_basis": "empty"}
     if counts.waited is not None:
-        return {"latency": round(counts.waited, 1), "latency_measured": True}
-    return {"latency": None, "latency_measured": None}
+        return {"latency": round(counts.waited.seconds, 1), "latency_measured": counts.waited.measured,
+                "latency_basis": "tracked" if counts.waited.measured else "sweep"}
+    return {"latency": None, "latency_measured": None, "latency_basis": "unknown"}
 
 
 def estimated(rows: List[Row], rated: Optional[List[Row]] = None) -> List[Row]:
-    """rows with the latency none measured estimated (see stats) from the out_per_s of the same queue
-    in rated (rows of with_rates; default: rows themselves), where it is above 0."""
+    """rows with the latency nothing else told estimated (see stats) from the out_per_s of the same
+    queue in rated (rows of with_rates; default: rows themselves), where it is above 0."""
     out = {row["queue"]: row.get("out_per_s") for row in (rows if rated is None else rated)}
-    return [{**row, "latency": round(row["pending"] / out[row["queue"]], 1), "latency_measured": False}
+    return [{**row, "latency": round(row["pending"] / out[row["queue"]], 1), "latency_measured": False,
+             "latency_basis": "rate"}
             if row.get("latency") is None and out.get(row["queue"]) else row for row in rows]
 
 
@@ -172,14 +187,11 @@ def sampled(conn: redis.Redis, names: Sequence[str], count: int, gap: float) -> 
     return history
 
 
-_GO_WORKER_ID = re.compile(r"[0-9a-fA-F]{32}")
-"""A go-delayed worker's id (and keep-alive key): 32 hex digits."""
-
-
 def workers(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
-    """The live workers per queue: id, seconds until their keep-alive lapses, tasks they hold now, and
-    "go": whether it is go-delayed's. Ours list themselves; a go-delayed worker registers nowhere, and
-    is seen once it holds a task (it never releases its last one) while its keep-alive key lives."""
+    """The live workers per queue, those stats counts: id, seconds until their keep-alive lapses, tasks
+    they hold now, and "go": whether it is go-delayed's. Ours list themselves; a go-delayed worker
+    registers nowhere, and is seen once it holds a task (it never releases its last one) while its
+    keep-alive key lives (inspect.live_go_workers)."""
     now = time.time()
     rows = []
     for name in names:
@@ -187,9 +199,8 @@ def workers(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
         for worker in inspect.live_workers(conn, name, now):
             rows.append({"queue": name, "worker": worker.id, "expires_in": round(worker.expires - now, 1),
                          "holding": sum(field.startswith(worker.id) for field in held), "go": False})
-        go_ids = [field for field in held if _GO_WORKER_ID.fullmatch(field)]
         rows += [{"queue": name, "worker": worker_id, "expires_in": round(lapses, 1), "holding": 1, "go": True}
-                 for worker_id, lapses in zip(go_ids, inspect.keep_alive_lapses(conn, go_ids)) if lapses is not None]
+                 for worker_id, lapses in inspect.live_go_workers(conn, [held])[0]]
     return rows
 
 
@@ -200,7 +211,7 @@ def holders(conn: redis.Redis, names: Sequence[str], limit: int = 200) -> List[R
     worker id) exists. Rows: queue, worker, "go" (a go-delayed id: 32 hex digits), task (described
     from its first PREVIEW_BYTES).
     A field whose keep-alive is gone is a lapsed worker's task that a sweeper will requeue: left out."""
-    return [{"queue": name, "worker": worker_id, "go": _GO_WORKER_ID.fullmatch(worker_id) is not None,
+    return [{"queue": name, "worker": worker_id, "go": GO_WORKER_ID.fullmatch(worker_id) is not None,
              "task": describe_task(head, length)}
             for name in names for worker_id, head, length in inspect.live_holders(conn, name, limit, PREVIEW_BYTES)]
 

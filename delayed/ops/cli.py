@@ -64,7 +64,8 @@ STATS_COLUMNS = ("queue", "pending", "processing", "scheduled", "dead", "workers
 
 def _show_stats(conn: redis.Redis, args: argparse.Namespace, rows: List[Dict[str, Any]],
                 columns: Sequence[str]) -> None:
-    """Stats rows; in a table, an estimated latency (see admin.stats) starts with "~". A GoTask no Go
+    """Stats rows; in a table, an estimated latency (see admin.LATENCY_BASES) starts with "~", an unknown
+    one, while tasks wait, is "?". A GoTask no Go
     worker took within --go-wait seconds is flagged: "go_untaken" (seconds) in JSON, a warning on stderr."""
     untaken = {row["queue"]: row for row in admin.untaken_go_tasks(conn, [row["queue"] for row in rows], args.go_wait)}
     if args.json:
@@ -78,9 +79,9 @@ def _show_stats(conn: redis.Redis, args: argparse.Namespace, rows: List[Dict[str
               "that handler registered?", file=sys.stderr, flush=True)
 
 
-def _latency(row: Dict[str, Any]) -> Optional[str]:
+def _latency(row: Dict[str, Any]) -> str:
     if row["latency"] is None:
-        return None
+        return "?"
     return f"{'' if row['latency_measured'] else '~'}{row['latency']}s"
 
 

@@ -12,9 +12,9 @@ import redis
 from .connection import is_cluster
 from .scheduled import ref_of
 from .scripts import Script
-from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, LEGACY_PERIODIC_KEY,
-                         NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_PREFIX_BYTES, SCHEDULED_SUFFIX, TASK_INFIX,
-                         WORKERS_SUFFIX, QueueKeys)
+from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, GO_WORKER_ID,
+                         LEGACY_PERIODIC_KEY, NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_PREFIX_BYTES, SCHEDULED_SUFFIX,
+                         TASK_INFIX, WORKERS_SUFFIX, QueueKeys)
 
 PEEK_QUEUE = Script("peek_queue")
 PEEK_SCHEDULED = Script("peek_scheduled")
@@ -124,14 +124,22 @@ def _head(suffix: str, reply: object) -> List[bytes]:
     return [] if reply is None else [cast(bytes, reply)]
 
 
+class HeadWait(NamedTuple):
+    """How long the task at the head of a queue has waited, in seconds by Redis's clock: measured (its
+    tracked record says since when it waits), or a lower bound (since a sweep first saw it at the head)."""
+
+    seconds: float
+    measured: bool
+
+
 @dataclass(frozen=True)
 class Counts:
     """A queue's numbers: tasks pending, held by workers (processing), scheduled and dead (in the
-    dead-letter stream and in an N_dead list of older versions, not yet moved); our live workers;
-    whether it is paused; its counters by COUNTED_EVENTS (0 without a counts hash); waited: the
-    seconds the task at the head of the queue has waited, by Redis's clock, if it is tracked (its
-    record says since when: see waited), else None; with heads, the blob at the head of the queue
-    (else, or if it is empty, None)."""
+    dead-letter stream and in an N_dead list of older versions, not yet moved); its live workers (see
+    live_go_workers: ours and go-delayed's); whether it is paused; its counters by COUNTED_EVENTS (0
+    without a counts hash); waited: how long the task at the head of the queue has waited, if anything
+    in Redis says (see head_wait), else None; with heads, the blob at the head of the queue (else, or if
+    it is empty, None)."""
 
     pending: int
     processing: int
@@ -140,14 +148,16 @@ class Counts:
     workers: int
     paused: bool
     events: Tuple[int, ...]
-    waited: Optional[float] = None
+    waited: Optional[HeadWait] = None
     head: Optional[bytes] = None
 
 
 def counts(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List[Counts]:
-    """The Counts of each queue, in one round trip, and one more per queue that has tasks pending
-    and has ever had a tracked one (see waited): untracked queues pay nothing for it."""
-    per_queue = 10 if heads else 9
+    """The Counts of each queue, in one round trip; one more if go-delayed ids hold tasks (their
+    keep-alive keys, see live_go_workers), and one per queue that has tasks pending and is tracked or
+    noted by a sweep (see head_wait): other queues pay nothing for it. Reads field names of the
+    processing hashes, never a task."""
+    per_queue = 12 if heads else 11
     with conn.pipeline(transaction=False) as pipe:
         for keys in map(QueueKeys.of, names):
             pipe.llen(keys.name)
@@ -156,33 +166,41 @@ def counts(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List
             pipe.xlen(keys.dead_letters)
             pipe.llen(keys.dead)
             pipe.zcount(keys.workers, time.time(), "+inf")
+            pipe.hkeys(keys.processing)
             pipe.hmget(keys.counts, COUNTED_EVENTS)
             pipe.exists(keys.paused)
             pipe.exists(keys.tracked)
+            pipe.exists(keys.head_since)
             if heads:
                 pipe.lindex(keys.name, 0)
         replies = pipe.execute()
+    rows = [replies[i * per_queue:(i + 1) * per_queue] for i in range(len(names))]
+    go_workers = live_go_workers(conn, [[field.decode(errors="replace") for field in row[6]] for row in rows])
     found = []
-    for i in range(len(names)):
-        pending, processing, scheduled, dead_letters, dead, workers, events, paused, tracked, *head = \
-            replies[i * per_queue:(i + 1) * per_queue]
-        found.append(Counts(pending, processing, scheduled, dead_letters + dead, workers, bool(paused),
+    for name, row, go in zip(names, rows, go_workers):
+        pending, processing, scheduled, dead_letters, dead, ours, _, events, paused, tracked, noted, *head = row
+        found.append(Counts(pending, processing, scheduled, dead_letters + dead, ours + len(go), bool(paused),
                             tuple(int(count or 0) for count in events),
-                            waited(conn, names[i]) if tracked and pending else None, *head))
+                            head_wait(conn, name) if pending and (tracked or noted) else None, *head))
     return found
 
 
-def waited(conn: redis.Redis, name: str) -> Optional[float]:
-    """Seconds the task at the head of the queue has waited (since its record's due, else enqueued), by
-    Redis's clock, if it is tracked and its record is there; else None. One script call (lua/waiting_since.lua)."""
+def head_wait(conn: redis.Redis, name: str) -> Optional[HeadWait]:
+    """How long the task at the head of the queue has waited, by Redis's clock: measured if it is
+    tracked and its record is there (since its record's due, else enqueued); else a lower bound, since
+    a sweep first saw it at the head, if the queue's head_since marker names this head (by its sha1);
+    else None. One script call (lua/waiting_since.lua)."""
     reply = cast(Optional[List[bytes]], WAITING_SINCE.bind(conn, QueueKeys.of(name))())
     if not reply:
         return None
+    kind, since_text, now_text = reply
     try:
-        since, now = map(float, reply)
+        since, now = float(since_text), float(now_text)
     except ValueError:  # a record whose times do not read as ours write them
         return None
-    return max(now - since, 0.0) if math.isfinite(since) else None
+    measured = kind == b"tracked"
+    since = since if measured else since / 1000  # a sweep notes milliseconds
+    return HeadWait(max(now - since, 0.0), measured) if math.isfinite(since) else None
 
 
 class Worker(NamedTuple):
@@ -203,6 +221,18 @@ def live_workers(conn: redis.Redis, name: str, now: float) -> List[Worker]:
     live = cast(List[Tuple[bytes, float]],
                 conn.zrangebyscore(QueueKeys.of(name).workers, now, "+inf", withscores=True))
     return [Worker(member.decode(errors="replace"), expires) for member, expires in live]
+
+
+def live_go_workers(conn: redis.Redis, held: Sequence[Sequence[str]]) -> List[List[Tuple[str, float]]]:
+    """Per queue, given the ids holding its tasks (the field names of its N_processing), its live
+    go-delayed workers: (id, seconds until its keep-alive lapses). A go-delayed worker registers
+    nowhere: it is live on a queue while its id (GO_WORKER_ID) holds one of its tasks (it never
+    releases its last one) and its keep-alive key (the bare id) lives. With our workers (N_workers,
+    see live_workers), these are the workers every view counts and lists. One round trip for all
+    queues; none if no go-delayed id holds a task."""
+    go_ids = [[worker_id for worker_id in ids if GO_WORKER_ID.fullmatch(worker_id)] for ids in held]
+    lapses = iter(keep_alive_lapses(conn, [worker_id for ids in go_ids for worker_id in ids]) if any(go_ids) else [])
+    return [[(worker_id, lapse) for worker_id, lapse in zip(ids, lapses) if lapse is not None] for ids in go_ids]
 
 
 def keep_alive_lapses(conn: redis.Redis, worker_ids: Sequence[str]) -> List[Optional[float]]:

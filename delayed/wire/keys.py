@@ -9,6 +9,7 @@ In a Redis Cluster a queue's name carries a hash tag ("{orders}"): every key it 
 one slot, our workers' ids (so their keep-alive keys) included, since they end with that tag.
 """
 from dataclasses import dataclass
+import re
 import secrets
 from typing import List, Optional
 
@@ -28,6 +29,8 @@ SAMPLES_SUFFIX = "_samples"
 HEAD_SINCE_SUFFIX = "_head_since"
 
 WORKER_ID_PREFIX = "delayed-py-"
+GO_WORKER_ID = re.compile(r"[0-9a-fA-F]{32}")
+"""A go-delayed worker's id, which is also its keep-alive key: 32 hex digits (ours start with WORKER_ID_PREFIX)."""
 SCHEDULED_PREFIX_BYTES = 8
 """The random bytes before the blob in a member of a queue's scheduled set (see QueueKeys.scheduled)."""
 
@@ -80,7 +83,7 @@ class QueueKeys:
     periodic: hash, periodic entry name -> the last tick a scheduler replica claimed for this queue (ours).
     head_since: string, "<sha1 of the queue's head>:<unix ms>": when a sweep first saw that task at the
     head of the queue, gone with an empty queue (ours only): how long a task has waited there
-    untaken, for `delayed stats` (see --go-wait).
+    untaken, for `delayed stats` (see --go-wait, and the latency of a queue whose head is untracked).
     samples: stream, the dashboard's samples of the queue's counts and counters (the entry id says
     when), capped and expiring, so its charts survive a restart (ours; see delayed.protocol.samples).
     """

@@ -59,7 +59,7 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
 
     @app.context_processor
     def common() -> Dict[str, Any]:
-        return {"csrf": csrf, "preview_bytes": admin.PREVIEW_BYTES}
+        return {"csrf": csrf, "preview_bytes": admin.PREVIEW_BYTES, "latency_bases": admin.LATENCY_BASES}
 
     @app.before_request
     def guard() -> Optional[Reply]:

@@ -1,11 +1,13 @@
 """Queue-side metrics (SERIES), read from Redis at each scrape in one pipelined round trip.
 
-A tracked task's record says when it was enqueued (or came due): with one at the head of the queue,
-the oldest pending age is its age, as admin.stats measures it. Other blobs carry no enqueue time
-(the format is go-delayed's), so then it is how long the task now at the head of the queue has
-been seen there: the collector remembers when it first saw the current head (by its sha1) and
-starts again when the head changes or the queue shrank between two scrapes (its head was taken). A lower bound, from the exporter's start at most;
-identical blobs that follow each other while the queue does not shrink look like one task.
+The oldest pending age is the latency admin.stats tells: a tracked task's record says when it was
+enqueued (or came due), and with one at the head of the queue its age is measured. Other blobs carry
+no enqueue time (the format is go-delayed's), so then it is a lower bound: how long the task now at
+the head of the queue has been seen there, by a sweep (its head_since marker, when it names this
+head) or by the collector, whichever saw it first. The collector remembers when it first saw the
+current head (by its sha1) and starts again when the head changes or the queue shrank between two
+scrapes (its head was taken); identical blobs that follow each other while the queue does not shrink
+look like one task.
 """
 import hashlib
 import logging
@@ -31,14 +33,15 @@ SERIES = (
     Series("delayed_queue_tasks", "gauge", ("queue", "state"),
            "Tasks per queue: pending (in the queue), processing (held by workers), scheduled (delayed or retrying "
            "later), dead (dead-lettered)"),
-    Series("delayed_workers", "gauge", ("queue",), "Live delayed workers per queue (go-delayed's workers do not "
-           "register)"),
+    Series("delayed_workers", "gauge", ("queue",), "Live workers per queue, those delayed workers lists: ours, and "
+           "go-delayed's while they hold a task of the queue and their keep-alive key lives"),
     Series("delayed_queue_paused", "gauge", ("queue",), "1 while the queue is paused (delayed pause): our workers "
            "take no new task from it; go-delayed's workers do not know about pausing"),
     Series("delayed_queue_oldest_pending_seconds", "gauge", ("queue",),
-           "The age of the oldest pending task (its latency so far): measured when it is tracked (its record says "
-           "when it was enqueued), else a lower bound: how long the exporter has seen it at the head of the queue "
-           "(untracked blobs carry no enqueue time); 0 when none is pending"),
+           "The age of the oldest pending task (its latency so far), as delayed stats tells it: measured when it is "
+           "tracked (its record says when it was enqueued), else a lower bound: how long a sweep or the exporter has "
+           "seen it at the head of the queue, whichever saw it first (untracked blobs carry no enqueue time); 0 when "
+           "none is pending"),
     Series("delayed_queue_events_total", "counter", ("queue", "event"),
            "Tasks per queue and event, counted by our producers' and workers' scripts (go-delayed's do not count): "
            "enqueued (into the queue or the scheduled set, dead letters requeued included), done (released by a "
@@ -133,8 +136,9 @@ class QueueCollector:
         return self._found
 
     def _oldest(self, row: admin.Row, now: float) -> float:
-        """The latency admin.stats measured (0: empty; the age of a tracked head), else the seconds
-        since the current head was first seen at the head (0: just seen)."""
+        """The latency admin.stats measured (0: empty; the age of a tracked head), else the longer of
+        two lower bounds: how long a sweep has seen the head there (stats' estimate from head_since),
+        and how long this collector has (0: just seen)."""
         name, head, length = row["queue"], row["head"], row["pending"]
         if head is None:
             self._heads.pop(name, None)
@@ -142,10 +146,11 @@ class QueueCollector:
         digest = hashlib.sha1(head).digest()
         seen = self._heads.get(name)
         if seen is None or seen[0] != digest or length < seen[1]:
-            self._heads[name] = (digest, length, now)
-            return row["latency"] if row["latency_measured"] else 0.0
+            seen = (digest, length, now)
         self._heads[name] = (digest, length, seen[2])
-        return row["latency"] if row["latency_measured"] else now - seen[2]
+        if row["latency_measured"]:
+            return row["latency"]
+        return max(now - seen[2], row["latency"] or 0.0)
 
 
 class Exporter:
