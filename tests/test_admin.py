@@ -182,6 +182,62 @@ def test_dead_list_show_requeue_purge(conn, redis_server, busy):
     assert not conn.exists("q_dead", "q_dead_letters")
 
 
+def test_dead_list_covers_every_queue_merged_oldest_first_and_pages_with_after(conn, redis_server):
+    def bury(queue, letter_id, tag):
+        blob = PyTask("tests.tasks:record", [tag]).serialize()
+        conn.xadd(f"{queue}_dead_letters", record(reason="failed", error=tag, blob=blob, queue=queue, worker=None,
+                                                 func="tests.tasks:record"), id=letter_id)
+
+    for letter_id, queue in (("1000-0", "a"), ("1001-0", "b"), ("1002-0", "a"), ("1003-0", "a"), ("1003-0", "b"),
+                             ("1004-0", "b"), ("1005-0", "a")):
+        bury(queue, letter_id, f"{queue}{letter_id}")
+    Queue("c", conn).enqueue(PyTask("tests.tasks:record", ["no letters"]))
+
+    def page(*args):
+        status, output = delayed(redis_server.url, "dead", "list", "--json", *args, check=False)
+        assert status == 0, output
+        rows, _, more = output.partition("\n")
+        return [(row["id"], row["queue"]) for row in json.loads(rows)], more.strip()
+
+    assert page("--limit", "2") == ([("1000-0", "a"), ("1001-0", "b")], "more: --after 1001-0")
+    # 1003-0 is an id of both queues: the page holds both, so that paging on after it misses neither
+    assert page("--limit", "2", "--after", "1001-0") == ([("1002-0", "a"), ("1003-0", "a"), ("1003-0", "b")],
+                                                         "more: --after 1003-0")
+    assert page("--limit", "2", "--after", "1003-0") == ([("1004-0", "b"), ("1005-0", "a")], "")
+    assert page("--queue", "b") == ([("1001-0", "b"), ("1003-0", "b"), ("1004-0", "b")], "")
+    table = delayed(redis_server.url, "dead", "list", "--limit", "1")
+    assert table.splitlines()[0].split() == ["ID", "QUEUE", "REASON", "FUNC", "FAILED_AT", "ERROR"]
+    assert table.splitlines()[1].split()[:3] == ["1000-0", "a", "failed"]
+    status, output = delayed(redis_server.url, "dead", "list", "--after", "nope", check=False)
+    assert status == 1 and output.count("\n") == 1 and "not a dead letter id: nope" in output
+
+
+def test_dead_show_requeue_delete_find_the_letters_queue_and_bulk_actions_need_one(conn, redis_server):
+    task = PyTask("tests.tasks:record", ["x"])
+    for queue, letter_id in (("a", "1000-0"), ("b", "1000-0"), ("b", "2000-0"), ("a", "3000-0")):
+        conn.xadd(f"{queue}_dead_letters", record(reason="failed", error="e", blob=task.serialize(), queue=queue,
+                                                  worker=None, func=task.func_path), id=letter_id)
+    assert "queue: b" in delayed(redis_server.url, "dead", "show", "2000-0")
+    assert delayed(redis_server.url, "dead", "requeue", "2000-0").strip() == "requeued 1 task into b"
+    assert delayed(redis_server.url, "dead", "delete", "3000-0").strip() == "deleted 1 dead letter of a"
+    for args, status, says in (
+            (("show", "1000-0"), 2, "dead letter 1000-0 is on several queues (a, b): name one with --queue"),
+            (("requeue", "7-0"), 1, "no dead letter 7-0 on any queue (nothing was changed)"),
+            (("requeue", "--all"), 2, "dead requeue --all moves every dead letter of one queue: name it with --queue"),
+            (("purge", "--yes"), 2, "the following arguments are required: --queue")):
+        code, output = delayed(redis_server.url, "dead", *args, check=False)
+        assert code == status and says in output, output
+    conn.xadd("c_dead_letters", record(reason="failed", error="e", blob=task.serialize(), queue="c", worker=None,
+                                       func=task.func_path), id="4000-0")
+    code, output = delayed(redis_server.url, "dead", "delete", "4000-0", "1000-0", "--json", check=False)
+    assert code == 2 and "dead letter 1000-0 is on several queues" in output
+    delayed(redis_server.url, "dead", "delete", "1000-0", "--queue", "a")
+    code, output = delayed(redis_server.url, "dead", "delete", "4000-0", "1000-0", check=False)
+    assert code == 2 and "these letters are on several queues (b, c): delete each queue's with --queue" in output
+    assert [queue.dead.count() for queue in (Queue("a", conn), Queue("b", conn), Queue("c", conn))] == [0, 1, 1]
+    assert json.loads(delayed(redis_server.url, "dead", "purge", "--queue", "b", "--yes", "--json")) == {"purged": 1}
+
+
 def test_scheduled_list(conn, redis_server, busy):
     [row] = json.loads(delayed(redis_server.url, "scheduled", "list", "--queue", "q", "--json"))
     assert row["task"] == {"func": "tests.tasks:record", "args": ["later"], "kwargs": {}, "retry": 0, "options": {}}

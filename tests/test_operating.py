@@ -145,7 +145,7 @@ CONNECTING_COMMANDS = [  # every command line that connects to Redis, with the a
     "delayed.worker tests.tasks", "delayed.sweeper", "delayed.scheduler tests.schedule_fast",
     "delayed.metrics --port {port}", "delayed.dashboard --port {port}",
     "delayed stats", "delayed workers", "delayed dead list", "delayed dead show 1-0", "delayed dead requeue 1-0",
-    "delayed dead delete 1-0", "delayed dead purge --yes", "delayed scheduled list",
+    "delayed dead delete 1-0", "delayed dead purge --queue q --yes", "delayed scheduled list",
     "delayed enqueue tests.tasks:record x", "delayed task abc", "delayed cancel abc", "delayed pause q",
     "delayed resume q",
 ]

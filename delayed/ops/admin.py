@@ -11,8 +11,8 @@ import redis
 from ..wire import preview
 from ..protocol import inspect, samples
 from ..protocol import scheduled as scheduled_ops
-from ..wire.dead_letter import MAX_ERROR, UNDECODABLE
-from ..errors import MalformedTaskError, TaskNotFoundError
+from ..wire.dead_letter import MAX_ERROR, UNDECODABLE, check_ids, id_order
+from ..errors import DeadLetterError, MalformedTaskError, TaskNotFoundError
 from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, GO_WORKER_ID, NOTI_SUFFIX, PROCESSING_SUFFIX,
                          SCHEDULED_SUFFIX, WORKER_ID_PREFIX, WORKERS_SUFFIX)
 from ..protocol.queue import Queue
@@ -297,6 +297,40 @@ def dead_letters(conn: redis.Redis, name: str, after: Optional[str] = None, coun
     their ids, each task read up to PREVIEW_BYTES (see DeadLetters.list's head). migrate=False never
     writes: letters still in an old N_dead list are then not moved, nor listed."""
     return Queue(name, conn).dead.list(after, count, migrate, head=PREVIEW_BYTES)
+
+
+def dead_letters_of(conn: redis.Redis, names: Sequence[str], after: Optional[str] = None,
+                    count: int = 20) -> Tuple[List[Row], bool]:
+    """Up to count dead letters of these queues after the letter id `after` (default: from the oldest),
+    merged oldest first by id (a letter's id is the millisecond it was written), each with "queue": the
+    queue whose stream holds it; and whether more remain. Two queues may write a letter in the same
+    millisecond, under the same id: a page ends only after every letter that shares its last id, so
+    that the next page, after that id, misses none. Reads count + 1 letters of each queue that has
+    letters (one round trip for the counts, then one call each; see dead_letters), and moves old
+    N_dead lists into the streams as dead_letters does. DeadLetterError if `after` is no letter id."""
+    if after is not None:
+        check_ids([after])
+    found = [{**entry, "queue": name} for name, letters in zip(names, inspect.dead_counts(conn, names)) if letters
+             for entry in dead_letters(conn, name, after, count + 1)]
+    found.sort(key=lambda entry: (id_order(entry["id"]), entry["queue"]))
+    shown = count
+    while shown < len(found) and found[shown]["id"] == found[shown - 1]["id"]:
+        shown += 1
+    return found[:shown], shown < len(found)
+
+
+def letter_queues(conn: redis.Redis, names: Sequence[str], letter_id: str) -> List[str]:
+    """The queues, among names, whose dead letters hold one with this id (each queue numbers its own:
+    two may have one), by name. Asks each queue that has letters, reading none of their tasks."""
+    check_ids([letter_id])
+    found = []
+    for name, letters in zip(names, inspect.dead_counts(conn, names)):
+        try:
+            if letters and Queue(name, conn).dead.show(letter_id, migrate=False, head=0):
+                found.append(name)
+        except DeadLetterError:
+            pass
+    return found
 
 
 def filtered_dead(conn: redis.Redis, name: str, after: Optional[str] = None, reason: str = "", func: str = "",

@@ -119,12 +119,17 @@ def _workers(conn: redis.Redis, args: argparse.Namespace) -> None:
 def _dead(conn: redis.Redis, args: argparse.Namespace) -> None:
     try:
         if args.action == "list":
-            rows = [admin.describe_dead(entry)
-                    for entry in admin.dead_letters(conn, args.queue, args.after, args.limit + 1)]
-            _show(args, rows[:args.limit], ("id", "reason", "func", "failed_at", "error"))
-            if len(rows) > args.limit:  # on stderr: stdout stays the table, or JSON
-                print(f"more: --after {rows[args.limit - 1]['id']}", file=sys.stderr)
-        elif args.action == "show" and args.raw:
+            letters, more = admin.dead_letters_of(conn, _names(conn, args), args.after, args.limit)
+            _show(args, [admin.describe_dead(entry) for entry in letters],
+                  ("id", "queue", "reason", "func", "failed_at", "error"))
+            if more:  # on stderr: stdout stays the table, or JSON
+                print(f"more: --after {letters[-1]['id']}", file=sys.stderr)
+            return
+        if args.action == "requeue" and args.all == bool(args.ids):
+            raise CommandError("dead requeue needs ID... or --all", status=2)
+        if args.queue is None:
+            args.queue = _letters_queue(conn, args)
+        if args.action == "show" and args.raw:
             _raw_task(admin.dead_letter(conn, args.queue, args.id, whole=True))
         elif args.action == "show":
             entry = admin.describe_dead(admin.dead_letter(conn, args.queue, args.id))
@@ -132,8 +137,6 @@ def _dead(conn: redis.Redis, args: argparse.Namespace) -> None:
                   "\n".join(f"{key}: {json.dumps(value) if isinstance(value, (dict, list)) else value}"
                             for key, value in entry.items()))
         elif args.action == "requeue":
-            if args.all == bool(args.ids):
-                raise CommandError("dead requeue needs ID... or --all", status=2)
             progress = _progress(f"requeueing into {args.queue}") if args.all and sys.stderr.isatty() else None
             moved = admin.requeue_dead(conn, args.queue, None if args.all else args.ids, progress)
             if progress is not None:
@@ -149,6 +152,30 @@ def _dead(conn: redis.Redis, args: argparse.Namespace) -> None:
             print(json.dumps({"purged": purged}) if args.json else f"purged {_counted(purged, 'dead letter')} of {args.queue}")
     except DeadLetterError as exc:  # an id that names no letter: said in one line, exit status 1
         raise CommandError(str(exc)) from None
+
+
+def _letters_queue(conn: redis.Redis, args: argparse.Namespace) -> str:
+    """The queue whose dead letters hold the letters args names (`dead show ID`, `requeue ID...`,
+    `delete ID...` without --queue): each found as `delayed task` finds a task's queue. requeue --all,
+    a letter on several queues, or letters of several queues need --queue (exit 2; purge requires it
+    outright); a letter on none: exit 1."""
+    if args.action == "requeue" and args.all:
+        raise CommandError("dead requeue --all moves every dead letter of one queue: name it with --queue", status=2)
+    ids = [args.id] if args.action == "show" else args.ids
+    names = admin.queue_names(conn)
+    found = {letter_id: admin.letter_queues(conn, names, letter_id) for letter_id in ids}
+    missing = [letter_id for letter_id, queues in found.items() if not queues]
+    if missing:
+        raise CommandError(f"no dead letter {', '.join(missing)} on any queue (nothing was changed)")
+    for letter_id, queues in found.items():
+        if len(queues) > 1:
+            raise CommandError(f"dead letter {letter_id} is on several queues ({', '.join(queues)}): name one with "
+                               "--queue", status=2)
+    queues = sorted({queues[0] for queues in found.values()})
+    if len(queues) > 1:
+        raise CommandError(f"these letters are on several queues ({', '.join(queues)}): {args.action} each "
+                           "queue's with --queue", status=2)
+    return queues[0]
 
 
 def _counted(count: int, noun: str) -> str:
@@ -354,6 +381,8 @@ def front_parser() -> argparse.ArgumentParser:
 
 
 FOUND_QUEUE = "the queue that tracks it (default: the one holding a record of it, found with one SCAN)"
+LETTERS_QUEUE = ("the queue whose dead letters (default: the one holding the letters, found among every queue's: "
+                 "as `delayed task` finds a task's)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -374,25 +403,30 @@ def parser() -> argparse.ArgumentParser:
 
     dead = commands.add_parser("dead", help="dead letters: list, show, requeue, delete, purge")
     actions = dead.add_subparsers(dest="action", required=True)
-    for name, help_text in (("list", "the oldest dead letters, with their ids"), ("show", "one dead letter in full"),
-                            ("requeue", "move dead letters back into the queue"),
-                            ("delete", "delete dead letters"), ("purge", "delete every dead letter")):
+    for name, help_text in (("list", "the oldest dead letters of every queue, with their ids and queues"),
+                            ("show", "one dead letter in full"), ("requeue", "move dead letters back into their queue"),
+                            ("delete", "delete dead letters"), ("purge", "delete every dead letter of a queue")):
         action = actions.add_parser(name, parents=[common], help=help_text)
-        action.add_argument("--queue", default="default", help="the queue whose dead letters (default: %(default)s)")
         if name == "list":
+            action.add_argument("--queue", action="append",
+                                help="a queue (repeatable; default: every queue found, their letters merged oldest first)")
             action.add_argument("--after", metavar="ID", help="start after this letter (default: the oldest)")
             action.add_argument("--limit", type=positive(int), default=20, metavar="N",
-                                help="letters shown; if more remain, stderr says how to page on (default: %(default)s)")
+                                help="letters shown (more when letters of several queues share the last id); if "
+                                     "more remain, stderr says how to page on (default: %(default)s)")
         elif name == "show":
+            action.add_argument("--queue", help=LETTERS_QUEUE)
             action.add_argument("id", metavar="ID", help="the letter's id, as dead list shows it")
             action.add_argument("--raw", action="store_true", help="write the task's bytes, whole, to stdout (without "
                                 f"it, a preview: the task's first {admin.PREVIEW_BYTES // 1024} KiB, values cut short)")
         elif name in ("requeue", "delete"):
+            action.add_argument("--queue", help=LETTERS_QUEUE + ("; needed with --all" if name == "requeue" else ""))
             action.add_argument("ids", metavar="ID", nargs="*" if name == "requeue" else "+",
                                 help="a letter's id, as dead list shows it (repeatable)")
             if name == "requeue":
-                action.add_argument("--all", action="store_true", help="every letter, in chunks")
+                action.add_argument("--all", action="store_true", help="every letter of the queue, in chunks")
         else:
+            action.add_argument("--queue", required=True, help="the queue whose dead letters to delete")
             action.add_argument("--yes", action="store_true", help="really delete them")
 
     scheduled = commands.add_parser("scheduled", help="delayed tasks and retries waiting to be due")

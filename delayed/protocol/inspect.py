@@ -203,6 +203,17 @@ def head_wait(conn: redis.Redis, name: str) -> Optional[HeadWait]:
     return HeadWait(max(now - since, 0.0), measured) if math.isfinite(since) else None
 
 
+def dead_counts(conn: redis.Redis, names: Sequence[str]) -> List[int]:
+    """Per queue, its dead letters: in its stream, and in an N_dead list of older versions not yet
+    moved (as Counts.dead). One round trip."""
+    with conn.pipeline(transaction=False) as pipe:
+        for keys in map(QueueKeys.of, names):
+            pipe.xlen(keys.dead_letters)
+            pipe.llen(keys.dead)
+        replies = pipe.execute()
+    return [int(replies[i]) + int(replies[i + 1]) for i in range(0, len(replies), 2)]
+
+
 class Worker(NamedTuple):
     """One of our live workers on a queue: its id, and the unix time its keep-alive lapses."""
 

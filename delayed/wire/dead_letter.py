@@ -18,7 +18,7 @@ import binascii
 import datetime
 import json
 import re
-from typing import Any, Dict, Iterable, Optional
+from typing import Any, Dict, Iterable, Optional, Tuple
 
 from . import preview
 from ..errors import DeadLetterError, MalformedTaskError, one_line
@@ -152,6 +152,13 @@ def _is_id(text: str) -> bool:
     (checked here, so that no other text reaches Redis and comes back as its error)."""
     match = _ID.fullmatch(text)
     return match is not None and all(int(part) <= UINT64_MAX for part in match.groups())
+
+
+def id_order(letter_id: str) -> Tuple[int, int]:
+    """A letter's id as its stream orders it, (milliseconds, sequence): the time it was written, so
+    letters of several queues merge in time order."""
+    milliseconds, _, sequence = letter_id.partition("-")
+    return int(milliseconds), int(sequence)
 
 
 def check_ids(ids: Iterable[str]) -> None:
