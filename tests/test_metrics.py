@@ -468,7 +468,8 @@ def listening(port: int) -> Set[str]:
             address, _, hex_port = local.partition(":")
             if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
                 words = bytes.fromhex(address)
-                native = b"".join(words[i:i + 4][::-1] for i in range(0, len(words), 4))  # each 32-bit word is host order
+                # each 32-bit word of the address is in host order
+                native = b"".join(words[i:i + 4][::-1] for i in range(0, len(words), 4))
                 found.add(socket.inet_ntop(family, native))
     return found
 

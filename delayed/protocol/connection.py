@@ -562,8 +562,8 @@ AuthenticationError; a cluster's start wraps them in a RedisClusterException).""
 def refused_credentials(exc: BaseException) -> bool:
     """Redis answered and refused the credentials: a wrong or missing password, an unknown or disabled
     ACL user, or a password a server without one does not take."""
-    return isinstance(exc, (redis.exceptions.AuthenticationError, redis.exceptions.AuthenticationWrongNumberOfArgsError)) \
-        or any(marker in str(exc) for marker in _REFUSED_CREDENTIALS)
+    refusals = (redis.exceptions.AuthenticationError, redis.exceptions.AuthenticationWrongNumberOfArgsError)
+    return isinstance(exc, refusals) or any(marker in str(exc) for marker in _REFUSED_CREDENTIALS)
 
 
 def error_text(exc: BaseException) -> str:

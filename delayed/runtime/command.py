@@ -244,7 +244,8 @@ def metrics_unavailable(port: int, host: str = METRICS_HOST) -> Optional[str]:
     if importlib.util.find_spec("prometheus_client") is None:
         return "metrics need prometheus-client: pip install 'delayed[metrics]'"
     try:
-        family, kind, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        [(family, kind, _, _, address), *_] = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                                  flags=socket.AI_PASSIVE)
         with socket.socket(family, kind) as sock:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as prometheus_client's server does
             sock.bind(address)

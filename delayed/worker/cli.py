@@ -127,7 +127,8 @@ def _worker(args: argparse.Namespace) -> int:
             lifecycle.on_stop(supervisor.stop)
             return supervisor.run()  # takes the signals itself while it runs
         # served once the keep-alive helper is forked: the server's thread would keep it from forking
-        worker = make_worker(functools.partial(task_metrics.serve, args.metrics_port, args.metrics_host) if args.metrics_port else None)
+        serve = functools.partial(task_metrics.serve, args.metrics_port, args.metrics_host) if args.metrics_port else None
+        worker = make_worker(serve)
         lifecycle.on_stop(worker.stop)
         return worker.run(handle_signals=False)
 
