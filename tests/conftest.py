@@ -9,6 +9,10 @@ import pytest
 import redis
 
 from delayed import Queue, Worker
+from delayed.protocol.worker_ops import WorkerOps
+from delayed.runtime.lifecycle import Lifecycle
+from delayed.wire.keys import new_worker_id
+from delayed.worker.holding import Claim, Holding
 from delayed.testing import RedisCluster, RedisServer, SentinelSet, wait_for  # noqa: F401  (tests import wait_for from here)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -161,3 +165,11 @@ def lost_and_duplicates(client: redis.Redis, total: int) -> Tuple[int, int]:
     never ran, and how many runs were repeats."""
     runs = [int(count) for count in client.hvals("executions")]
     return total - len(runs), sum(count - 1 for count in runs)
+
+
+def settle_by_a_worker(queue: Queue) -> None:
+    """Claim the head of the queue and let a Worker run it and settle it, as its loop does (a task that
+    fails and may run again is retried: rescheduled, for a max_retries task or a retry=-1 one)."""
+    ops, worker_id = WorkerOps(queue), new_worker_id()
+    claim = Claim(worker_id, ops.claim(worker_id, timeout=1), Holding(queue, 1, Lifecycle("worker")))
+    assert Worker(queue, ["tests.tasks"]).execute(claim.blob).apply(ops, claim)

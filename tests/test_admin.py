@@ -15,7 +15,7 @@ from delayed.protocol.worker_ops import WorkerOps
 from delayed.wire.keys import new_worker_id
 from delayed.wire.dead_letter import record
 
-from .conftest import ROOT, results, wait_for
+from .conftest import ROOT, results, settle_by_a_worker, wait_for
 
 
 def delayed(url, *args, check=True):
@@ -110,7 +110,8 @@ def test_stats_latency_of_untracked_waiting_tasks_is_a_sweeps_lower_bound_else_s
     queue.enqueue(PyTask("tests.tasks:slow", [3600]))  # a long task at the head, 30 behind it
     queue.enqueue_many(PyTask("tests.tasks:record", [i]) for i in range(30))
     [row] = json.loads(delayed(redis_server.url, "stats", "--json"))
-    assert (row["pending"], row["latency"], row["latency_measured"], row["latency_basis"]) == (31, None, None, "unknown")
+    assert (row["pending"], row["latency"], row["latency_measured"], row["latency_basis"]) == \
+        (31, None, None, "unknown")
     assert delayed(redis_server.url, "stats").splitlines()[1].split()[-1] == "?"  # never blank while tasks wait
 
     noted_long_ago(conn, "u", 30)
@@ -241,7 +242,32 @@ def test_dead_show_requeue_delete_find_the_letters_queue_and_bulk_actions_need_o
 def test_scheduled_list(conn, redis_server, busy):
     [row] = json.loads(delayed(redis_server.url, "scheduled", "list", "--queue", "q", "--json"))
     assert row["task"] == {"func": "tests.tasks:record", "args": ["later"], "kwargs": {}, "retry": 0, "options": {}}
-    assert row["due"].endswith("+00:00")
+    assert row["due"].endswith("+00:00") and (row["kind"], row["attempt"], row["attempts"]) == ("delayed", None, None)
+
+
+LONG_FUNC = "tests.tasks:" + "a_function_whose_name_alone_is_longer_than_sixty_characters_in_all"
+LONG_ARGS = ["an argument longer than the sixty characters a table cell used to keep", {"width": 640, "height": 480}]
+
+
+def test_scheduled_list_marks_retries_apart_from_delayed_tasks_and_shows_func_and_args_uncut(conn, redis_server):
+    queue = Queue("jobs", conn)
+    queue.enqueue(PyTask("tests.tasks:always_fail", ["counted"], max_retries=3, backoff=600))
+    settle_by_a_worker(queue)  # attempt 1 failed: attempt 2 of 4 waits 600 s
+    queue.enqueue(PyTask("tests.tasks:always_fail", ["forever"], retry=-1))
+    settle_by_a_worker(queue)  # rescheduled byte for byte: only the member's nonce tells it is a retry
+    queue.enqueue(PyTask(LONG_FUNC, LONG_ARGS, {"k": None}), delay=3600)
+    forever = PyTask("tests.tasks:always_fail", ["forever"], retry=-1).serialize()
+    assert forever in [member[8:] for member in conn.zrange("jobs_scheduled", 0, -1)]
+
+    rows = json.loads(delayed(redis_server.url, "scheduled", "list", "--queue", "jobs", "--json"))
+    assert [(row["task"]["args"], row["kind"], row["attempt"], row["attempts"]) for row in rows] == [
+        (["forever"], "retry", None, None), (["counted"], "retry", 2, 4), (LONG_ARGS, "delayed", None, None)]
+    table = delayed(redis_server.url, "scheduled", "list", "--queue", "jobs").splitlines()
+    assert table[0].split() == ["DUE", "KIND", "ATTEMPT", "FUNC", "ARGS"]
+    assert table[1].split()[1:] == ["retry", "tests.tasks:always_fail", '["forever"]']
+    assert table[2].split()[1:5] == ["retry", "2", "of", "4"] and table[2].endswith('["counted"]')
+    assert table[3].split()[1] == "delayed" and LONG_FUNC in table[3]
+    assert table[3].endswith(f'{json.dumps(LONG_ARGS)} **{{"k": null}}')  # whole: neither is cut
 
 
 def test_enqueue_by_hand(conn, redis_server):

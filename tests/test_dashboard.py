@@ -27,7 +27,7 @@ from delayed.protocol.worker_ops import WorkerOps
 from delayed.runtime.lifecycle import Lifecycle
 from delayed.worker.holding import Claim, Holding
 
-from .conftest import ROOT, spawn, wait_for
+from .conftest import ROOT, settle_by_a_worker, spawn, wait_for
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -745,7 +745,7 @@ def test_in_a_browser_a_queue_s_page_shows_pending_processing_scheduled_and_dead
     follow(browser, browser.find_element(By.CSS_SELECTOR, "a.tab.scheduled"))
     wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "table.scheduled"), what="the scheduled tab")
     (due, later), = [row.split(" ", 1) for row in rows("table.scheduled tr.task")]
-    assert due.endswith("+00:00") and later == 'tests.tasks:record(["later"]) run now delete'
+    assert due.endswith("+00:00") and later == 'delayed tests.tasks:record(["later"]) run now delete'
 
     follow(browser, browser.find_element(By.CSS_SELECTOR, "a.tab.dead"))
     wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "form.filter"), what="the dead tab")
@@ -797,8 +797,10 @@ def test_in_a_browser_a_scheduled_task_is_run_now_or_deleted_exactly(conn, dashb
         wait_for(lambda: message in browser.page_source, what=message)
 
     browser.get(web.base + "/queue?queue=jobs&tab=scheduled")
-    assert shown() == ['tests.tasks:record(["plain"]) run now delete', 'tests.tasks:record(["tracked"]) run now delete',
-                       'tests.tasks:record(["twin"]) run now delete', 'tests.tasks:record(["twin"]) run now delete']
+    assert shown() == ['delayed tests.tasks:record(["plain"]) run now delete',
+                       'delayed tests.tasks:record(["tracked"]) run now delete',
+                       'delayed tests.tasks:record(["twin"]) run now delete',
+                       'delayed tests.tasks:record(["twin"]) run now delete']
     click(1, "run-now", "moved the scheduled task into jobs: it runs next")
     assert conn.lrange("jobs", 0, -1) == [PyTask("tests.tasks:record", ["tracked"], options={"id": tracked.id})
                                           .serialize()] and conn.llen("jobs_noti") == 1
@@ -809,7 +811,7 @@ def test_in_a_browser_a_scheduled_task_is_run_now_or_deleted_exactly(conn, dashb
     click(2, "run-now", "moved the scheduled task into jobs: it runs next")  # one of the twins
     assert conn.llen("jobs") == 1 and conn.llen("jobs_noti") == 1 and conn.zcard("jobs_scheduled") == 2
     click(0, "delete", "deleted the scheduled task of jobs")
-    assert shown() == ['tests.tasks:record(["twin"]) run now delete'] and conn.llen("jobs") == 1
+    assert shown() == ['delayed tests.tasks:record(["twin"]) run now delete'] and conn.llen("jobs") == 1
 
     for button in ("run-now", "delete"):  # the member changed since the page showed it: nothing happens
         browser.get(web.base + "/queue?queue=jobs&tab=scheduled")
@@ -818,10 +820,38 @@ def test_in_a_browser_a_scheduled_task_is_run_now_or_deleted_exactly(conn, dashb
     assert conn.zcard("jobs_scheduled") == 1 and conn.llen("jobs") == 1 and conn.llen("jobs_noti") == 1
 
 
+def test_in_a_browser_the_scheduled_tab_and_the_overview_tag_retries_and_show_whole_calls(conn, dashboard, browser):
+    from selenium.webdriver.common.by import By
+
+    jobs = Queue("jobs", conn)
+    jobs.enqueue(PyTask("tests.tasks:always_fail", ["counted"], max_retries=3, backoff=600))
+    settle_by_a_worker(jobs)  # attempt 1 failed: attempt 2 of 4 waits 600 s
+    jobs.enqueue(PyTask("tests.tasks:always_fail", ["forever"], retry=-1))
+    settle_by_a_worker(jobs)  # rescheduled byte for byte: only its member's nonce says it is a retry
+    long_func = "tests.tasks:" + "a_function_whose_name_alone_is_longer_than_sixty_characters_in_all"
+    jobs.enqueue(PyTask(long_func, ["an argument longer than the sixty characters a table cell used to keep"]),
+                 delay=3600)
+    web = dashboard()
+
+    def kinds(rows: str):
+        return [(row.find_element(By.CSS_SELECTOR, "td.kind").text,
+                 len(row.find_elements(By.CSS_SELECTOR, "td.kind span.tag.retry")))
+                for row in browser.find_elements(By.CSS_SELECTOR, rows)]
+
+    expected = [("retry", 1), ("retry attempt 2 of 4", 1), ("delayed", 0)]
+    browser.get(web.base + "/queue?queue=jobs&tab=scheduled")
+    assert kinds("table.scheduled tr.task") == expected
+    whole = f'{long_func}(["an argument longer than the sixty characters a table cell used to keep"])'
+    assert browser.find_elements(By.CSS_SELECTOR, "table.scheduled tr.task code.task")[-1].text == whole
+    browser.get(web.base + "/")
+    assert kinds("#scheduled table.scheduled tr.task") == expected
+    assert whole in browser.find_element(By.CSS_SELECTOR, "#scheduled").text
+
+
 def test_deleting_a_tracked_scheduled_task_cancels_it_and_running_a_retry_now_keeps_it_retrying(conn):
     jobs = Queue("jobs", conn)
     deleted = jobs.enqueue(PyTask("tests.tasks:record", ["x"]), delay=600, result_ttl=600)
-    [(_, _, _, ref)] = inspect.next_scheduled(conn, "jobs", 10, 0, 100)
+    [(_, _, _, ref, _)] = inspect.next_scheduled(conn, "jobs", 10, 0, 100)
     assert admin.delete_scheduled(conn, "jobs", ref) and deleted.status() == "cancelled"
     assert not admin.delete_scheduled(conn, "jobs", ref) and not admin.run_scheduled(conn, "jobs", ref)
     retried = jobs.enqueue(PyTask("tests.tasks:always_fail", ["f"], max_retries=2, backoff=600), result_ttl=600)
@@ -830,7 +860,7 @@ def test_deleting_a_tracked_scheduled_task_cancels_it_and_running_a_retry_now_ke
                   Holding(jobs, 1, Lifecycle("worker")))
     assert Worker(jobs, ["tests.tasks"]).execute(claim.blob).apply(ops, claim)
     assert retried.status() == "retrying" and retried.info().due > time.time() + 500
-    [(_, _, _, ref)] = inspect.next_scheduled(conn, "jobs", 10, 0, 100)
+    [(_, _, _, ref, _)] = inspect.next_scheduled(conn, "jobs", 10, 0, 100)
     assert admin.run_scheduled(conn, "jobs", ref)
     info = retried.info()
     assert (info.status, info.error) == ("retrying", "ValueError: f always fails") and info.due <= time.time()
@@ -839,7 +869,7 @@ def test_deleting_a_tracked_scheduled_task_cancels_it_and_running_a_retry_now_ke
 
 def test_run_now_and_delete_are_posts_with_the_csrf_token_and_a_bad_ref_changes_nothing(conn, dashboard):
     Queue("jobs", conn).enqueue(PyTask("tests.tasks:record", ["x"]), delay=600)
-    [(_, _, due, ref)] = inspect.next_scheduled(conn, "jobs", 10, 0, 100)
+    [(_, _, due, ref, _)] = inspect.next_scheduled(conn, "jobs", 10, 0, 100)
     web = dashboard()
     before = snapshot(conn)
     for path in ("/scheduled/run", "/scheduled/delete"):
@@ -861,6 +891,6 @@ def test_run_now_and_delete_are_posts_with_the_csrf_token_and_a_bad_ref_changes_
 def test_a_scheduled_task_is_named_exactly_whatever_its_due_time(conn, due):
     """A ref carries the score as Redis writes it, which Redis reads back as the same double."""
     conn.zadd("jobs_scheduled", {b"\1" * 8 + b"blob": due})
-    [(_, _, seen, ref)] = inspect.next_scheduled(conn, "jobs", 10, 0, 100)
+    [(_, _, seen, ref, _)] = inspect.next_scheduled(conn, "jobs", 10, 0, 100)
     assert seen == due and admin.run_scheduled(conn, "jobs", ref)
     assert conn.lrange("jobs", 0, -1) == [b"blob"] and conn.llen("jobs_noti") == 1 and not conn.exists("jobs_scheduled")

@@ -135,8 +135,8 @@ def test_a_100_mb_scheduled_task_is_previewed_not_read_whole(conn, redis_server)
     url = redis_server.url
     assert _peak_rss_mb("--redis-url", url, "scheduled", "list") < 150
     shown = json.loads(run("scheduled", "list", "--json", url=url).stdout)
-    assert shown == [{"due": "2100-01-01T00:00:00+00:00", "task": {"func": "tests.tasks:record", "truncated": True,
-                                                                   "bytes": len(blob)}}]
+    assert shown == [{"due": "2100-01-01T00:00:00+00:00", "kind": "unknown", "attempt": None, "attempts": None,
+                      "task": {"func": "tests.tasks:record", "truncated": True, "bytes": len(blob)}}]
     dashboard = Dashboard(url)
     try:
         for path in ("/", "/queue?queue=default&tab=scheduled"):

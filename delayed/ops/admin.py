@@ -388,11 +388,28 @@ def set_paused(conn: redis.Redis, name: str, paused: bool) -> bool:
 
 
 def scheduled(conn: redis.Redis, name: str, count: int = 20, start: int = 0, refs: bool = False) -> List[Row]:
-    """The next tasks to become due (from the start-th on): when, and what (each read at most
-    PREVIEW_BYTES); with refs, also "ref", which names the task to run_scheduled and delete_scheduled."""
-    return [{"due": _when(task.due), "task": describe_task(task.head, task.length),
-             **({"ref": task.ref} if refs else {})}
-            for task in inspect.next_scheduled(conn, name, count, start, PREVIEW_BYTES)]
+    """The next tasks to become due (from the start-th on): when; "kind", why it waits ("delayed",
+    "retry", or "unknown" for one scheduled before members said it); "attempt" and "attempts", the
+    run it will be and how many it may have, where its options carry them (a max_retries retry; else
+    None); and what (each read at most PREVIEW_BYTES); with refs, also "ref", which names the task
+    to run_scheduled and delete_scheduled."""
+    rows = []
+    for task in inspect.next_scheduled(conn, name, count, start, PREVIEW_BYTES):
+        shown = describe_task(task.head, task.length)
+        attempt, attempts = _attempt(shown.get("options"))
+        rows.append({"due": _when(task.due), "kind": task.kind, "attempt": attempt, "attempts": attempts,
+                     "task": shown, **({"ref": task.ref} if refs else {})})
+    return rows
+
+
+def _attempt(options: Any) -> Tuple[Optional[int], Optional[int]]:
+    """The run a retry will be, and how many runs it may have, where a task's options (previewed) carry
+    them (a max_retries task counts its failed attempts); else (None, None)."""
+    if isinstance(options, dict):
+        attempt, retries = options.get("attempt"), options.get("max_retries")
+        if isinstance(attempt, int) and isinstance(retries, int):
+            return attempt + 1, retries + 1
+    return None, None
 
 
 def run_scheduled(conn: redis.Redis, name: str, ref: str) -> bool:

@@ -33,26 +33,28 @@ from ..protocol.queue import Queue
 from ..wire.task import GoTask, PyTask
 
 
-def table(rows: List[Dict[str, Any]], columns: Sequence[str]) -> str:
-    """Rows as a plain text table; long cells are cut at 60 characters."""
-    cells = [[_cell(row.get(column)) for column in columns] for row in rows]
+def table(rows: List[Dict[str, Any]], columns: Sequence[str], whole: Sequence[str] = ()) -> str:
+    """Rows as a plain text table; long cells are cut at 60 characters, but those of the columns in
+    whole (what they show is bounded already: previews)."""
+    cells = [[_cell(row.get(column), column not in whole) for column in columns] for row in rows]
     widths = [max([len(column)] + [len(line[i]) for line in cells]) for i, column in enumerate(columns)]
     lines = ["  ".join(column.upper().ljust(width) for column, width in zip(columns, widths))]
     lines += ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)) for line in cells]
     return "\n".join(line.rstrip() for line in lines) if rows else "(none)"
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any, cut: bool = True) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, (dict, list)):
         value = json.dumps(value)
     text = "" if value is None else str(value).replace("\n", " ")
-    return text if len(text) <= 60 else text[:57] + "..."
+    return text if len(text) <= 60 or not cut else text[:57] + "..."
 
 
-def _show(args: argparse.Namespace, rows: List[Dict[str, Any]], columns: Sequence[str]) -> None:
-    print(json.dumps(rows) if args.json else table(rows, columns), flush=True)
+def _show(args: argparse.Namespace, rows: List[Dict[str, Any]], columns: Sequence[str],
+          whole: Sequence[str] = ()) -> None:
+    print(json.dumps(rows) if args.json else table(rows, columns, whole), flush=True)
 
 
 def _names(conn: redis.Redis, args: argparse.Namespace) -> List[str]:
@@ -205,7 +207,27 @@ def _progress(what: str) -> Callable[[int, int], None]:
 
 
 def _scheduled(conn: redis.Redis, args: argparse.Namespace) -> None:
-    _show(args, admin.scheduled(conn, args.queue, args.limit), ("due", "task"))
+    """The next scheduled tasks: JSON rows as admin.scheduled gives them; a table with each task's
+    kind, attempt ("2 of 4") and its func and arguments in columns of their own, whole (previews)."""
+    rows = admin.scheduled(conn, args.queue, args.limit)
+    if args.json:
+        _show(args, rows, ())
+        return
+    _show(args, [{"due": row["due"], "kind": row["kind"], **_call(row["task"]),
+                  "attempt": None if row["attempt"] is None else f"{row['attempt']} of {row['attempts']}"}
+                 for row in rows], ("due", "kind", "attempt", "func", "args"), whole=("func", "args"))
+
+
+def _call(task: Dict[str, Any]) -> Dict[str, Any]:
+    """A task preview (admin.describe_task) as a table's func and args cells: a PyTask's args and, if any,
+    its kwargs after "**"; a GoTask's payload; "…" for what a truncated preview left out."""
+    if "undecodable" in task:
+        return {"func": f"(undecodable, {task['undecodable']} bytes)", "args": ""}
+    field = "payload" if task.get("go") else "args"
+    args = json.dumps(task[field]) if field in task else "…"
+    kwargs = task.get("kwargs")
+    return {"func": task["func"] + (" (Go)" if task.get("go") else ""),
+            "args": args + (f" **{json.dumps(kwargs)}" if kwargs else "")}
 
 
 def _argument(text: str) -> Any:
@@ -409,7 +431,8 @@ def parser() -> argparse.ArgumentParser:
         action = actions.add_parser(name, parents=[common], help=help_text)
         if name == "list":
             action.add_argument("--queue", action="append",
-                                help="a queue (repeatable; default: every queue found, their letters merged oldest first)")
+                                help="a queue (repeatable; default: every queue found, their letters merged oldest "
+                                     "first)")
             action.add_argument("--after", metavar="ID", help="start after this letter (default: the oldest)")
             action.add_argument("--limit", type=positive(int), default=20, metavar="N",
                                 help="letters shown (more when letters of several queues share the last id); if "

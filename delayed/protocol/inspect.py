@@ -14,7 +14,7 @@ from .scheduled import ref_of
 from .scripts import Script
 from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, GO_WORKER_ID,
                          LEGACY_PERIODIC_KEY, NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_PREFIX_BYTES, SCHEDULED_SUFFIX,
-                         TASK_INFIX, WORKERS_SUFFIX, QueueKeys)
+                         TASK_INFIX, WORKERS_SUFFIX, QueueKeys, scheduled_kind)
 
 PEEK_QUEUE = Script("peek_queue")
 PEEK_SCHEDULED = Script("peek_scheduled")
@@ -321,12 +321,14 @@ def head_waits(conn: redis.Redis, names: Sequence[str]) -> List[Optional[float]]
 
 class Scheduled(NamedTuple):
     """A scheduled task as operators see it: the head of its blob, the blob's length, when it is due
-    (unix time), and its ref (see delayed.protocol.scheduled), which names its member exactly."""
+    (unix time), its ref (see delayed.protocol.scheduled), which names its member exactly, and why it
+    waits, as its member's nonce says: "delayed", "retry" or "unknown" (see SCHEDULED_KINDS)."""
 
     head: bytes
     length: int
     due: float
     ref: str
+    kind: str
 
 
 def next_scheduled(conn: redis.Redis, name: str, count: int, start: int, head: int) -> List[Scheduled]:
@@ -335,5 +337,6 @@ def next_scheduled(conn: redis.Redis, name: str, count: int, start: int, head: i
     peek = PEEK_SCHEDULED.bind(conn, QueueKeys.of(name))
     reply = cast(List[List[object]], peek(start=start, count=count, head=head))
     return [Scheduled(cast(bytes, blob_head), cast(int, length), float(cast(bytes, due)),
-                      ref_of(cast(bytes, due).decode(), cast(bytes, nonce), cast(bytes, digest).decode()))
+                      ref_of(cast(bytes, due).decode(), cast(bytes, nonce), cast(bytes, digest).decode()),
+                      scheduled_kind(cast(bytes, nonce)))
             for due, length, blob_head, nonce, digest in reply]

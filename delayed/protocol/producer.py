@@ -12,7 +12,7 @@ import redis
 
 from ..errors import DuplicateTaskError, QueueFullError, TaskNotFoundError, TaskTooLargeError
 from ..wire import tracking
-from ..wire.keys import SCHEDULED_PREFIX_BYTES, QueueKeys
+from ..wire.keys import QueueKeys, scheduled_nonce
 from ..wire.tracking import TaskInfo
 from ..wire.task import ID_OPTION, GoTask, PyTask
 from .connection import refused_for_memory
@@ -59,9 +59,10 @@ def due_time(delay: Optional[float], at: Optional[datetime.datetime]) -> Optiona
     return due if due > time.time() else None
 
 
-def scheduled_members(blobs: Sequence[bytes], due: float) -> Dict[bytes, float]:
-    """Scheduled-set members for blobs: a random prefix keeps identical tasks apart."""
-    return {os.urandom(SCHEDULED_PREFIX_BYTES) + blob: due for blob in blobs}
+def scheduled_members(blobs: Sequence[bytes], due: float, kind: str = "delayed") -> Dict[bytes, float]:
+    """Scheduled-set members for blobs, of this kind ("delayed", or a worker's "retry"): a nonce that
+    says the kind and keeps identical tasks apart, then the blob (see keys.scheduled_nonce)."""
+    return {scheduled_nonce(kind) + blob: due for blob in blobs}
 
 
 def unique_call(keys: QueueKeys, task: Task, delay: Optional[float], at: Optional[datetime.datetime],

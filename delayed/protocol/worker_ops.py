@@ -205,7 +205,7 @@ class WorkerOps:
         Returns:
             True; False, and nothing done, if the worker no longer holds `claimed`.
         """
-        [member] = scheduled_members((blob,), due)
+        [member] = scheduled_members((blob,), due, "retry")
         return bool(self._reschedule(record=_record(self.queue.keys, tracked), worker_id=self.queue.id_or_own(worker_id),
                                      claimed=claimed, due=due, member=member, error=_error(tracked)))
 

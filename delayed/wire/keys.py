@@ -32,7 +32,11 @@ WORKER_ID_PREFIX = "delayed-py-"
 GO_WORKER_ID = re.compile(r"[0-9a-fA-F]{32}")
 """A go-delayed worker's id, which is also its keep-alive key: 32 hex digits (ours start with WORKER_ID_PREFIX)."""
 SCHEDULED_PREFIX_BYTES = 8
-"""The random bytes before the blob in a member of a queue's scheduled set (see QueueKeys.scheduled)."""
+"""The nonce before the blob in a member of a queue's scheduled set (see QueueKeys.scheduled)."""
+SCHEDULED_KINDS = {b"d": "delayed", b"r": "retry"}
+"""Why a scheduled task waits, by the first byte of its member's nonce: "delayed" (a producer's delay=
+or at=) or "retry" (a worker's retry with backoff, or a retry=-1 task run again later); members
+written before the nonce said it (its first byte random) read as "unknown"."""
 
 COUNTED_EVENTS = ("enqueued", "done", "retried", "dead")
 """The fields of a queue's counts hash (see QueueKeys.counts)."""
@@ -64,7 +68,8 @@ class QueueKeys:
     dead_letters: stream of dead letters, fields "record" (JSON) and "task" (the raw blob); the
     stream ids are the letters' ids; ours only, Go peers ignore it.
     scheduled: sorted set of delayed tasks and retries waiting to be due (score: unix time);
-    each member is 8 random bytes then the blob; ours only, moved into `name` when due.
+    each member is an 8-byte nonce then the blob: its first byte says a delayed task from a retry
+    (SCHEDULED_KINDS), the rest are random; ours only, moved into `name` when due.
     workers: sorted set, our workers' main ids -> when their keep-alive expires (unix time);
     for `python -m delayed stats` and `workers` (go-delayed's workers are not listed).
     unnotified: string, "<sha1 of the queue's head>:<unix ms>": when a sweep first saw tasks
@@ -134,6 +139,18 @@ class QueueKeys:
                    name + WORKERS_SUFFIX, name + UNNOTIFIED_SUFFIX,
                    name + DEAD_LETTERS_SUFFIX, name + COUNTS_SUFFIX, name + TRACKED_SUFFIX, name + PAUSED_SUFFIX,
                    name + PERIODIC_SUFFIX, name + SAMPLES_SUFFIX, name + HEAD_SINCE_SUFFIX)
+
+
+def scheduled_nonce(kind: str) -> bytes:
+    """A nonce for a scheduled-set member of this kind (SCHEDULED_KINDS): its byte, then random ones,
+    which keep identical tasks due at the same time apart."""
+    [first] = [byte for byte, name in SCHEDULED_KINDS.items() if name == kind]
+    return first + secrets.token_bytes(SCHEDULED_PREFIX_BYTES - 1)
+
+
+def scheduled_kind(nonce: bytes) -> str:
+    """Why the scheduled task whose member starts with this nonce waits (SCHEDULED_KINDS), else "unknown"."""
+    return SCHEDULED_KINDS.get(nonce[:1], "unknown")
 
 
 def new_worker_id() -> str:
