@@ -1,6 +1,5 @@
 """What `python -m delayed` shows and does: queue counts, dead letters, scheduled tasks, workers, tracked tasks."""
 import datetime
-import json
 import re
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -10,69 +9,16 @@ import redis
 
 from ..wire import preview
 from ..protocol import inspect, samples
+from ..protocol.discovery import queue_names  # noqa: F401  (the operating views find queues here)
 from ..protocol import scheduled as scheduled_ops
-from ..wire.dead_letter import MAX_ERROR, UNDECODABLE
+from ..wire.dead_letter import MAX_ERROR
 from ..errors import MalformedTaskError, TaskNotFoundError
-from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_SUFFIX,
-                         WORKER_ID_PREFIX, WORKERS_SUFFIX)
+from ..wire.keys import COUNTED_EVENTS
 from ..protocol.queue import Queue
 from ..wire.task import GoTask, decode_task
 from ..wire.tracking import Cancel, Status
 
 Row = Dict[str, Any]
-
-_WORKER_ID = re.compile(r"([0-9a-fA-F]{32}|" + re.escape(WORKER_ID_PREFIX) + r"[0-9a-f]{32}(-[0-9]+)?(:\{[^{}]+\})?)")
-"""go-delayed's worker ids (32 hex digits) and ours (delayed-py-, 32 hex digits, maybe -N for an extra slot,
-then the queue's hash tag if it has one)."""
-
-
-def queue_names(conn: redis.Redis) -> List[str]:
-    """The queues of ours or go-delayed's that have keys now; other programs' keys are left alone.
-
-    A name N counts when one of its keys has the right type and looks like ours: `N` a list and
-    `N_noti` a list of "1"s; `N_processing` a hash with a worker id among up to 10 of its fields;
-    `N_workers` a sorted set whose first member is one of our worker ids; `N_scheduled` a sorted
-    set whose first member is 8 bytes and a task blob; `N_dead_letters` a stream (or `N_dead`, as
-    older versions kept them, a list) whose first entry is a dead-letter record; `N_counts` a hash
-    whose fields (up to 10) are counted events (a queue drained empty keeps its counters). Cost: those
-    of inspect.candidates, and a script per dead-letter stream of a name nothing else showed to be
-    a queue (reading the head of its first letter); never a whole key read.
-    """
-    samples, streams = inspect.candidates(conn)
-    found = {sample.name for sample in samples if _looks_ours(sample)}
-    found.update(name for name in streams if name not in found and _first_letter_is_ours(conn, name))
-    return sorted(found)
-
-
-def _first_letter_is_ours(conn: redis.Redis, name: str) -> bool:
-    """Whether N_dead_letters starts with a dead letter of ours: its record read as a preview (its task
-    may be of any size)."""
-    try:
-        letters = Queue(name, conn).dead.list(count=1, migrate=False, head=PREVIEW_BYTES)
-    except ValueError:  # a name no queue can have (e.g. without a hash tag, on a Redis Cluster): not ours
-        return False
-    return bool(letters) and letters[0]["reason"] != UNDECODABLE
-
-
-def _looks_ours(sample: inspect.Sample) -> bool:
-    """Whether a key of the right type holds what our (or go-delayed's) queues put there."""
-    suffix, head = sample.suffix, sample.head
-    if suffix == NOTI_SUFFIX:
-        return sample.name_is_list and head == [b"1"]
-    if suffix == PROCESSING_SUFFIX:
-        return any(_WORKER_ID.fullmatch(field.decode(errors="replace")) for field in head)
-    if suffix == COUNTS_SUFFIX:
-        return bool(head) and all(field.decode(errors="replace") in COUNTED_EVENTS for field in head)
-    if suffix == WORKERS_SUFFIX:
-        return bool(head) and _WORKER_ID.fullmatch(head[0].decode(errors="replace")) is not None
-    if suffix == SCHEDULED_SUFFIX:
-        return bool(head) and "undecodable" not in describe_task(head[0])
-    try:  # N_dead, the letters of older versions
-        entry = json.loads(head[0])
-    except (IndexError, ValueError, RecursionError):
-        return False
-    return isinstance(entry, dict) and "reason" in entry and "task" in entry
-
 
 COUNTER_FIELDS = tuple(event + "_total" for event in COUNTED_EVENTS)
 """The counters in a stats row: enqueued_total, done_total, retried_total, dead_total (see QueueKeys.counts)."""
