@@ -1,6 +1,7 @@
 """Workers recover lost tasks themselves: every worker sweeps the queues it serves, under a lock that
 keeps a queue to one sweep per interval across workers and sweepers; a sweeper told no queue sweeps
-every one it finds."""
+every one it finds; and `delayed stats` warns about a queue whose dead workers' tasks nothing sweeps."""
+import json
 import signal
 import subprocess
 import sys
@@ -9,6 +10,7 @@ import time
 import pytest
 
 from delayed import PyTask, Queue, Worker
+from delayed.protocol.sweeper_ops import SweeperOps
 
 from .conftest import ROOT, finish, read_until, results, spawn, stop, wait_for
 
@@ -81,6 +83,43 @@ def test_a_sweeper_told_no_queue_sweeps_queues_that_appear_after_it_started(conn
         [output] = stop(sweeper)
     assert "found queue 'late': sweeping it" in output
     assert "queue 'late': requeued lost tasks, pushed 1 notifications" in output
+
+
+def stats(url, *args):
+    process = subprocess.run([sys.executable, "-m", "delayed", "stats", "--redis-url", url, *args], cwd=ROOT,
+                             capture_output=True, text=True, timeout=30)
+    assert process.returncode == 0, process.stderr
+    return process
+
+
+def test_stats_warns_about_a_queue_holding_dead_workers_tasks_that_nothing_swept_for_two_intervals(conn,
+                                                                                                  redis_server):
+    queue = Queue("t7c", conn)
+    conn.hset("t7c_processing", DEAD_ID, PyTask("tests.tasks:record", ["lost"]).serialize())
+    live = "0123456789abcdef" * 2  # a go-delayed worker, alive: its task is not lost
+    conn.set(live, "1", ex=60)
+    conn.hset("t7c_processing", live, PyTask("tests.tasks:record", ["held"]).serialize())
+    calm = "delayed-py-" + "c" * 32
+    conn.set(calm, "1", ex=60)
+    conn.hset("calm_processing", calm, b"x")  # no dead holder: never flagged
+    warning = ("delayed: warning: queue 't7c': 1 task of dead workers waits for a sweep, and no sweep is recorded: "
+               "start a worker of ours on it (workers sweep the queues they serve), or python -m delayed.sweeper")
+    assert stats(redis_server.url).stderr.splitlines() == [warning]
+    rows = json.loads(stats(redis_server.url, "--json").stdout)
+    assert {row["queue"]: row["unswept_lapsed"] for row in rows} == {"calm": 0, "t7c": 1}
+
+    assert SweeperOps(queue).claim_sweep(60)  # a sweep claimed it just now: its dead holder is not flagged
+    assert stats(redis_server.url).stderr == ""
+    assert SweeperOps(queue).claim_sweep(0.1, force=True)  # a sweep with a short interval...
+    wait_for(lambda: stats(redis_server.url).stderr, what="two of its intervals to pass")  # ...then none
+    assert "queue 't7c': 1 task of dead workers waits for a sweep" in stats(redis_server.url).stderr
+
+    status, output = finish(spawn("delayed.worker", "--queue", "t7c", "--burst", "--sweep-interval", "60",
+                                  "tests.tasks", redis_url=redis_server.url), timeout=60)
+    assert status == 0, output
+    assert stats(redis_server.url).stderr == ""
+    assert [row["unswept_lapsed"] for row in json.loads(stats(redis_server.url, "--json").stdout)] == [0, 0]
+    assert results(conn) == [repr(("lost", (), {}))]
 
 
 def test_a_worker_with_sweeping_off_leaves_lost_tasks_even_in_burst(conn, redis_server):

@@ -333,6 +333,33 @@ def untaken_go_tasks(conn: redis.Redis, names: Sequence[str], older_than: float)
     return found
 
 
+UNSWEPT_INTERVALS = 2
+"""A queue holding dead workers' tasks is flagged once no sweep of ours claimed it for this many of its intervals."""
+
+
+def unswept(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
+    """The queues that hold tasks of dead workers (whose keep-alive key is gone) and that no sweep of ours
+    claimed for UNSWEPT_INTERVALS of its interval (a queue never swept, or whose record expired, counts as
+    not swept): nothing sweeps them, so those tasks wait. Rows: queue, lapsed (the tasks), swept_ago and
+    interval (seconds, of the last sweep recorded; None if none is). Reads the sweep records, then the
+    holders of the flagged queues (inspect.lapsed_holders), never a blob."""
+    stale = [(name, last) for name, last in zip(names, inspect.last_sweeps(conn, names))
+             if last is None or last.ago > UNSWEPT_INTERVALS * last.interval]
+    return [{"queue": name, "lapsed": lapsed, "swept_ago": None if last is None else round(last.ago),
+             "interval": None if last is None else last.interval}
+            for (name, last), lapsed in zip(stale, inspect.lapsed_holders(conn, [name for name, _ in stale]))
+            if lapsed]
+
+
+def unswept_warning(row: Row) -> str:
+    """What an unswept row (see unswept) means, and what to do, in one line."""
+    tasks = f"{row['lapsed']} task{'s' if row['lapsed'] != 1 else ''} of dead workers"
+    last = ("no sweep is recorded" if row["swept_ago"] is None else
+            f"the last sweep was {row['swept_ago']} s ago, at an interval of {row['interval']:g} s")
+    return (f"queue {row['queue']!r}: {tasks} {'wait' if row['lapsed'] != 1 else 'waits'} for a sweep, and {last}: "
+            "start a worker of ours on it (workers sweep the queues they serve), or python -m delayed.sweeper")
+
+
 def pending_by_func(conn: redis.Redis, name: str, first: int = 1000) -> List[Row]:
     """How many of the first `first` tasks in the queue call each function, most first: func (a
     preview; "(undecodable)" for what is no task), go (a GoTask's), count. Reads FUNC_HEAD bytes of each."""
