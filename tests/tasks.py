@@ -43,6 +43,14 @@ def slow(tag, seconds):
     record(tag)
 
 
+def slow_once(tag, seconds):
+    """slow() the first time it runs (the window in which tests kill its worker), quick when it runs again:
+    records each run."""
+    if conn().set("started:" + tag, os.getpid(), nx=True):
+        time.sleep(seconds)
+    record(tag)
+
+
 async def async_record(tag):
     await asyncio.sleep(0)
     record(tag)

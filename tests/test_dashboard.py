@@ -27,7 +27,7 @@ from delayed.protocol.worker_ops import WorkerOps
 from delayed.runtime.lifecycle import Lifecycle
 from delayed.worker.holding import Claim, Holding
 
-from .conftest import ROOT, settle_by_a_worker, spawn, wait_for
+from .conftest import ROOT, finish, settle_by_a_worker, spawn, wait_for
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -492,6 +492,29 @@ def test_in_a_browser_the_latency_column_is_measured_for_a_tracked_head_and_esti
 
     wait_for(estimated, timeout=15, what="an estimated latency for u", interval=0.1)
     assert latency("u").endswith(" s") and float(latency("u")[1:-2]) > 0
+
+
+def test_in_a_browser_the_overview_warns_about_a_queue_whose_dead_workers_tasks_nothing_sweeps(
+        conn, redis_server, dashboard, browser):
+    from selenium.webdriver.common.by import By
+
+    conn.hset("t7c_processing", "delayed-py-" + "d" * 32, PyTask("tests.tasks:record", ["lost"]).serialize())
+    conn.hset("go_processing", GO_WORKER, GoTask("main.Resize", 1).serialize())
+    conn.set(GO_WORKER, "1", ex=60)  # alive: its task is not lost
+    web = dashboard()
+
+    def warnings() -> Dict[str, str]:
+        browser.get(web.base + "/")
+        return {element.get_attribute("data-queue"): element.text
+                for element in browser.find_elements(By.CSS_SELECTOR, "#queues p.warning.unswept")}
+
+    assert warnings() == {"t7c": "queue 't7c': 1 task of dead workers waits for a sweep, and no sweep is recorded: "
+                                 "start a worker of ours on it (workers sweep the queues they serve), or "
+                                 "python -m delayed.sweeper"}
+    status, output = finish(spawn("delayed.worker", "--queue", "t7c", "--burst", "tests.tasks",
+                                  redis_url=redis_server.url), timeout=60)
+    assert status == 0 and conn.hlen("t7c_processing") == 0, output  # it swept the queue, and ran the task
+    assert warnings() == {}
 
 
 # Throughput

@@ -63,7 +63,7 @@ def test_worker_sweeper_and_scheduler_follow_a_failover(sentinels, conn, redis_s
     sweeping = spawn("delayed.sweeper", "--interval", "0.2", redis_url=sentinels.url)
     scheduler = spawn("delayed.scheduler", str(schedule), redis_url=sentinels.url)
     try:
-        read_until(sweeping, "sweeping 'default'")  # online: connected before the failover
+        read_until(sweeping, "sweeping every queue it finds")  # online: connected before the failover
         queue.enqueue(PyTask("tests.tasks:record", ["before"]))
         wait_for(lambda: results(conn) == [repr(("before", (), {}))], 15, "a task before the failover")
         wait_for(lambda: primary(sentinels).llen("ticks") >= 1, 10, "a tick before the failover")
@@ -117,7 +117,7 @@ def test_a_primary_killed_mid_drain_loses_no_replicated_task(sentinels, conn, re
     sweeping = spawn("delayed.sweeper", "--interval", "0.5", redis_url=sentinels.url)
     try:
         both_online(sentinels)
-        read_until(sweeping, "sweeping 'default'")
+        read_until(sweeping, "sweeping every queue it finds")
         wait_for(lambda: conn.hlen("executions") >= total // 3, 30, "a third of the drain")
         sentinels.kill_primary()
         killed_at = conn.hlen("executions")
@@ -164,7 +164,7 @@ def test_a_clean_failover_mid_drain_loses_nothing_and_leaves_the_old_primary(sen
     old = redis.Redis(port=sentinels.primary.port)
     try:
         both_online(sentinels)
-        read_until(sweeping, "sweeping 'default'")
+        read_until(sweeping, "sweeping every queue it finds")
         wait_for(lambda: conn.hlen("executions") >= 100, 30, "the drain to start")
         named = clean_failover(sentinels)
         switched_at = conn.hlen("executions")

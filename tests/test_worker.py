@@ -173,7 +173,8 @@ def test_the_allowlist_lists_only_functions_defined_in_the_module():
         for name in ["record", "fail_until", "always_fail", "slow", "async_record", "bad_call_inside", "conn",
                      "slow_then_fail", "kill_my_worker", "stubborn", "count", "give_up", "tenth_of_attempt",
                      "async_slow", "alarm_in_caller", "unstoppable", "busy", "stamp", "hold_gil",
-                     "returns_awaitable", "add", "async_add", "returns_unserialisable", "count_slowly"]
+                     "returns_awaitable", "add", "async_add", "returns_unserialisable", "count_slowly",
+                     "slow_once"]
     )
 
 

@@ -1,7 +1,5 @@
 """What `python -m delayed` shows and does: queue counts, dead letters, scheduled tasks, workers, tracked tasks."""
 import datetime
-import json
-import re
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -10,69 +8,16 @@ import redis
 
 from ..wire import preview
 from ..protocol import inspect, samples
+from ..protocol.discovery import queue_names  # noqa: F401  (the operating views find queues here)
 from ..protocol import scheduled as scheduled_ops
-from ..wire.dead_letter import MAX_ERROR, UNDECODABLE, check_ids, id_order
+from ..wire.dead_letter import MAX_ERROR, check_ids, id_order
 from ..errors import DeadLetterError, MalformedTaskError, TaskNotFoundError
-from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, GO_WORKER_ID, NOTI_SUFFIX, PROCESSING_SUFFIX,
-                         SCHEDULED_SUFFIX, WORKER_ID_PREFIX, WORKERS_SUFFIX)
+from ..wire.keys import COUNTED_EVENTS, GO_WORKER_ID
 from ..protocol.queue import Queue
 from ..wire.task import GoTask, decode_task
 from ..wire.tracking import Cancel, Status
 
 Row = Dict[str, Any]
-
-_WORKER_ID = re.compile(r"(" + GO_WORKER_ID.pattern + "|" + re.escape(WORKER_ID_PREFIX) + r"[0-9a-f]{32}(-[0-9]+)?(:\{[^{}]+\})?)")
-"""go-delayed's worker ids (32 hex digits) and ours (delayed-py-, 32 hex digits, maybe -N for an extra slot,
-then the queue's hash tag if it has one)."""
-
-
-def queue_names(conn: redis.Redis) -> List[str]:
-    """The queues of ours or go-delayed's that have keys now; other programs' keys are left alone.
-
-    A name N counts when one of its keys has the right type and looks like ours: `N` a list and
-    `N_noti` a list of "1"s; `N_processing` a hash with a worker id among up to 10 of its fields;
-    `N_workers` a sorted set whose first member is one of our worker ids; `N_scheduled` a sorted
-    set whose first member is 8 bytes and a task blob; `N_dead_letters` a stream (or `N_dead`, as
-    older versions kept them, a list) whose first entry is a dead-letter record; `N_counts` a hash
-    whose fields (up to 10) are counted events (a queue drained empty keeps its counters). Cost: those
-    of inspect.candidates, and a script per dead-letter stream of a name nothing else showed to be
-    a queue (reading the head of its first letter); never a whole key read.
-    """
-    samples, streams = inspect.candidates(conn)
-    found = {sample.name for sample in samples if _looks_ours(sample)}
-    found.update(name for name in streams if name not in found and _first_letter_is_ours(conn, name))
-    return sorted(found)
-
-
-def _first_letter_is_ours(conn: redis.Redis, name: str) -> bool:
-    """Whether N_dead_letters starts with a dead letter of ours: its record read as a preview (its task
-    may be of any size)."""
-    try:
-        letters = Queue(name, conn).dead.list(count=1, migrate=False, head=PREVIEW_BYTES)
-    except ValueError:  # a name no queue can have (e.g. without a hash tag, on a Redis Cluster): not ours
-        return False
-    return bool(letters) and letters[0]["reason"] != UNDECODABLE
-
-
-def _looks_ours(sample: inspect.Sample) -> bool:
-    """Whether a key of the right type holds what our (or go-delayed's) queues put there."""
-    suffix, head = sample.suffix, sample.head
-    if suffix == NOTI_SUFFIX:
-        return sample.name_is_list and head == [b"1"]
-    if suffix == PROCESSING_SUFFIX:
-        return any(_WORKER_ID.fullmatch(field.decode(errors="replace")) for field in head)
-    if suffix == COUNTS_SUFFIX:
-        return bool(head) and all(field.decode(errors="replace") in COUNTED_EVENTS for field in head)
-    if suffix == WORKERS_SUFFIX:
-        return bool(head) and _WORKER_ID.fullmatch(head[0].decode(errors="replace")) is not None
-    if suffix == SCHEDULED_SUFFIX:
-        return bool(head) and "undecodable" not in describe_task(head[0])
-    try:  # N_dead, the letters of older versions
-        entry = json.loads(head[0])
-    except (IndexError, ValueError, RecursionError):
-        return False
-    return isinstance(entry, dict) and "reason" in entry and "task" in entry
-
 
 COUNTER_FIELDS = tuple(event + "_total" for event in COUNTED_EVENTS)
 """The counters in a stats row: enqueued_total, done_total, retried_total, dead_total (see QueueKeys.counts)."""
@@ -447,6 +392,33 @@ def untaken_go_tasks(conn: redis.Redis, names: Sequence[str], older_than: float)
             if shown.get("go"):
                 found.append({"queue": name, "func": shown.get("func"), "waited": round(waited, 1)})
     return found
+
+
+UNSWEPT_INTERVALS = 2
+"""A queue holding dead workers' tasks is flagged once no sweep of ours claimed it for this many of its intervals."""
+
+
+def unswept(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
+    """The queues that hold tasks of dead workers (whose keep-alive key is gone) and that no sweep of ours
+    claimed for UNSWEPT_INTERVALS of its interval (a queue never swept, or whose record expired, counts as
+    not swept): nothing sweeps them, so those tasks wait. Rows: queue, lapsed (the tasks), swept_ago and
+    interval (seconds, of the last sweep recorded; None if none is). Reads the sweep records, then the
+    holders of the flagged queues (inspect.lapsed_holders), never a blob."""
+    stale = [(name, last) for name, last in zip(names, inspect.last_sweeps(conn, names))
+             if last is None or last.ago > UNSWEPT_INTERVALS * last.interval]
+    return [{"queue": name, "lapsed": lapsed, "swept_ago": None if last is None else round(last.ago),
+             "interval": None if last is None else last.interval}
+            for (name, last), lapsed in zip(stale, inspect.lapsed_holders(conn, [name for name, _ in stale]))
+            if lapsed]
+
+
+def unswept_warning(row: Row) -> str:
+    """What an unswept row (see unswept) means, and what to do, in one line."""
+    tasks = f"{row['lapsed']} task{'s' if row['lapsed'] != 1 else ''} of dead workers"
+    last = ("no sweep is recorded" if row["swept_ago"] is None else
+            f"the last sweep was {row['swept_ago']} s ago, at an interval of {row['interval']:g} s")
+    return (f"queue {row['queue']!r}: {tasks} {'wait' if row['lapsed'] != 1 else 'waits'} for a sweep, and {last}: "
+            "start a worker of ours on it (workers sweep the queues they serve), or python -m delayed.sweeper")
 
 
 def pending_by_func(conn: redis.Redis, name: str, first: int = 1000) -> List[Row]:

@@ -67,11 +67,15 @@ STATS_COLUMNS = ("queue", "pending", "processing", "scheduled", "dead", "workers
 def _show_stats(conn: redis.Redis, args: argparse.Namespace, rows: List[Dict[str, Any]],
                 columns: Sequence[str]) -> None:
     """Stats rows; in a table, an estimated latency (see admin.LATENCY_BASES) starts with "~", an unknown
-    one, while tasks wait, is "?". A GoTask no Go
-    worker took within --go-wait seconds is flagged: "go_untaken" (seconds) in JSON, a warning on stderr."""
+    one, while tasks wait, is "?". A GoTask no Go worker took within --go-wait seconds is flagged:
+    "go_untaken" (seconds) in JSON, a warning on stderr. So is a queue holding dead workers' tasks that
+    nothing sweeps (admin.unswept): "unswept_lapsed" (the tasks; 0 when none wait for a sweep) in JSON, a
+    warning on stderr."""
     untaken = {row["queue"]: row for row in admin.untaken_go_tasks(conn, [row["queue"] for row in rows], args.go_wait)}
+    unswept = {row["queue"]: row for row in admin.unswept(conn, [row["queue"] for row in rows])}
     if args.json:
-        _show(args, [{**row, "go_untaken": untaken[row["queue"]]["waited"] if row["queue"] in untaken else None}
+        _show(args, [{**row, "go_untaken": untaken[row["queue"]]["waited"] if row["queue"] in untaken else None,
+                      "unswept_lapsed": unswept[row["queue"]]["lapsed"] if row["queue"] in unswept else 0}
                      for row in rows], columns)
         return
     _show(args, [{**row, "latency": _latency(row)} for row in rows], columns)
@@ -79,6 +83,8 @@ def _show_stats(conn: redis.Redis, args: argparse.Namespace, rows: List[Dict[str
         print(f"delayed: warning: queue {flagged['queue']!r}: GoTask {flagged['func']} has waited "
               f"{flagged['waited']:.0f} s at its head, untaken: is a go-delayed worker running on it, with "
               "that handler registered?", file=sys.stderr, flush=True)
+    for flagged in unswept.values():
+        print(f"delayed: warning: {admin.unswept_warning(flagged)}", file=sys.stderr, flush=True)
 
 
 def _latency(row: Dict[str, Any]) -> str:

@@ -340,3 +340,43 @@ def next_scheduled(conn: redis.Redis, name: str, count: int, start: int, head: i
                       ref_of(cast(bytes, due).decode(), cast(bytes, nonce), cast(bytes, digest).decode()),
                       scheduled_kind(cast(bytes, nonce)))
             for due, length, blob_head, nonce, digest in reply]
+
+
+class LastSweep(NamedTuple):
+    """When a sweep of ours last claimed a queue (its N_swept record): seconds ago, by Redis's clock,
+    and the interval of whoever claimed it."""
+
+    ago: float
+    interval: float
+
+
+def last_sweeps(conn: redis.Redis, names: Sequence[str]) -> List[Optional[LastSweep]]:
+    """Per queue, its LastSweep, or None: never swept by ours, or not for three of its intervals (the
+    record expired). Two round trips: Redis's TIME (on a cluster, one node's), then the records."""
+    seconds, micros = cast(Tuple[int, int], conn.time())
+    now_ms = seconds * 1000 + micros // 1000
+    with conn.pipeline(transaction=False) as pipe:
+        for name in names:
+            pipe.get(QueueKeys.of(name).swept)
+        records = pipe.execute()
+    found: List[Optional[LastSweep]] = []
+    for record in records:
+        at, _, interval = cast(bytes, record or b"").partition(b":")
+        found.append(LastSweep(max(now_ms - int(at), 0) / 1000, int(interval) / 1000)
+                     if at.isdigit() and interval.isdigit() else None)
+    return found
+
+
+def lapsed_holders(conn: redis.Redis, names: Sequence[str]) -> List[int]:
+    """Per queue, the tasks held by workers whose keep-alive key (the bare worker id) is gone: dead
+    workers' tasks that a sweep will requeue. Two round trips, the ids (HKEYS) then one EXISTS each;
+    never a blob."""
+    with conn.pipeline(transaction=False) as pipe:
+        for name in names:
+            pipe.hkeys(QueueKeys.of(name).processing)
+        holders = cast(List[List[bytes]], pipe.execute())
+    with conn.pipeline(transaction=False) as pipe:
+        for worker_id in (worker_id for ids in holders for worker_id in ids):
+            pipe.exists(worker_id)
+        alive = iter(pipe.execute())
+    return [sum(not next(alive) for _ in ids) for ids in holders]

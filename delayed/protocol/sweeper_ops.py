@@ -29,6 +29,7 @@ NOTIFY_CHUNK = 5000
 
 REQUEUE_LOST = Script("requeue_lost")
 NOTIFY_MISSING = Script("notify_missing")
+CLAIM_SWEEP = Script("claim_sweep")
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,24 @@ class SweeperOps:
         self.queue = queue
         self._requeue_lost_script = REQUEUE_LOST.bind(queue.conn, queue.keys)
         self._notify_missing_script = NOTIFY_MISSING.bind(queue.conn, queue.keys)
+        self._claim_sweep_script = CLAIM_SWEEP.bind(queue.conn, queue.keys)
+
+    def claim_sweep(self, interval: float, force: bool = False) -> bool:
+        """Claim the queue's next sweep: the lock that keeps our workers and sweepers, between them, to
+        at most one sweep of a queue per interval.
+
+        The claim is made by Redis's clock, and recorded in the queue's `N_swept` key as
+        `<unix ms>:<interval ms>` (what `delayed stats` reads to warn about a queue nothing sweeps).
+
+        Args:
+            interval: The caller's seconds between sweeps: the queue is claimed only if no claim was
+                made for it within that long.
+            force: Claim (and record) it whatever the last claim, for a sweep asked for now.
+
+        Returns:
+            Whether the caller should sweep the queue now.
+        """
+        return bool(self._claim_sweep_script(interval_ms=max(1, round(interval * 1000)), force=int(force)))
 
     def requeue_lost(self, max_crashes: int = DEFAULT_MAX_CRASHES, notify_after: float = NOTIFY_AFTER) -> int:
         """`sweep()`, returning the number of notifications pushed, as go-delayed's requeue-lost does.

@@ -34,12 +34,13 @@ class CommandError(Exception):
         self.status = status
 
 
-def positive(kind: Callable[[str], float]) -> Callable[[str], float]:
-    """An argparse type: a finite number above 0 (argparse reports anything else, exit status 2)."""
+def positive(kind: Callable[[str], float], zero: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number above 0, or with zero, 0 too (argparse reports anything else,
+    exit status 2)."""
     def parse(text: str) -> float:
         value = kind(text)
-        if not 0 < value < math.inf:
-            raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+        if not (0 < value < math.inf or zero and value == 0):
+            raise argparse.ArgumentTypeError(f"must be {'0 or ' if zero else ''}a positive number, got {text}")
         return value
 
     parse.__name__ = kind.__name__  # argparse's "invalid float value: 'x'" names the type by it

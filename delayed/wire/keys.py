@@ -27,6 +27,7 @@ TASK_INFIX = "_task:"
 PAUSED_SUFFIX = "_paused"
 SAMPLES_SUFFIX = "_samples"
 HEAD_SINCE_SUFFIX = "_head_since"
+SWEPT_SUFFIX = "_swept"
 
 WORKER_ID_PREFIX = "delayed-py-"
 GO_WORKER_ID = re.compile(r"[0-9a-fA-F]{32}")
@@ -50,7 +51,7 @@ CRASHES_SUFFIX = "_crashes"
 """A hash versions before counted crash loops in; no longer read or written, but a queue's name still."""
 KEY_SUFFIXES = (NOTI_SUFFIX, PROCESSING_SUFFIX, DEAD_SUFFIX, DEAD_LETTERS_SUFFIX, SCHEDULED_SUFFIX, WORKERS_SUFFIX,
                 UNNOTIFIED_SUFFIX, COUNTS_SUFFIX, TRACKED_SUFFIX, PAUSED_SUFFIX, PERIODIC_SUFFIX, SAMPLES_SUFFIX,
-                HEAD_SINCE_SUFFIX, CRASHES_SUFFIX)
+                HEAD_SINCE_SUFFIX, SWEPT_SUFFIX, CRASHES_SUFFIX)
 """What a queue's keys add to its name: a name ending with one is another queue's key (see check_queue_name)."""
 KEY_INFIXES = (UNIQUE_INFIX, TASK_INFIX)
 """What a queue's keys of many add to its name, before their own part."""
@@ -91,6 +92,10 @@ class QueueKeys:
     untaken, for `delayed stats` (see --go-wait, and the latency of a queue whose head is untracked).
     samples: stream, the dashboard's samples of the queue's counts and counters (the entry id says
     when), capped and expiring, so its charts survive a restart (ours; see delayed.protocol.samples).
+    swept: string, "<unix ms>:<interval ms>": when a sweep of ours last claimed the queue, by Redis's
+    clock, and the interval of whoever claimed it; a periodic sweep claims the queue only once its own
+    interval has passed since, so workers and sweepers sweep it at most once per interval between them.
+    Expires three intervals after it was written (ours; see delayed/protocol/lua/claim_sweep.lua).
     """
 
     name: str
@@ -107,6 +112,7 @@ class QueueKeys:
     periodic: str
     samples: str
     head_since: str
+    swept: str
 
     @property
     def task_prefix(self) -> str:
@@ -138,7 +144,7 @@ class QueueKeys:
         return cls(name, name + NOTI_SUFFIX, name + PROCESSING_SUFFIX, name + DEAD_SUFFIX, name + SCHEDULED_SUFFIX,
                    name + WORKERS_SUFFIX, name + UNNOTIFIED_SUFFIX,
                    name + DEAD_LETTERS_SUFFIX, name + COUNTS_SUFFIX, name + TRACKED_SUFFIX, name + PAUSED_SUFFIX,
-                   name + PERIODIC_SUFFIX, name + SAMPLES_SUFFIX, name + HEAD_SINCE_SUFFIX)
+                   name + PERIODIC_SUFFIX, name + SAMPLES_SUFFIX, name + HEAD_SINCE_SUFFIX, name + SWEPT_SUFFIX)
 
 
 def scheduled_nonce(kind: str) -> bytes:

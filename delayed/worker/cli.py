@@ -8,6 +8,7 @@ import sys
 from typing import Any, Callable, List, Optional, Sequence
 
 from ..protocol.producer import DEFAULT_MAX_TASK_SIZE
+from ..protocol.sweeper_ops import DEFAULT_MAX_CRASHES
 from ..protocol.queue import Queue
 from ..runtime.command import (CommandError, add_connection_options, add_dead_options, add_eviction_option,
                                add_metrics_host_option, client, check_queue_names, connect_unless_stopped,
@@ -15,7 +16,7 @@ from ..runtime.command import (CommandError, add_connection_options, add_dead_op
 from ..runtime.lifecycle import Lifecycle
 from . import metrics as task_metrics
 from .allowlist import Allowlist, submodule_names
-from .loop import DEFAULT_BATCH, Worker
+from .loop import DEFAULT_BATCH, DEFAULT_SWEEP_INTERVAL, Worker
 from .supervisor import Supervisor
 
 def parser() -> argparse.ArgumentParser:
@@ -33,8 +34,16 @@ def parser() -> argparse.ArgumentParser:
                         help="tasks each process runs at once: plain functions each in a thread, coroutine "
                              "functions on one event loop (default: %(default)s)")
     parser.add_argument("--keep-alive-timeout", type=positive(float), default=60,
-                        help="seconds a dead worker's task waits before a sweeper requeues it "
+                        help="seconds a dead worker's task waits before a sweep requeues it "
                              "(default: %(default)s); refreshed every quarter of it")
+    parser.add_argument("--sweep-interval", type=positive(float, zero=True), default=DEFAULT_SWEEP_INTERVAL,
+                        metavar="SECONDS",
+                        help="sweep the queues every SECONDS: requeue the tasks of dead workers, as the sweeper "
+                             "does; workers and sweepers sweep a queue at most once per interval between them; "
+                             "0 never sweeps (default: %(default)g)")
+    parser.add_argument("--max-crashes", type=int, default=DEFAULT_MAX_CRASHES,
+                        help="a sweep dead-letters a task once workers died holding it more often than this; "
+                             "0 never does (default: %(default)s)")
     parser.add_argument("--batch", type=positive(int), default=DEFAULT_BATCH,
                         help="most tasks claimed per round trip, each under its own worker id; "
                              "1 claims one at a time (default: %(default)s)")
@@ -44,7 +53,8 @@ def parser() -> argparse.ArgumentParser:
                         help="bytes; larger tasks go to the dead-letter list (default: %(default)s)")
     parser.add_argument("--burst", action="store_true",
                         help="exit (status 0) once the queues are empty and nothing runs, due scheduled tasks "
-                             "included; tasks scheduled for later are left for the next worker")
+                             "and dead workers' tasks (a sweep first) included; tasks scheduled for later are "
+                             "left for the next worker")
     add_dead_options(parser)
     parser.add_argument("--log-tasks", action="store_true",
                         help="one INFO line per finished task on delayed.worker.tasks: id (tracked tasks; '-' "
@@ -119,7 +129,7 @@ def _worker(args: argparse.Namespace) -> int:
                           batch=args.batch, time_limit=args.time_limit, threads=args.threads,
                           log_tasks=args.log_tasks,
                           observe=task_metrics.TaskMetrics() if args.metrics_port else None, burst=args.burst,
-                          on_online=on_online)
+                          on_online=on_online, sweep_interval=args.sweep_interval, max_crashes=args.max_crashes)
 
         if args.concurrency > 1:
             supervisor = Supervisor(make_worker, args.concurrency, metrics_port=args.metrics_port,

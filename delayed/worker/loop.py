@@ -25,11 +25,13 @@ from .background import Every
 from .batch import Batch, Lookahead
 from ..errors import FunctionNotAllowedError, MalformedTaskError, SkipRetry, message_of
 from ..runtime.due import MOVE_DUE_INTERVAL, move_due_tasks
+from ..runtime.sweeping import Sweeps
 from .allowlist import Allowed, Allowlist
 from .holding import Bury, Claim, Holdings, Release, Requeue, Reschedule, Settlement
 from .keepalive import KeepAlive
 from ..runtime.lifecycle import Lifecycle
 from ..protocol.queue import Queue
+from ..protocol.sweeper_ops import DEFAULT_MAX_CRASHES
 from ..protocol.worker_ops import server_of
 from .retry import backoff_seconds
 from .slots import CALLERS as SLOT_CALLERS
@@ -45,6 +47,9 @@ task_logger = logging.getLogger("delayed.worker.tasks")
 """Where log_tasks writes its line per finished task."""
 
 DEFAULT_BATCH = 32
+DEFAULT_SWEEP_INTERVAL = 15.0
+"""Seconds between a worker's sweeps of its queues: a dead worker's tasks run again within its
+keep-alive timeout and this long, while a live worker of ours serves the queue."""
 BATCH_TIME = 0.02
 """Seconds a claimed task may wait behind running ones before it goes back to the queue (and a
 one-slot worker's batch may take before the next one shrinks): enough for a round of 10 ms tasks
@@ -119,8 +124,10 @@ class Worker:
     retries one that raised (as its `retry` or `max_retries` says), and dead-letters the rest. A busy
     worker claims a batch of tasks per round trip, and releases the finished ones in the same round
     trip as its next claim; an idle one blocks on the queue's notifications, as go-delayed's workers
-    do. While it runs, a forked helper refreshes its keep-alive keys (if the worker dies, a sweeper
-    requeues its tasks), and a thread moves due scheduled tasks into its queues twice a second.
+    do. While it runs, a forked helper refreshes its keep-alive keys, a thread moves due scheduled
+    tasks into its queues twice a second, and another sweeps its queues every `sweep_interval`: it
+    requeues the tasks of workers that died, as the sweeper does (see `Sweeper`), so a worker started
+    after a crash recovers what the dead one held.
 
     Coroutine functions are allowed too: the worker runs each on its event loop. A plain function that
     returns an awaitable has it awaited the same way. A tracked task's record gets its return value as
@@ -164,12 +171,21 @@ class Worker:
             before it takes a task: where to start threads of your own (a metrics server, say), as a
             thread already running then would keep the helper from forking (see
             `--keep-alive-timeout`).
+        sweep_interval: Seconds between sweeps of its queues (default 15), the first one interval
+            in: each requeues the tasks of dead workers (whose keep-alive lapsed), counts their
+            crashes and tops up missing notifications, as `Sweeper` does. Workers and sweepers claim
+            each sweep of a queue first (`SweeperOps.claim_sweep`), so a queue is swept at most once
+            per interval however many serve it. With `burst`, the worker also sweeps its queues
+            before it decides they are empty. 0 turns sweeping off.
+        max_crashes: A sweep dead-letters a task once workers died holding it more often than this
+            (default 3); 0 counts no crashes, as the sweeper's `max_crashes`.
 
     Raises:
         TypeError: No `allow`, or an item of it that is not a module name, a module or a function.
         ImportError: A module name in `allow` that cannot be imported.
-        ValueError: `batch` or `threads` under 1; no queue, a queue named twice, or queues on
-            different Redis servers (the worker waits on them with one `BLPOP`).
+        ValueError: `batch` or `threads` under 1; `sweep_interval` negative or not finite; no queue, a
+            queue named twice, or queues on different Redis servers (the worker waits on them with one
+            `BLPOP`).
 
     Attributes:
         lifecycle (Lifecycle): Where the worker is: `lifecycle.state` is `"starting"`, `"online"`,
@@ -204,6 +220,8 @@ class Worker:
         burst: bool = False,
         log_tasks: bool = False,
         on_online: Optional[Callable[[], Any]] = None,
+        sweep_interval: float = DEFAULT_SWEEP_INTERVAL,
+        max_crashes: int = DEFAULT_MAX_CRASHES,
     ) -> None:
         if allow is None:
             raise TypeError(
@@ -214,6 +232,8 @@ class Worker:
             raise ValueError(f"batch must be at least 1, got {batch}")
         if threads < 1:
             raise ValueError(f"threads must be at least 1, got {threads}")
+        if not 0 <= sweep_interval < float("inf"):
+            raise ValueError(f"sweep_interval must be 0 (no sweeps) or a number of seconds, got {sweep_interval}")
         self.queues = [queue] if isinstance(queue, Queue) else list(queue)
         if not self.queues:
             raise ValueError("a worker needs at least one queue")
@@ -234,6 +254,7 @@ class Worker:
         self.burst = burst
         self.log_tasks = log_tasks
         self.on_online = on_online
+        self._sweeps = Sweeps(logger, sweep_interval, max_crashes) if sweep_interval else None
         self._timed = observe is not None or log_tasks  # every run is timed, not only tracked ones
         # threaded: a task per slot, and as many again waiting ready for one (see Lookahead)
         capacity = batch if threads == 1 else 2 * threads
@@ -279,11 +300,17 @@ class Worker:
         keep_alive = KeepAlive(self.keep_alive_interval, self.holdings.keep_alive, f"keep-alive of {self.id}",
                                self.holdings.outage)
         mover = Every(MOVE_DUE_INTERVAL, lambda: move_due_tasks(self.queues), "move due tasks", self.holdings.outage)
+        sweeper = None if self._sweeps is None else Every(self._sweeps.interval, self._sweep, "sweep",
+                                                          self.holdings.outage)
         keep_alive.start()
         mover.start()
-        logger.info("worker %s online on %s %s, %d allowed functions", self.id,
+        if sweeper is not None:
+            sweeper.start()
+        them = "them" if len(self.queues) > 1 else "it"
+        logger.info("worker %s online on %s %s, %d allowed functions; %s", self.id,
                     "queues" if len(self.queues) > 1 else "queue", ", ".join(repr(queue.name) for queue in self.queues),
-                    len(self.allowlist))
+                    len(self.allowlist), f"sweeping {them} every {self._sweeps.interval:g} s: {self._sweeps.describe()}"
+                    if self._sweeps else f"not sweeping {them} (sweep interval 0)")
         try:
             if self.on_online is not None:
                 self.on_online()
@@ -295,6 +322,8 @@ class Worker:
                         self.lifecycle.stop()
             self.holdings.flush()
         finally:
+            if sweeper is not None:
+                sweeper.stop()
             mover.stop()
             keep_alive.stop()
             if self._loop is not None:
@@ -380,11 +409,17 @@ class Worker:
             slots.close()
             ready.close()
 
+    def _sweep(self, now: bool = False) -> int:
+        """Sweep the queues no one swept within the sweep interval (with now, all of them); the
+        notifications pushed (0 with sweeping off)."""
+        return self._sweeps.sweep(self.queues, now) if self._sweeps else 0
+
     def _burst_done(self) -> bool:
         """With burst, after a claim that found nothing: True (said once) unless a due scheduled task
-        was just moved into a queue, or Redis is failing (then it is not known to be empty)."""
+        was just moved into a queue, a sweep now put a dead worker's task back, or Redis is failing
+        (then it is not known to be empty)."""
         try:
-            if self.holdings.failing or move_due_tasks(self.queues):
+            if self.holdings.failing or move_due_tasks(self.queues) or self._sweep(now=True):
                 return False
         except redis.RedisError:
             return False

@@ -1,7 +1,8 @@
 """Recovery across runtimes: one runtime's sweeper requeues what the other's dead workers held,
-delayed GoTasks reach Go workers through our sweeper, and our crash-loop quarantine leaves
-go-delayed's normal behaviour alone."""
+go-delayed's sweeper and our sweeping workers share a queue, delayed GoTasks reach Go workers
+through our sweeper, and our crash-loop quarantine leaves go-delayed's normal behaviour alone."""
 import time
+from collections import Counter
 
 from delayed.queue import Queue
 from delayed.task import GoTask, PyTask
@@ -50,6 +51,33 @@ def test_our_worker_killed_holding_a_batch_is_recovered_by_go_delayed(procs, con
     assert doubled <= held_ids
     assert set(ran.values()) <= {1, 2}
     assert py_results(conn) == ["('slow', (), {})"]
+    assert conn.xlen("q_dead_letters") == 0
+
+
+def test_go_delayeds_sweeper_and_our_sweeping_workers_lose_nothing_as_workers_are_killed(procs, conn):
+    """go-delayed's sweeper (RequeueLost, which knows no lock of ours) and our workers, each sweeping
+    the queue every 0.2 s, race to requeue the tasks of our workers SIGKILLed three times over: every
+    task runs, and a task runs again only once per kill that found it held (none is requeued twice),
+    and no crash loop comes of the race."""
+    total = 300
+    Queue("q", conn).enqueue_many(PyTask("tests.tasks:count_slowly", [f"t{i}", 0.01]) for i in range(total))
+    procs.go_sweeper("q", interval="300ms")
+    held: Counter = Counter()
+    for kills in range(1, 4):
+        workers = [procs.py_worker("q", "--batch", "4", "--sweep-interval", "0.2") for _ in range(2)]
+        wait_for(lambda: len(executions(conn)) >= kills * 60, timeout=30, what=f"tasks to run before kill {kills}")
+        for worker in workers:
+            worker.kill()
+        holding = conn.hvals("q_processing")  # under dead ids now: both sweepers go for them
+        assert holding, "the killed workers held nothing: the test shows nothing"
+        held.update(PyTask.deserialize(blob).args[0] for blob in holding)
+    procs.py_worker("q", "--sweep-interval", "0.2")
+    procs.py_worker("q", "--sweep-interval", "0.2")
+    wait_for(lambda: len(executions(conn)) == total and not conn.hlen("q_processing") and not conn.llen("q"),
+             timeout=60, what="every task to run, the killed workers' too")
+    assert conn.exists("q_swept")  # our workers claim the queue's sweeps
+    over = {task_id: runs for task_id, runs in executions(conn).items() if runs > 1 + held[task_id]}
+    assert not over, f"run more often than once plus once per kill that found them held: {over}"
     assert conn.xlen("q_dead_letters") == 0
 
 

@@ -124,6 +124,7 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
             "index.html", rows=rows, charts=charts, workers=admin.workers(conn, found),
             holders=admin.holders(conn, found), letters=letters, page=PAGE, scheduled=upcoming,
             periodic=admin.periodic(conn, found), every=sampler.every, window=sampler.window,
+            unswept=[(row["queue"], admin.unswept_warning(row)) for row in admin.unswept(conn, found)],
             refresh=refresh if refresh and refresh > 0 else None)
 
     @app.get("/queue")
