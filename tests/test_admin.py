@@ -1,6 +1,7 @@
 """`python -m delayed`: stats, workers, dead letters, scheduled tasks, enqueue by hand."""
 import base64
 import json
+import socket
 import subprocess
 import sys
 import threading
@@ -14,7 +15,9 @@ from delayed.protocol.worker_ops import WorkerOps
 from delayed.wire.keys import new_worker_id
 from delayed.wire.dead_letter import record
 
-from .conftest import ROOT, results, wait_for
+from .conftest import ROOT, results, spawn, wait_for
+
+GO_WORKER = "0123456789abcdef0123456789abcdef"
 
 
 def delayed(url, *args, check=True):
@@ -107,6 +110,28 @@ def test_workers_lists_our_live_workers(conn, redis_server, busy):
         worker.stop()
         thread.join(10)
     assert json.loads(delayed(redis_server.url, "workers", "--json")) == []
+
+
+def test_workers_says_the_host_pid_and_queues_of_ours_and_unknown_for_go_delayeds(conn, redis_server):
+    worker = spawn("delayed.worker", "--queue", "q", "--queue", "other", "--keep-alive-timeout", "30", "tests.tasks",
+                   redis_url=redis_server.url)
+    conn.hset("q_processing", GO_WORKER, GoTask("main.Resize", 640).serialize())  # a go-delayed worker's last task
+    conn.set(GO_WORKER, "1", ex=60)
+    try:
+        wait_for(lambda: conn.zcard("q_workers") and conn.zcard("other_workers"), what="the worker online")
+        rows = json.loads(delayed(redis_server.url, "workers", "--queue", "q", "--queue", "other", "--json"))
+        ours = [row for row in rows if not row["go"]]
+        assert [(row["queue"], row["host"], row["pid"], row["queues"]) for row in ours] == [
+            ("q", socket.gethostname(), worker.pid, ["q", "other"]), ("other", socket.gethostname(), worker.pid, ["q", "other"])]
+        assert all(row["started"].endswith("+00:00") for row in ours)
+        [go] = [row for row in rows if row["go"]]
+        assert (go["worker"], go["host"], go["pid"], go["started"], go["queues"]) == (GO_WORKER, None, None, None, None)
+        header, *lines = delayed(redis_server.url, "workers", "--queue", "q").splitlines()
+        assert header.split() == ["QUEUE", "WORKER", "HOST", "PID", "EXPIRES_IN", "HOLDING", "GO"]
+        assert [line.split()[2:4] for line in lines if "delayed-py-" in line] == [[socket.gethostname(), str(worker.pid)]]
+    finally:
+        worker.terminate()
+        worker.communicate(timeout=10)
 
 
 def test_dead_list_show_requeue_purge(conn, redis_server, busy):

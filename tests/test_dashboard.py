@@ -4,6 +4,7 @@ import http.client
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -435,6 +436,43 @@ def test_the_overview_shows_counts_workers_go_delayeds_holders_scheduled_and_per
                                                         "last_tick": "2024-11-22T12:53:20+00:00"}]
 
 
+def test_in_a_browser_the_processing_tab_says_when_a_task_was_claimed_and_the_workers_their_host_and_pid(
+        conn, redis_server, dashboard, browser):
+    from selenium.webdriver.common.by import By
+
+    Queue("default", conn).enqueue(PyTask("tests.tasks:slow", ["resize", 60]))
+    worker = spawn("delayed.worker", "tests.tasks", "--batch", "1", redis_url=redis_server.url)
+    conn.hset("default_processing", GO_WORKER, GoTask("main.Resize", 640).serialize())
+    conn.set(GO_WORKER, "1", ex=60)
+    try:
+        ours = wait_for(lambda: conn.zrange("default_workers", 0, -1), what="our worker online")[0].decode()
+        wait_for(lambda: conn.exists("started:resize"), what="the slow task to start")
+        web = dashboard()
+
+        def held() -> Dict[str, Tuple[str, str]]:
+            browser.get(web.base + "/queue?queue=default&tab=processing")
+            return {row.find_element(By.CSS_SELECTOR, "code").text: (
+                row.find_element(By.CSS_SELECTOR, "td.claimed").text, row.find_element(By.CSS_SELECTOR, "td.running").text)
+                for row in browser.find_elements(By.CSS_SELECTOR, "table.holders tr.held")}
+
+        rows = wait_for(lambda: (shown := held()) and shown[ours][0] != "not noted" and shown, what="the claim noted")
+        claimed, running = rows[ours]
+        assert claimed.endswith("+00:00") and running.endswith(" s") and float(running[:-2]) >= 1
+        assert rows[GO_WORKER] == ("unknown", "–")
+        screenshot(browser, "dashboard-processing")
+        browser.get(web.base + "/")
+        cells = {row.find_element(By.CSS_SELECTOR, "code").text: [cell.text for cell in row.find_elements(
+            By.CSS_SELECTOR, "td.host, td.pid, td.since")] for row in browser.find_elements(By.CSS_SELECTOR, "tr.worker")}
+        assert cells[ours][:2] == [socket.gethostname(), str(worker.pid)] and cells[ours][2].endswith("+00:00")
+        assert cells[GO_WORKER] == ["unknown", "unknown", "unknown"]
+        overview = {row.find_element(By.CSS_SELECTOR, "code").text: row.find_element(By.CSS_SELECTOR, "td.claimed").text
+                    for row in browser.find_elements(By.CSS_SELECTOR, "table.holders tr.held")}
+        assert overview[ours].endswith("+00:00") and overview[GO_WORKER] == "unknown"
+    finally:
+        worker.kill()
+        worker.communicate(timeout=10)
+
+
 def test_in_a_browser_the_latency_column_is_measured_for_a_tracked_head_and_estimated_otherwise(
         conn, dashboard, browser):
     from selenium.webdriver.common.by import By
@@ -715,7 +753,7 @@ def test_in_a_browser_a_queue_s_page_shows_pending_processing_scheduled_and_dead
 
     follow(browser, browser.find_element(By.CSS_SELECTOR, "a.tab.processing"))
     wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "table.holders"), what="the processing tab")
-    assert rows("table.holders tbody tr") == [f"{GO_WORKER} go-delayed main.Resize(640) Go"]
+    assert rows("table.holders tbody tr") == [f"{GO_WORKER} go-delayed main.Resize(640) Go unknown –"]
 
     follow(browser, browser.find_element(By.CSS_SELECTOR, "a.tab.scheduled"))
     wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "table.scheduled"), what="the scheduled tab")

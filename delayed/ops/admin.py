@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import msgpack
 import redis
 
-from ..wire import preview
+from ..wire import preview, worker_info
 from ..protocol import inspect, samples
 from ..protocol import scheduled as scheduled_ops
 from ..wire.dead_letter import MAX_ERROR, UNDECODABLE
@@ -177,32 +177,51 @@ _GO_WORKER_ID = re.compile(r"[0-9a-fA-F]{32}")
 
 
 def workers(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
-    """The live workers per queue: id, seconds until their keep-alive lapses, tasks they hold now, and
-    "go": whether it is go-delayed's. Ours list themselves; a go-delayed worker registers nowhere, and
-    is seen once it holds a task (it never releases its last one) while its keep-alive key lives."""
+    """The live workers per queue: id, host, pid, started (when it went online, ISO 8601, UTC) and queues
+    (those it serves) as ours say of themselves (None for go-delayed's), seconds until their keep-alive
+    lapses, tasks they hold now, and "go": whether it is go-delayed's. Ours list themselves; a go-delayed
+    worker registers nowhere, and is seen once it holds a task (it never releases its last one) while
+    its keep-alive key lives."""
     now = time.time()
     rows = []
     for name in names:
         held = inspect.holder_ids(conn, name)
-        for worker in inspect.live_workers(conn, name, now):
-            rows.append({"queue": name, "worker": worker.id, "expires_in": round(worker.expires - now, 1),
+        live = inspect.live_workers(conn, name, now)
+        for worker, fields in zip(live, inspect.worker_infos(conn, name, [worker.id for worker in live])):
+            rows.append({"queue": name, "worker": worker.id, **_about(fields), "expires_in": round(worker.expires - now, 1),
                          "holding": sum(field.startswith(worker.id) for field in held), "go": False})
         go_ids = [field for field in held if _GO_WORKER_ID.fullmatch(field)]
-        rows += [{"queue": name, "worker": worker_id, "expires_in": round(lapses, 1), "holding": 1, "go": True}
+        rows += [{"queue": name, "worker": worker_id, **_about({}), "expires_in": round(lapses, 1), "holding": 1,
+                  "go": True}
                  for worker_id, lapses in zip(go_ids, inspect.keep_alive_lapses(conn, go_ids)) if lapses is not None]
     return rows
 
+
+def _about(fields: Dict[bytes, bytes]) -> Row:
+    """A worker's description (delayed.wire.worker_info) as a row's host, pid, started (ISO 8601) and queues."""
+    about = worker_info.about(fields)
+    return {**about, "started": None if about["started"] is None else _when(about["started"])}
 
 
 def holders(conn: redis.Redis, names: Sequence[str], limit: int = 200) -> List[Row]:
     """Who holds what, per queue, go-delayed's workers included (they register nowhere else): each
     field of N_processing (at most limit per queue, read with HSCAN) whose keep-alive key (the bare
     worker id) exists. Rows: queue, worker, "go" (a go-delayed id: 32 hex digits), task (described
-    from its first PREVIEW_BYTES).
+    from its first PREVIEW_BYTES), and "claimed" (ISO 8601, UTC) and "running_for" (seconds since, by
+    Redis's clock) where the worker noted when it claimed the task (ours do once they held it a second),
+    else None.
     A field whose keep-alive is gone is a lapsed worker's task that a sweeper will requeue: left out."""
-    return [{"queue": name, "worker": worker_id, "go": _GO_WORKER_ID.fullmatch(worker_id) is not None,
-             "task": describe_task(head, length)}
-            for name in names for worker_id, head, length in inspect.live_holders(conn, name, limit, PREVIEW_BYTES)]
+    rows = []
+    for name in names:
+        held = inspect.live_holders(conn, name, limit, PREVIEW_BYTES)
+        since = [worker_info.claimed_at(note)
+                 for note in inspect.claim_notes(conn, name, [worker_id for worker_id, _, _ in held])]
+        now = inspect.redis_time(conn) if any(claimed is not None for claimed in since) else 0.0
+        rows += [{"queue": name, "worker": worker_id, "go": _GO_WORKER_ID.fullmatch(worker_id) is not None,
+                  "task": describe_task(head, length), "claimed": None if claimed is None else _when(claimed),
+                  "running_for": None if claimed is None else round(max(now - claimed, 0.0), 1)}
+                 for (worker_id, head, length), claimed in zip(held, since)]
+    return rows
 
 
 def periodic(conn: redis.Redis, names: Sequence[str], limit: int = 1000) -> List[Row]:

@@ -112,7 +112,7 @@ def _stats(conn: redis.Redis, args: argparse.Namespace) -> None:
 
 
 def _workers(conn: redis.Redis, args: argparse.Namespace) -> None:
-    _show(args, admin.workers(conn, _names(conn, args)), ("queue", "worker", "expires_in", "holding", "go"))
+    _show(args, admin.workers(conn, _names(conn, args)), ("queue", "worker", "host", "pid", "expires_in", "holding", "go"))
 
 
 def _dead(conn: redis.Redis, args: argparse.Namespace) -> None:
@@ -368,7 +368,7 @@ def parser() -> argparse.ArgumentParser:
     stats.add_argument("--go-wait", type=positive(float), default=300, metavar="SECONDS",
                        help="flag a GoTask that has stood this long at the head of its queue, untaken by any "
                             "go-delayed worker, as our sweeper saw it (default: %(default)s)")
-    workers = commands.add_parser("workers", parents=[common], help="live workers, go-delayed's that hold a task too, and what they hold")
+    workers = commands.add_parser("workers", parents=[common], help="live workers (ours with their host and pid), go-delayed's that hold a task too, and how many tasks each holds")
     workers.add_argument("--queue", action="append", help="a queue (repeatable; default: every queue found)")
 
     dead = commands.add_parser("dead", help="dead letters: list, show, requeue, delete, purge")

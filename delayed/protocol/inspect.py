@@ -229,6 +229,33 @@ def live_holders(conn: redis.Redis, name: str, limit: int, head: int) -> List[Tu
     return [task for task, live in zip(held, alive) if live]
 
 
+def redis_time(conn: redis.Redis) -> float:
+    """Redis's clock, unix seconds: what our scripts' times are written by."""
+    seconds, micros = cast(Tuple[int, int], conn.time())
+    return seconds + micros / 1_000_000
+
+
+def worker_infos(conn: redis.Redis, name: str, worker_ids: Sequence[str]) -> List[Dict[bytes, bytes]]:
+    """What each of our workers on the queue, by main id, says of itself: its description (a hash, see
+    delayed.wire.worker_info), empty where there is none. One round trip."""
+    keys = QueueKeys.of(name)
+    with conn.pipeline(transaction=False) as pipe:
+        for worker_id in worker_ids:
+            pipe.hgetall(keys.worker_info(worker_id))
+        return cast(List[Dict[bytes, bytes]], pipe.execute())
+
+
+def claim_notes(conn: redis.Redis, name: str, worker_ids: Sequence[str]) -> List[Optional[bytes]]:
+    """Per id of the queue, what its worker noted of when it claimed the task it holds (its field in the
+    worker's description, see delayed.wire.worker_info), or None: not one of ours, or nothing noted. One
+    round trip."""
+    keys = QueueKeys.of(name)
+    with conn.pipeline(transaction=False) as pipe:
+        for worker_id in worker_ids:
+            pipe.hget(keys.worker_info(keys.main_worker_id(worker_id) or worker_id), worker_id)
+        return cast(List[Optional[bytes]], pipe.execute())
+
+
 class Tick(NamedTuple):
     """A periodic entry and the last tick a scheduler claimed of it, as stored (a unix time, as
     text); queue: whose N_periodic hash holds it, None for the one hash older versions kept."""

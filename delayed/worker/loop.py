@@ -26,7 +26,7 @@ from .batch import Batch, Lookahead
 from ..errors import FunctionNotAllowedError, MalformedTaskError, SkipRetry, message_of
 from ..runtime.due import MOVE_DUE_INTERVAL, move_due_tasks
 from .allowlist import Allowed, Allowlist
-from .holding import Bury, Claim, Holdings, Release, Requeue, Reschedule, Settlement
+from .holding import NOTE_AFTER, Bury, Claim, Holdings, Release, Requeue, Reschedule, Settlement
 from .keepalive import KeepAlive
 from ..runtime.lifecycle import Lifecycle
 from ..protocol.queue import Queue
@@ -280,8 +280,10 @@ class Worker:
         keep_alive = KeepAlive(self.keep_alive_interval, self.holdings.keep_alive, f"keep-alive of {self.id}",
                                self.holdings.outage)
         mover = Every(MOVE_DUE_INTERVAL, lambda: move_due_tasks(self.queues), "move due tasks", self.holdings.outage)
+        noter = Every(NOTE_AFTER, self.holdings.note_claims, "note long claims", self.holdings.outage)
         keep_alive.start()
         mover.start()
+        noter.start()
         logger.info("worker %s online on %s %s, %d allowed functions", self.id,
                     "queues" if len(self.queues) > 1 else "queue", ", ".join(repr(queue.name) for queue in self.queues),
                     len(self.allowlist))
@@ -297,6 +299,7 @@ class Worker:
             self.holdings.flush()
         finally:
             mover.stop()
+            noter.stop()
             keep_alive.stop()
             if self._loop is not None:
                 self._loop.close()
