@@ -683,6 +683,46 @@ def test_in_a_browser_a_tracked_task_is_found_by_id_and_cancelled_while_it_waits
     assert conn.llen("waiting") == 0 and conn.llen("waiting_noti") == 0 and pending.status() == "cancelled"
 
 
+def test_in_a_browser_a_failed_task_s_page_shows_its_arguments_traceback_and_a_link_to_its_letter(
+        conn, redis_server, dashboard, browser):
+    from selenium.webdriver.common.by import By
+
+    jobs = Queue("jobs", conn)
+    failed = jobs.enqueue(PyTask("tests.tasks:always_fail", [], {"tag": "report 2026-13"}), result_ttl=600)
+    done = jobs.enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=600)
+    run = spawn("delayed.worker", "tests.tasks", "--queue", "jobs", "--burst", redis_url=redis_server.url)
+    assert run.wait(30) == 0
+    web = dashboard()
+
+    def page(task_id: str) -> None:
+        browser.get(web.base + "/task?id=" + task_id)
+
+    page(failed.id)
+    assert browser.find_element(By.CSS_SELECTOR, "span.status").text == "failed"
+    arguments = browser.find_element(By.CSS_SELECTOR, "dd.arguments")
+    assert arguments.find_element(By.CSS_SELECTOR, "code.task").text == (
+        'tests.tasks:always_fail([], **{"tag": "report 2026-13"})')
+    assert json.loads(arguments.find_element(By.CSS_SELECTOR, "pre.json").text)["kwargs"] == {"tag": "report 2026-13"}
+    traceback = browser.find_element(By.CSS_SELECTOR, "pre.traceback").text
+    assert traceback.startswith("Traceback (most recent call last):") and "always fails" in traceback
+    [letter] = jobs.dead.list()
+    link = browser.find_element(By.CSS_SELECTOR, "dd.letter a.letter-link")
+    assert link.text == letter["id"]
+    follow(browser, link)
+    wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "dl.letter-detail"), what="the letter's page")
+    assert letter["id"] in browser.find_element(By.CSS_SELECTOR, "h2").text
+
+    page(done.id)
+    assert browser.find_element(By.CSS_SELECTOR, "dd.arguments code.task").text == "tests.tasks:add([1, 2])"
+    assert not browser.find_elements(By.CSS_SELECTOR, "dd.letter, pre.traceback")
+
+    jobs.dead.requeue([letter["id"]])  # the letter goes; the record still names it until the task runs again
+    page(failed.id)
+    assert "no longer among the dead letters" in browser.find_element(By.CSS_SELECTOR, "dd.letter").text
+    assert not browser.find_elements(By.CSS_SELECTOR, "dd.letter a, pre.traceback")
+    assert "always_fail" in browser.find_element(By.CSS_SELECTOR, "dd.arguments").text
+
+
 def test_an_unknown_task_id_is_a_404_saying_so_and_glob_characters_match_only_themselves(conn, dashboard):
     handle = Queue("jobs", conn).enqueue(PyTask("tests.tasks:record", ["x"]), result_ttl=600)
     conn.set("jobs_task:" + "f" * 32, "a string, not a record")

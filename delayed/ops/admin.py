@@ -12,12 +12,13 @@ from ..wire import preview, worker_info
 from ..protocol import inspect, samples
 from ..protocol import scheduled as scheduled_ops
 from ..wire.dead_letter import MAX_ERROR, UNDECODABLE
-from ..errors import MalformedTaskError, TaskNotFoundError
+from ..errors import DeadLetterError, MalformedTaskError
 from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_SUFFIX,
                          WORKER_ID_PREFIX, WORKERS_SUFFIX)
 from ..protocol.queue import Queue
 from ..wire.task import GoTask, decode_task
 from ..wire.tracking import Cancel, Status
+from ..wire.tracking import parse as parse_record
 
 Row = Dict[str, Any]
 
@@ -439,20 +440,39 @@ _TIMES = ("enqueued_at", "due", "started_at", "finished_at")
 
 def tracked_task(conn: redis.Redis, task_id: str) -> Optional[Row]:
     """A tracked task's record, found on any queue (inspect.task_queues: the first by name), for display: TaskInfo's fields,
-    times in ISO 8601 (UTC), the result and error as bounded previews, and "waiting" (whether
-    cancel_task may still take it); None if no queue has a record of this id."""
+    times in ISO 8601 (UTC), the result and error as bounded previews, "waiting" (whether cancel_task may
+    still take it), "task": its blob, which the record keeps until it expires, as describe_task previews it
+    (reading at most PREVIEW_BYTES; None in a record without one), and for a failed or dead task, from its
+    dead letter, "traceback" (None without one) and "letter_found" (False once the letter was requeued,
+    deleted or trimmed); None if no queue has a record of this id."""
     queues = inspect.task_queues(conn, task_id)
     if not queues:
         return None
     queue = queues[0]
     try:
-        info = Queue(queue, conn).task_info(task_id).as_dict()
-    except (TaskNotFoundError, ValueError):  # expired since the scan found it; or, on a cluster, no queue's name
+        Queue(queue, conn)  # a name no queue can have (on a cluster, one without a hash tag) holds none of ours
+    except ValueError:
         return None
+    record = inspect.task_record(conn, queue, task_id, PREVIEW_BYTES)
+    if record is None:  # expired since the scan found it
+        return None
+    info = parse_record(task_id, queue, record.fields, record.ttl).as_dict()
     for field in _TIMES:
         info[field] = None if info[field] is None else _when(info[field])
+    letter = _letter_of(conn, queue, info["letter"])
     return {**info, "result": preview.value(info["result"]), "error": _cut(info["error"]), "note": _cut(info["note"]),
-            "waiting": info["status"] in WAITING}
+            "waiting": info["status"] in WAITING, "task": None if record.blob is None else describe_task(record.blob, record.length),
+            "traceback": None if letter is None else letter.get("traceback"), "letter_found": letter is not None}
+
+
+def _letter_of(conn: redis.Redis, queue: str, letter_id: Optional[str]) -> Optional[Row]:
+    """A task's dead letter (never migrating), or None: it has none, or it is no longer there."""
+    if letter_id is None:
+        return None
+    try:
+        return dead_letter(conn, queue, letter_id, migrate=False)
+    except DeadLetterError:
+        return None
 
 
 def _cut(text: Optional[str]) -> Optional[str]:

@@ -5,7 +5,7 @@ import math
 import re
 import time
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, cast
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, cast
 
 import redis
 
@@ -19,6 +19,7 @@ from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEA
 PEEK_QUEUE = Script("peek_queue")
 PEEK_SCHEDULED = Script("peek_scheduled")
 PEEK_PROCESSING = Script("peek_processing")
+PEEK_RECORD = Script("peek_record")
 
 WAITING_SINCE = Script("waiting_since")
 
@@ -99,6 +100,27 @@ def task_queues(conn: redis.Redis, task_id: str) -> List[str]:
     keys = sorted(key for key in _keys(conn, "*" + _GLOB_SPECIAL.sub(r"\\\g<0>", suffix))
                   if key.endswith(suffix) and len(key) > len(suffix))
     return [key[: -len(suffix)] for key, kind in zip(keys, _types(conn, keys)) if kind == "hash"]
+
+
+class Record(NamedTuple):
+    """A tracked task's record as people see it: its fields but its blob, its TTL (as TTL says it), and
+    the first bytes of its blob with the blob's length (None, -1 without one)."""
+
+    fields: Dict[bytes, bytes]
+    ttl: int
+    blob: Optional[bytes]
+    length: int
+
+
+def task_record(conn: redis.Redis, name: str, task_id: str, head: int) -> Optional[Record]:
+    """The record of a tracked task of the queue, its blob cut to its first head bytes; None if there is
+    none. One script call, never a whole blob."""
+    reply = cast(List[Any], PEEK_RECORD.bind(conn)(record=QueueKeys.of(name).task(task_id), head=head))
+    fields = dict(zip(reply[2::2], reply[3::2]))
+    if not fields:
+        return None
+    blob = fields.pop(b"blob", None)
+    return Record(fields, int(reply[0]), blob, int(reply[1]))
 
 
 _GLOB_SPECIAL = re.compile(r"[*?\[\]\\]")

@@ -205,7 +205,8 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
 
     @app.get("/task")
     def task() -> Reply:
-        """A tracked task found by id on any queue: its record, result and error, and a cancel button while it waits."""
+        """A tracked task found by id on any queue: its record, arguments, result and error, its traceback and dead
+        letter once it failed, and a cancel button while it waits."""
         task_id = flask.request.args.get("id", "").strip()
         if not task_id:
             return _message("No task id", "Say which task: ?id=ID (its handle's .id).", 400)
