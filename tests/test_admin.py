@@ -154,6 +154,40 @@ def test_dead_list_show_requeue_purge(conn, redis_server, busy):
     assert not conn.exists("q_dead", "q_dead_letters")
 
 
+def test_dead_requeue_all_and_purge_take_the_dashboard_s_filter(conn, redis_server):
+    queue = Queue("q", conn)
+    letters = {}
+    for n, (reason, func) in enumerate([("failed", "m:a"), ("failed", "m:b"), ("timed_out", "m:a"), ("failed", "m:a"),
+                                        ("not_allowed", "m:b")]):
+        fields = record(reason=reason, error="e", blob=PyTask(func, [n]).serialize(), queue="q", worker=None, func=func)
+        letters[n] = conn.xadd("q_dead_letters", fields).decode()
+    conn.xadd("q_dead_letters", {"record": b"not JSON", "task": PyTask("m:c").serialize()})
+
+    def left() -> list:
+        return [entry["id"] for entry in queue.dead.list() if entry["reason"] != "undecodable"]
+
+    status, output = delayed(redis_server.url, "dead", "purge", "--queue", "q", "--reason", "failed", "--func", "m:a",
+                             check=False)
+    assert (status, output) == (2, "delayed: dead purge deletes the 2 dead letters of q with reason failed and "
+                                   "function m:a: add --yes\n")  # how many match; nothing is deleted
+    assert queue.dead.count() == 6
+    assert json.loads(delayed(redis_server.url, "dead", "purge", "--queue", "q", "--reason", "failed", "--func", "m:a",
+                              "--yes", "--json")) == {"purged": 2}
+    assert left() == [letters[1], letters[2], letters[4]]
+    assert delayed(redis_server.url, "dead", "requeue", "--all", "--queue", "q", "--func", "m:b").strip() == (
+        "requeued 2 tasks into q with function m:b")
+    assert conn.lrange("q", 0, -1) == [PyTask("m:b", [1]).serialize(), PyTask("m:b", [4]).serialize()]
+    assert left() == [letters[2]] and conn.llen("q_noti") == 2
+    assert delayed(redis_server.url, "dead", "purge", "--queue", "q", "--reason", "undecodable", "--yes").strip() == (
+        "purged 1 dead letter of q with reason undecodable")
+    assert queue.dead.count() == 1
+    for words in (["requeue", letters[2], "--reason", "timed_out"], ["purge", "--reason", "faild", "--yes"],
+                  ["requeue", "--all", "--reason", "Failed"]):
+        status, output = delayed(redis_server.url, "dead", *words, "--queue", "q", check=False)
+        assert status == 2 and output.splitlines()[-1].startswith(("delayed: ", "delayed dead ")), output
+    assert left() == [letters[2]] and conn.llen("q") == 2
+
+
 def test_scheduled_list(conn, redis_server, busy):
     [row] = json.loads(delayed(redis_server.url, "scheduled", "list", "--queue", "q", "--json"))
     assert row["task"] == {"func": "tests.tasks:record", "args": ["later"], "kwargs": {}, "retry": 0, "options": {}}

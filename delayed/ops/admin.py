@@ -312,22 +312,10 @@ def filtered_dead(conn: redis.Redis, name: str, after: Optional[str] = None, rea
                   count: int = 20, scan: int = 1000) -> Tuple[List[Row], Optional[str]]:
     """Up to count dead letters after `after` whose reason and func (the record's) are these (an empty
     one matches any), described (describe_dead; never migrating), looking at most scan letters: the
-    letters, and where the next page starts (None at the end of the stream)."""
-    found: List[Row] = []
-    looked = 0
-    while looked < scan:
-        wanted = min(100, scan - looked)
-        letters = dead_letters(conn, name, after, wanted, migrate=False)
-        looked += len(letters)
-        for entry in letters:
-            after = entry["id"]
-            if (not reason or entry.get("reason") == reason) and (not func or entry.get("func") == func):
-                found.append(describe_dead(entry))
-                if len(found) == count:
-                    return found, after
-        if len(letters) < wanted:
-            return found, None
-    return found, after
+    letters, and where the next page starts (None at the end of the stream). The letters the bulk
+    operations (requeue_dead, purge_dead, count_dead) take with the same filter."""
+    letters, after = Queue(name, conn).dead.find(PREVIEW_BYTES, after, count, reason, func, scan)
+    return [describe_dead(entry) for entry in letters], after
 
 
 def dead_letter(conn: redis.Redis, name: str, letter_id: str, migrate: bool = True, whole: bool = False) -> Row:
@@ -337,12 +325,16 @@ def dead_letter(conn: redis.Redis, name: str, letter_id: str, migrate: bool = Tr
 
 
 def requeue_dead(conn: redis.Redis, name: str, letter_ids: Optional[Sequence[str]] = None,
-                 progress: Optional[Callable[[int, int], None]] = None) -> int:
-    """Move dead letters (those with letter_ids, or all, in chunks, reporting progress) back into the
-    queue, each task with its notification; returns how many moved. A missing id: DeadLetterError,
-    and nothing moves."""
+                 progress: Optional[Callable[[int, int], None]] = None, reason: str = "", func: str = "",
+                 through: Optional[str] = None) -> int:
+    """Move dead letters back into the queue, each task with its notification: those with letter_ids
+    (a missing id: DeadLetterError, and nothing moves), or else, in chunks, reporting progress, all
+    those up to through (default: the newest as it starts) whose reason and func are these (an empty one
+    matches any; see DeadLetters.requeue_all); returns how many moved."""
     queue = Queue(name, conn)
-    return queue.dead.requeue_all(progress) if letter_ids is None else queue.dead.requeue(letter_ids)
+    if letter_ids is None:
+        return queue.dead.requeue_all(progress, reason, func, through)
+    return queue.dead.requeue(letter_ids)
 
 
 def delete_dead(conn: redis.Redis, name: str, letter_ids: Sequence[str]) -> int:
@@ -350,9 +342,35 @@ def delete_dead(conn: redis.Redis, name: str, letter_ids: Sequence[str]) -> int:
     return Queue(name, conn).dead.delete(letter_ids)
 
 
-def purge_dead(conn: redis.Redis, name: str) -> int:
-    """Delete every dead letter of the queue; returns how many there were."""
-    return Queue(name, conn).dead.purge()
+def purge_dead(conn: redis.Redis, name: str, reason: str = "", func: str = "", through: Optional[str] = None) -> int:
+    """Delete every dead letter of the queue at once, or, with a filter or through, in chunks, those up to
+    through (default: the newest as it starts) whose reason and func are these (an empty one matches any;
+    see DeadLetters.purge); returns how many were deleted."""
+    return Queue(name, conn).dead.purge(reason, func, through)
+
+
+def matching(reason: str, func: str) -> str:
+    """A dead-letter filter as the messages say it: ' with reason failed and function tasks:resize' ('' for none)."""
+    said = [f"{what} {value}" for what, value in (("reason", reason), ("function", func)) if value]
+    return " with " + " and ".join(said) if said else ""
+
+
+def newest_dead(conn: redis.Redis, name: str) -> Optional[str]:
+    """The id of the queue's newest dead letter (None if there is none): as through, what a bulk operation
+    goes no further than."""
+    return Queue(name, conn).dead.newest()
+
+
+def count_dead(conn: redis.Redis, name: str, reason: str = "", func: str = "") -> Tuple[int, Optional[str]]:
+    """How many dead letters of the queue there are (an old list's included), or, with a filter, how many
+    have this reason and func (an empty one matches any), counted in chunks without writing; and, with a
+    filter, the newest letter's id (else, or if there is none, None): pass it as through to purge_dead
+    or requeue_dead to act on the letters counted, not on those written since."""
+    dead = Queue(name, conn).dead
+    if not reason and not func:
+        return dead.count(), None
+    through = dead.newest()
+    return (0 if through is None else dead.count(reason, func, through)), through
 
 
 def set_paused(conn: redis.Redis, name: str, paused: bool) -> bool:
