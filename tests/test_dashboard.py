@@ -849,22 +849,29 @@ def test_in_a_browser_a_dead_tab_requeues_and_purges_all_its_letters_or_those_it
     assert conn.lrange("jobs", 0, -1) == [failing(n).serialize() for n in range(3)] and conn.llen("jobs_noti") == 3
     assert dead() == [*slow, other, newer]  # what the page did not show stays
 
+    tab(func="tests.tasks:record")
+    follow(browser, browser.find_element(By.CSS_SELECTOR, f'tr.letter[data-id="{other}"] button.requeue'))
+    wait_for(lambda: "requeued 1 task into jobs</p>" in browser.page_source, what="one letter's requeue")
+    assert browser.current_url.endswith("/queue?queue=jobs&tab=dead&func=tests.tasks:record")  # back to the tab
+    assert conn.lrange("jobs", -1, -1) == [PyTask("tests.tasks:record", ["r"]).serialize()]
+    assert dead() == [*slow, newer]
+
     tab(reason="timed_out")
     screenshot(browser, "dashboard-dead")
     follow(browser, browser.find_element(By.CSS_SELECTOR, "div.bulk a.purge"))
     wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "button.confirm-purge"), what="the confirm page")
     assert browser.find_element(By.CSS_SELECTOR, "strong.count").text == "2"
     assert browser.find_element(By.CSS_SELECTOR, "strong.reason").text == "timed_out"
-    assert dead() == [*slow, other, newer]  # the confirm page itself changes nothing
+    assert dead() == [*slow, newer]  # the confirm page itself changes nothing
     later = letter(conn, "jobs", "timed out after the count", late(9), reason="timed_out")
     follow(browser, browser.find_element(By.CSS_SELECTOR, "button.confirm-purge"))
     wait_for(lambda: "purged 2 dead letters of jobs with reason timed_out" in browser.page_source,
              what="the purge's message")
-    assert dead() == [other, newer, later] and conn.llen("jobs") == 3
+    assert dead() == [newer, later] and conn.llen("jobs") == 4
 
     tab()
     follow(browser, browser.find_element(By.CSS_SELECTOR, "div.bulk button.requeue-all"))
-    wait_for(lambda: "requeued 3 tasks into jobs" in browser.page_source, what="the requeue of all")
+    wait_for(lambda: "requeued 2 tasks into jobs</p>" in browser.page_source, what="the requeue of all")
     assert dead() == [] and conn.llen("jobs") == conn.llen("jobs_noti") == 6
     assert not browser.find_elements(By.CSS_SELECTOR, "div.bulk")  # nothing left to act on
 

@@ -249,7 +249,8 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
     def requeue() -> Response:
         """Requeue one letter, or all (id "all"): from a dead tab, those its filter takes, up to the newest
         letter the tab showed (through)."""
-        queue, letter_id, (reason, func) = _queue(), flask.request.form.get("id", ""), _filter()
+        queue, letter_id = _queue(), flask.request.form.get("id", "")
+        reason, func = _filter() if letter_id == "all" else ("", "")  # one letter's form carries the tab's filter back
         try:
             moved = admin.requeue_dead(conn, queue, None if letter_id == "all" else [letter_id], reason=reason, func=func,
                                        through=flask.request.form.get("through") or None)
