@@ -281,14 +281,15 @@ class Holding:
 
     def note_claims(self) -> None:
         """Note in Redis when each task held for NOTE_AFTER seconds or more was claimed, once (raises redis
-        errors: the caller rides them out)."""
+        errors: the caller rides them out). The ids count as noted before the note is sent: one whose reply
+        was lost may have landed, and must be deleted before its id claims again."""
         with self._lock:
             now = time.monotonic()
             due = [claim for claim in list(self._held.values())
                    if now - claim.claimed >= NOTE_AFTER and claim.worker_id not in self._noted]
             if due and self.id is not None:
-                self.ops.note_claims(self.id, [(claim.worker_id, now - claim.claimed) for claim in due])
                 self._noted.update(claim.worker_id for claim in due)
+                self.ops.note_claims(self.id, [(claim.worker_id, now - claim.claimed) for claim in due])
 
     def flush(self) -> None:
         """Send what waits for a round trip: releases (at stop) and the locks of unique tasks that ended."""
