@@ -1,6 +1,7 @@
 """`python -m delayed`: stats, workers, dead letters, scheduled tasks, enqueue by hand."""
 import base64
 import json
+import socket
 import subprocess
 import sys
 import threading
@@ -15,7 +16,9 @@ from delayed.protocol.worker_ops import WorkerOps
 from delayed.wire.keys import new_worker_id
 from delayed.wire.dead_letter import record
 
-from .conftest import ROOT, results, settle_by_a_worker, wait_for
+from .conftest import ROOT, results, settle_by_a_worker, spawn, wait_for
+
+GO_WORKER = "0123456789abcdef0123456789abcdef"
 
 
 def delayed(url, *args, check=True):
@@ -164,6 +167,28 @@ def test_workers_lists_our_live_workers(conn, redis_server, busy):
     assert json.loads(delayed(redis_server.url, "workers", "--json")) == []
 
 
+def test_workers_says_the_host_pid_and_queues_of_ours_and_unknown_for_go_delayeds(conn, redis_server):
+    worker = spawn("delayed.worker", "--queue", "q", "--queue", "other", "--keep-alive-timeout", "30", "tests.tasks",
+                   redis_url=redis_server.url)
+    conn.hset("q_processing", GO_WORKER, GoTask("main.Resize", 640).serialize())  # a go-delayed worker's last task
+    conn.set(GO_WORKER, "1", ex=60)
+    try:
+        wait_for(lambda: conn.zcard("q_workers") and conn.zcard("other_workers"), what="the worker online")
+        rows = json.loads(delayed(redis_server.url, "workers", "--queue", "q", "--queue", "other", "--json"))
+        ours = [row for row in rows if not row["go"]]
+        assert [(row["queue"], row["host"], row["pid"], row["queues"]) for row in ours] == [
+            ("q", socket.gethostname(), worker.pid, ["q", "other"]), ("other", socket.gethostname(), worker.pid, ["q", "other"])]
+        assert all(row["started"].endswith("+00:00") for row in ours)
+        [go] = [row for row in rows if row["go"]]
+        assert (go["worker"], go["host"], go["pid"], go["started"], go["queues"]) == (GO_WORKER, None, None, None, None)
+        header, *lines = delayed(redis_server.url, "workers", "--queue", "q").splitlines()
+        assert header.split() == ["QUEUE", "WORKER", "HOST", "PID", "EXPIRES_IN", "HOLDING", "GO"]
+        assert [line.split()[2:4] for line in lines if "delayed-py-" in line] == [[socket.gethostname(), str(worker.pid)]]
+    finally:
+        worker.terminate()
+        worker.communicate(timeout=10)
+
+
 def test_dead_list_show_requeue_purge(conn, redis_server, busy):
     rows = json.loads(delayed(redis_server.url, "dead", "list", "--queue", "q", "--json"))
     assert [(row["reason"], row["func"]) for row in rows] == [("not_allowed", "os:system"), ("malformed", None)]
@@ -238,6 +263,40 @@ def test_dead_show_requeue_delete_find_the_letters_queue_and_bulk_actions_need_o
     assert code == 2 and "these letters are on several queues (b, c): delete each queue's with --queue" in output
     assert [queue.dead.count() for queue in (Queue("a", conn), Queue("b", conn), Queue("c", conn))] == [0, 1, 1]
     assert json.loads(delayed(redis_server.url, "dead", "purge", "--queue", "b", "--yes", "--json")) == {"purged": 1}
+
+
+def test_dead_requeue_all_and_purge_take_the_dashboard_s_filter(conn, redis_server):
+    queue = Queue("q", conn)
+    letters = {}
+    for n, (reason, func) in enumerate([("failed", "m:a"), ("failed", "m:b"), ("timed_out", "m:a"), ("failed", "m:a"),
+                                        ("not_allowed", "m:b")]):
+        fields = record(reason=reason, error="e", blob=PyTask(func, [n]).serialize(), queue="q", worker=None, func=func)
+        letters[n] = conn.xadd("q_dead_letters", fields).decode()
+    conn.xadd("q_dead_letters", {"record": b"not JSON", "task": PyTask("m:c").serialize()})
+
+    def left() -> list:
+        return [entry["id"] for entry in queue.dead.list() if entry["reason"] != "undecodable"]
+
+    status, output = delayed(redis_server.url, "dead", "purge", "--queue", "q", "--reason", "failed", "--func", "m:a",
+                             check=False)
+    assert (status, output) == (2, "delayed: dead purge deletes the 2 dead letters of q with reason failed and "
+                                   "function m:a: add --yes\n")  # how many match; nothing is deleted
+    assert queue.dead.count() == 6
+    assert json.loads(delayed(redis_server.url, "dead", "purge", "--queue", "q", "--reason", "failed", "--func", "m:a",
+                              "--yes", "--json")) == {"purged": 2}
+    assert left() == [letters[1], letters[2], letters[4]]
+    assert delayed(redis_server.url, "dead", "requeue", "--all", "--queue", "q", "--func", "m:b").strip() == (
+        "requeued 2 tasks into q with function m:b")
+    assert conn.lrange("q", 0, -1) == [PyTask("m:b", [1]).serialize(), PyTask("m:b", [4]).serialize()]
+    assert left() == [letters[2]] and conn.llen("q_noti") == 2
+    assert delayed(redis_server.url, "dead", "purge", "--queue", "q", "--reason", "undecodable", "--yes").strip() == (
+        "purged 1 dead letter of q with reason undecodable")
+    assert queue.dead.count() == 1
+    for words in (["requeue", letters[2], "--reason", "timed_out"], ["purge", "--reason", "faild", "--yes"],
+                  ["requeue", "--all", "--reason", "Failed"]):
+        status, output = delayed(redis_server.url, "dead", *words, "--queue", "q", check=False)
+        assert status == 2 and output.splitlines()[-1].startswith(("delayed: ", "delayed dead ")), output
+    assert left() == [letters[2]] and conn.llen("q") == 2
 
 
 def test_scheduled_list(conn, redis_server, busy):

@@ -4,6 +4,7 @@ import http.client
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -86,10 +87,11 @@ def dashboard(conn, redis_server):
         one.stop()
 
 
-def letter(conn: redis.Redis, queue: str, error: str = "boom", task: Optional[PyTask] = None) -> str:
+def letter(conn: redis.Redis, queue: str, error: str = "boom", task: Optional[PyTask] = None,
+           reason: str = "failed") -> str:
     """A dead letter of queue, as a worker writes it; its id."""
     task = task or PyTask("tests.tasks:record", ["x"])
-    fields = record(reason="failed", error=error, blob=task.serialize(), queue=queue, worker=None,
+    fields = record(reason=reason, error=error, blob=task.serialize(), queue=queue, worker=None,
                     func=task.func_path, traceback="Traceback (most recent call last):\n  ValueError: " + error)
     return conn.xadd(f"{queue}_dead_letters", fields).decode()
 
@@ -323,6 +325,7 @@ def test_gets_never_change_redis(conn, dashboard):
     assert cells(page, "default")["dead"] == 2 and "still in the list default_dead" in page
     for path in ("/", "/?refresh=5", "/dead?queue=default", f"/dead?queue=default&after={letter_id}",
                  f"/dead/show?queue=default&id={letter_id}", "/dead/purge?queue=default", "/dead/show?queue=default&id=1-0",
+                 "/dead/purge?queue=default&reason=failed&func=tests.tasks:record&back=tab",
                  "/dead/requeue?queue=default&id=" + letter_id, "/dead/delete?queue=default&id=" + letter_id,
                  "/dead/purge?queue=default&confirm=yes", "/static/dashboard.css",
                  *(f"/queue?queue=default&tab={tab}" for tab in ("pending", "processing", "scheduled", "dead")),
@@ -447,6 +450,43 @@ def test_the_overview_shows_counts_workers_go_delayeds_holders_scheduled_and_per
     assert [(row["queue"], row["go"]) for row in rows] == [("default", False), ("go", True)]
     assert admin.periodic(conn, ["default", "go"]) == [{"queue": None, "name": "go:main.Report",
                                                         "last_tick": "2024-11-22T12:53:20+00:00"}]
+
+
+def test_in_a_browser_the_processing_tab_says_when_a_task_was_claimed_and_the_workers_their_host_and_pid(
+        conn, redis_server, dashboard, browser):
+    from selenium.webdriver.common.by import By
+
+    Queue("default", conn).enqueue(PyTask("tests.tasks:slow", ["resize", 60]))
+    worker = spawn("delayed.worker", "tests.tasks", "--batch", "1", redis_url=redis_server.url)
+    conn.hset("default_processing", GO_WORKER, GoTask("main.Resize", 640).serialize())
+    conn.set(GO_WORKER, "1", ex=60)
+    try:
+        ours = wait_for(lambda: conn.zrange("default_workers", 0, -1), what="our worker online")[0].decode()
+        wait_for(lambda: conn.exists("started:resize"), what="the slow task to start")
+        web = dashboard()
+
+        def held() -> Dict[str, Tuple[str, str]]:
+            browser.get(web.base + "/queue?queue=default&tab=processing")
+            return {row.find_element(By.CSS_SELECTOR, "code").text: (
+                row.find_element(By.CSS_SELECTOR, "td.claimed").text, row.find_element(By.CSS_SELECTOR, "td.running").text)
+                for row in browser.find_elements(By.CSS_SELECTOR, "table.holders tr.held")}
+
+        rows = wait_for(lambda: (shown := held()) and shown[ours][0] != "not noted" and shown, what="the claim noted")
+        claimed, running = rows[ours]
+        assert claimed.endswith("+00:00") and running.endswith(" s") and float(running[:-2]) >= 1
+        assert rows[GO_WORKER] == ("unknown", "–")
+        screenshot(browser, "dashboard-processing")
+        browser.get(web.base + "/")
+        cells = {row.find_element(By.CSS_SELECTOR, "code").text: [cell.text for cell in row.find_elements(
+            By.CSS_SELECTOR, "td.host, td.pid, td.since")] for row in browser.find_elements(By.CSS_SELECTOR, "tr.worker")}
+        assert cells[ours][:2] == [socket.gethostname(), str(worker.pid)] and cells[ours][2].endswith("+00:00")
+        assert cells[GO_WORKER] == ["unknown", "unknown", "unknown"]
+        overview = {row.find_element(By.CSS_SELECTOR, "code").text: row.find_element(By.CSS_SELECTOR, "td.claimed").text
+                    for row in browser.find_elements(By.CSS_SELECTOR, "table.holders tr.held")}
+        assert overview[ours].endswith("+00:00") and overview[GO_WORKER] == "unknown"
+    finally:
+        worker.kill()
+        worker.communicate(timeout=10)
 
 
 def test_in_a_browser_the_latency_column_is_measured_for_a_tracked_head_and_estimated_otherwise(
@@ -680,7 +720,6 @@ def test_in_a_browser_a_tracked_task_is_found_by_id_and_cancelled_while_it_waits
     assert browser.find_element(By.CSS_SELECTOR, "span.status").text == "failed"
     assert shown("error") == "ValueError: <b>no</b> always fails"  # text, not markup
     assert shown("letter") == jobs.dead.list()[0]["id"]
-    screenshot(browser, "dashboard-task")
 
     find(pending.id)
     assert browser.find_element(By.CSS_SELECTOR, "span.status").text == "pending"
@@ -691,6 +730,47 @@ def test_in_a_browser_a_tracked_task_is_found_by_id_and_cancelled_while_it_waits
     assert browser.find_element(By.CSS_SELECTOR, "span.status").text == "cancelled"
     assert not browser.find_elements(By.CSS_SELECTOR, "button.cancel")
     assert conn.llen("waiting") == 0 and conn.llen("waiting_noti") == 0 and pending.status() == "cancelled"
+
+
+def test_in_a_browser_a_failed_task_s_page_shows_its_arguments_traceback_and_a_link_to_its_letter(
+        conn, redis_server, dashboard, browser):
+    from selenium.webdriver.common.by import By
+
+    jobs = Queue("jobs", conn)
+    failed = jobs.enqueue(PyTask("tests.tasks:always_fail", [], {"tag": "report 2026-13"}), result_ttl=600)
+    done = jobs.enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=600)
+    run = spawn("delayed.worker", "tests.tasks", "--queue", "jobs", "--burst", redis_url=redis_server.url)
+    assert run.wait(30) == 0
+    web = dashboard()
+
+    def page(task_id: str) -> None:
+        browser.get(web.base + "/task?id=" + task_id)
+
+    page(failed.id)
+    assert browser.find_element(By.CSS_SELECTOR, "span.status").text == "failed"
+    arguments = browser.find_element(By.CSS_SELECTOR, "dd.arguments")
+    assert arguments.find_element(By.CSS_SELECTOR, "code.task").text == (
+        'tests.tasks:always_fail([], **{"tag": "report 2026-13"})')
+    assert json.loads(arguments.find_element(By.CSS_SELECTOR, "pre.json").text)["kwargs"] == {"tag": "report 2026-13"}
+    traceback = browser.find_element(By.CSS_SELECTOR, "pre.traceback").text
+    assert traceback.startswith("Traceback (most recent call last):") and "always fails" in traceback
+    [letter] = jobs.dead.list()
+    link = browser.find_element(By.CSS_SELECTOR, "dd.letter a.letter-link")
+    assert link.text == letter["id"]
+    screenshot(browser, "dashboard-task")
+    follow(browser, link)
+    wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "dl.letter-detail"), what="the letter's page")
+    assert letter["id"] in browser.find_element(By.CSS_SELECTOR, "h2").text
+
+    page(done.id)
+    assert browser.find_element(By.CSS_SELECTOR, "dd.arguments code.task").text == "tests.tasks:add([1, 2])"
+    assert not browser.find_elements(By.CSS_SELECTOR, "dd.letter, pre.traceback")
+
+    jobs.dead.requeue([letter["id"]])  # the letter goes; the record still names it until the task runs again
+    page(failed.id)
+    assert "no longer among the dead letters" in browser.find_element(By.CSS_SELECTOR, "dd.letter").text
+    assert not browser.find_elements(By.CSS_SELECTOR, "dd.letter a, pre.traceback")
+    assert "always_fail" in browser.find_element(By.CSS_SELECTOR, "dd.arguments").text
 
 
 def test_an_unknown_task_id_is_a_404_saying_so_and_glob_characters_match_only_themselves(conn, dashboard):
@@ -763,7 +843,7 @@ def test_in_a_browser_a_queue_s_page_shows_pending_processing_scheduled_and_dead
 
     follow(browser, browser.find_element(By.CSS_SELECTOR, "a.tab.processing"))
     wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "table.holders"), what="the processing tab")
-    assert rows("table.holders tbody tr") == [f"{GO_WORKER} go-delayed main.Resize(640) Go"]
+    assert rows("table.holders tbody tr") == [f"{GO_WORKER} go-delayed main.Resize(640) Go unknown –"]
 
     follow(browser, browser.find_element(By.CSS_SELECTOR, "a.tab.scheduled"))
     wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "table.scheduled"), what="the scheduled tab")
@@ -781,6 +861,85 @@ def test_in_a_browser_a_queue_s_page_shows_pending_processing_scheduled_and_dead
     browser.find_element(By.CSS_SELECTOR, "form.filter input[name=reason]").send_keys("dead")
     follow(browser, browser.find_element(By.CSS_SELECTOR, "form.filter button"))
     wait_for(lambda: "No dead letters match." in browser.page_source, what="nothing to match")
+
+
+def test_in_a_browser_a_dead_tab_requeues_and_purges_all_its_letters_or_those_its_filter_takes(
+        conn, dashboard, browser):
+    from selenium.webdriver.common.by import By
+
+    jobs = Queue("jobs", conn)
+
+    def failing(n: int) -> PyTask:
+        return PyTask("tests.tasks:always_fail", [f"a{n}"])
+
+    def late(n: int) -> PyTask:
+        return PyTask("tests.tasks:slow", [f"s{n}", 1])
+
+    fails = [letter(conn, "jobs", f"failure {n}", failing(n)) for n in range(3)]
+    slow = [letter(conn, "jobs", f"too slow {n}", late(n), reason="timed_out") for n in range(2)]
+    other = letter(conn, "jobs", "a record failed", PyTask("tests.tasks:record", ["r"]))
+    web = dashboard()
+
+    def dead() -> list:
+        return [entry["id"] for entry in jobs.dead.list()]
+
+    def tab(**query: str) -> None:
+        browser.get(web.base + "/queue?" + urlencode({"queue": "jobs", "tab": "dead", **query}))
+        wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "form.filter"), what="the dead tab")
+
+    tab(func="tests.tasks:always_fail")
+    assert [row.get_attribute("data-id") for row in browser.find_elements(By.CSS_SELECTOR, "tr.letter")] == fails
+    newer = letter(conn, "jobs", "failed after the page was shown", failing(9))
+    follow(browser, browser.find_element(By.CSS_SELECTOR, "div.bulk button.requeue-all"))
+    wait_for(lambda: "requeued 3 tasks into jobs with function tests.tasks:always_fail" in browser.page_source,
+             what="the requeue's message")
+    assert browser.current_url.endswith("/queue?queue=jobs&tab=dead&func=tests.tasks:always_fail")  # back to the tab
+    assert conn.lrange("jobs", 0, -1) == [failing(n).serialize() for n in range(3)] and conn.llen("jobs_noti") == 3
+    assert dead() == [*slow, other, newer]  # what the page did not show stays
+
+    tab(func="tests.tasks:record")
+    follow(browser, browser.find_element(By.CSS_SELECTOR, f'tr.letter[data-id="{other}"] button.requeue'))
+    wait_for(lambda: "requeued 1 task into jobs</p>" in browser.page_source, what="one letter's requeue")
+    assert browser.current_url.endswith("/queue?queue=jobs&tab=dead&func=tests.tasks:record")  # back to the tab
+    assert conn.lrange("jobs", -1, -1) == [PyTask("tests.tasks:record", ["r"]).serialize()]
+    assert dead() == [*slow, newer]
+
+    tab(reason="timed_out")
+    screenshot(browser, "dashboard-dead")
+    follow(browser, browser.find_element(By.CSS_SELECTOR, "div.bulk a.purge"))
+    wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "button.confirm-purge"), what="the confirm page")
+    assert browser.find_element(By.CSS_SELECTOR, "strong.count").text == "2"
+    assert browser.find_element(By.CSS_SELECTOR, "strong.reason").text == "timed_out"
+    assert dead() == [*slow, newer]  # the confirm page itself changes nothing
+    later = letter(conn, "jobs", "timed out after the count", late(9), reason="timed_out")
+    follow(browser, browser.find_element(By.CSS_SELECTOR, "button.confirm-purge"))
+    wait_for(lambda: "purged 2 dead letters of jobs with reason timed_out" in browser.page_source,
+             what="the purge's message")
+    assert dead() == [newer, later] and conn.llen("jobs") == 4
+
+    tab()
+    follow(browser, browser.find_element(By.CSS_SELECTOR, "div.bulk button.requeue-all"))
+    wait_for(lambda: "requeued 2 tasks into jobs</p>" in browser.page_source, what="the requeue of all")
+    assert dead() == [] and conn.llen("jobs") == conn.llen("jobs_noti") == 6
+    assert not browser.find_elements(By.CSS_SELECTOR, "div.bulk")  # nothing left to act on
+
+
+def test_a_dead_tab_s_bulk_actions_are_posts_with_the_csrf_token_and_a_bad_bound_changes_nothing(conn, dashboard):
+    ids = [letter(conn, "jobs", f"failure {n}") for n in range(3)]
+    web = dashboard()
+    before = snapshot(conn)
+    status, page = web.get("/dead/purge?queue=jobs&reason=failed&back=tab")
+    assert status == 200 and '<strong class="count">3</strong>' in page and f'name="through" value="{ids[-1]}"' in page
+    for form in ({"queue": "jobs", "id": "all", "reason": "failed"}, {"queue": "jobs", "id": "all", "csrf": "wrong"}):
+        assert web.request("POST", "/dead/requeue", form)[0] == 403
+        assert web.request("POST", "/dead/purge", {**form, "confirm": "yes"})[0] == 403
+    for path in ("/dead/requeue", "/dead/purge"):
+        status, headers, _ = web.request("POST", path, {"queue": "jobs", "id": "all", "reason": "failed", "confirm": "yes",
+                                                        "through": "nonsense", "back": "tab", "csrf": web.csrf()})
+        assert status == 303 and headers["Location"] == "/queue?queue=jobs&tab=dead&reason=failed"
+        page = web.get(headers["Location"], Cookie=headers["Set-Cookie"].split(";")[0])[1]
+        assert 'class="flash error"' in page and "not a dead letter id: nonsense" in page
+    assert snapshot(conn) == before
 
 
 def test_a_queue_s_dead_tab_pages_through_the_letters_that_match(conn, dashboard):

@@ -284,3 +284,82 @@ def test_the_worker_and_sweeper_command_lines_take_the_retention_bound(conn, red
         assert worker.wait(10) == 0
     assert 100 <= Queue("q", conn).dead.count() < 150
     assert sweeper_parser().parse_args(["--dead-max", "7", "--dead-max-age", "60"]).dead_max == 7
+
+
+PEAK_RSS = ("import atexit, runpy, sys; atexit.register(lambda: print(open('/proc/self/status').read()"
+            ".split('VmHWM:')[1].split()[0], file=sys.stderr)); sys.argv[0] = 'delayed'; "
+            "runpy.run_module('delayed', run_name='__main__')")
+"""`python -c PEAK_RSS ARGS` runs `delayed ARGS`, then writes its peak RSS in kB (VmHWM) on stderr's last line:
+its own, where wait4's ru_maxrss would count the memory of the process that forked it too."""
+
+
+def test_a_filtered_purge_and_requeue_of_30000_letters_go_in_chunks_light_on_the_client(conn, redis_server):
+    """30,000 letters of 5 kB (150 MB), a third of them timed out: `dead purge --reason timed_out --yes` and
+    `dead requeue --all --func m:keep` send only small commands and chunks of bulk_dead.lua. SLOWLOG lists
+    every command, and a script's own calls before it: each chunk reads the stream 8 letters at a time and
+    looks at no more than 500, and the client never holds the stream. Work is counted, not timed."""
+    padding = "x" * 5000
+    with conn.pipeline(transaction=False) as pipe:
+        for n in range(30_000):
+            reason, func = ("timed_out", "m:slow") if n % 3 == 0 else ("failed", "m:keep")
+            pipe.xadd("q_dead_letters", legacy_record_fields(
+                reason=reason, error="e", blob=PyTask(func, [n, padding]).serialize(), queue="q", worker=None, func=func,
+                traceback="Traceback (most recent call last):\n" + "  frame\n" * 100))
+            if n % 1000 == 999:
+                pipe.execute()
+    conn.config_set("slowlog-max-len", 200_000)
+    conn.config_set("slowlog-log-slower-than", 0)
+    conn.slowlog_reset()
+    peaks = []
+    try:
+        for words, said in ((["purge", "--reason", "timed_out", "--yes"], "purged 10000 dead letters of q with reason timed_out"),
+                            (["requeue", "--all", "--func", "m:keep"], "requeued 20000 tasks into q with function m:keep")):
+            done = subprocess.run([sys.executable, "-c", PEAK_RSS, "dead", *words, "--queue", "q",
+                                   "--redis-url", redis_server.url], cwd=ROOT, capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0 and done.stdout.strip() == said, done.stderr
+            peaks.append(int(done.stderr.split()[-1]))
+        entries = sorted(conn.slowlog_get(200_000), key=lambda entry: entry["id"])
+    finally:
+        conn.config_set("slowlog-log-slower-than", 10_000)
+        conn.config_set("slowlog-max-len", 128)
+    assert conn.xlen("q_dead_letters") == 0 and conn.llen("q") == conn.llen("q_noti") == 20_000
+    sent, own_calls, calls = [], [], []  # (command, the calls a script made for it); lowercase: a script's own call
+    for entry in entries[1:]:  # after SLOWLOG RESET
+        if entry["command"][:1].islower():
+            calls.append(entry["command"])
+        else:
+            sent.append(entry["command"])
+            own_calls.append(calls)
+            calls = []
+    chunks = [calls for command, calls in zip(sent, own_calls) if calls]
+    assert len(chunks) >= 30_000 // 500 + 20_000 // 500  # each letter looked at once, at most 500 a chunk
+    for calls in chunks:
+        reads = [call for call in calls if call.startswith(b"xrange ")]
+        assert all(call.endswith(b" count 8") for call in reads), reads[:3]
+        assert len(reads) <= 500 // 8 + 2 and sum(call.startswith(b"xdel ") for call in calls) <= 500
+    for command in sent:  # the client's own reads are small: no XRANGE of its own, one letter at most
+        assert command.split(b" ", 1)[0] in {b"EVALSHA", b"SCRIPT", b"XLEN", b"XREVRANGE", b"LRANGE", b"LLEN", b"PING",
+                                              b"HELLO", b"CLIENT", b"INFO", b"CONFIG", b"SLOWLOG"}, command[:80]
+        assert not command.startswith(b"XREVRANGE") or command.endswith(b" 1"), command
+    assert max(peaks) < 100_000, peaks  # kB: the stream held 150 MB
+    print(f"\n{len(chunks)} chunks, client peaks {peaks} kB")
+
+
+def test_letters_written_while_a_bulk_requeue_runs_stay(conn, queue):
+    """A task that fails again at once must not be requeued again by the same run: requeue_all goes as
+    far as the letter that was the newest as it started (here a letter is written between two chunks)."""
+    with conn.pipeline(transaction=False) as pipe:
+        for n in range(1200):
+            pipe.xadd("q_dead_letters", legacy_record_fields(reason="failed", error="e", blob=PyTask("m:f", [n]).serialize(),
+                                                             queue="q", worker=None, func="m:f"))
+        pipe.execute()
+    written = []
+
+    def meanwhile(looked: int, total: int) -> None:
+        if not written:
+            written.append(conn.xadd("q_dead_letters", legacy_record_fields(
+                reason="failed", error="again", blob=PyTask("m:f", ["again"]).serialize(), queue="q", worker=None,
+                func="m:f")).decode())
+
+    assert queue.dead.requeue_all(meanwhile, reason="failed") == 1200
+    assert [letter["id"] for letter in queue.dead.list()] == written and conn.llen("q") == 1200

@@ -436,6 +436,7 @@ def arguments(command: bytes) -> int:
     ("x_samples", "is a key of queue 'x' (its _samples key)"),
     ("x_task:3f2a", "queue name 'x_task:3f2a' holds '_task:', as the keys of queue 'x' do"),
     ("x_unique:k", "holds '_unique:', as the keys of queue 'x' do"),
+    ("x_worker:delayed-py-1", "holds '_worker:', as the keys of queue 'x' do"),
 ])
 def test_a_name_no_queue_can_have_is_refused_by_every_face(conn, name, says):
     from delayed.scheduler import Periodic, Scheduler

@@ -11,7 +11,7 @@ from delayed.wire.keys import QueueKeys
 from .conftest import ROOT
 
 LUA = ROOT / "delayed" / "protocol" / "lua"
-LIBRARIES = {"tracking"}  # functions other scripts include (`-- uses: tracking`), never run alone
+LIBRARIES = {"tracking", "dead_filter"}  # functions other scripts include (`-- uses: NAME`), never run alone
 
 
 def _scripts_made_in_the_protocol():

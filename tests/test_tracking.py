@@ -69,7 +69,8 @@ def test_a_tracked_task_is_pending_then_done_with_its_result(conn, queue, run_wo
     assert (info.status, info.result, info.attempts, info.note, info.error) == ("done", 3, 1, None, None)
     assert info.worker.startswith("delayed-py-") and info.started_at <= info.finished_at
     assert 0 <= info.seconds < 1 and 55 <= info.expires_in <= 60
-    assert b"blob" not in conn.hgetall(f"q_task:{handle.id}")  # the blob goes once it ended
+    blob = PyTask("tests.tasks:add", [1, 2], options={"id": handle.id}).serialize()
+    assert conn.hget(f"q_task:{handle.id}", "blob") == blob  # kept until the record expires: its arguments
 
 
 def test_result_waits_and_times_out(queue):

@@ -1,5 +1,9 @@
 """The worker loop in-process, against a real Redis: running, retrying, dead-lettering, the allowlist."""
+import datetime
+import json
 import logging
+import os
+import socket
 import threading
 import time
 
@@ -7,7 +11,10 @@ import msgpack
 import pytest
 
 from delayed import GoTask, PyTask, Queue, Worker
+from delayed.ops import admin
+from delayed.runtime.lifecycle import Lifecycle
 from delayed.worker.allowlist import Allowlist
+from delayed.worker.holding import Holding, Release
 
 from . import tasks
 from .conftest import results, wait_for
@@ -42,6 +49,49 @@ def test_worker_is_online_while_running_and_offline_after(conn, queue, run_worke
     wait_for(lambda: worker.id and conn.exists(worker.id), what="keep-alive key")
     worker.stop()
     wait_for(lambda: not conn.exists(worker.id), what="keep-alive key deleted")
+
+
+def test_a_worker_describes_itself_while_online_and_its_description_goes_with_it(conn, queue, run_worker):
+    worker = run_worker()
+    info = wait_for(lambda: worker.id and conn.exists(f"q_worker:{worker.id}") and f"q_worker:{worker.id}",
+                    what="the worker's description")
+    about = conn.hgetall(info)
+    assert (about[b"host"].decode(), int(about[b"pid"]), json.loads(about[b"queues"])) == (
+        socket.gethostname(), os.getpid(), ["q"])
+    assert time.time() - 60 < float(about[b"started"]) <= time.time()
+    low = conn.pttl(info)
+    assert 0 < low <= 5000  # it lapses with the keep-alive keys (keep_alive_timeout 5 s)
+    wait_for(lambda: conn.pttl(info) > low, what="a refresh of the keep-alive keys")  # each one extends it
+    assert conn.hgetall(info) == about
+    worker.stop()
+    wait_for(lambda: not conn.exists(worker.id), what="the worker offline")
+    assert not conn.exists(info)
+
+
+def test_a_long_held_task_s_claim_is_noted_and_the_note_goes_before_its_id_claims_again(conn, queue):
+    holding = Holding(queue, 1, Lifecycle("worker"))
+    assert holding.go_online(["q"], time.time())
+    info = f"q_worker:{holding.id}"
+    queue.enqueue_many([PyTask("tests.tasks:record", [n]) for n in range(3)])
+    [first] = holding.claim(1)
+    holding.note_claims()
+    assert not conn.hexists(info, first.worker_id)  # held under a second: nothing written
+    wait_for(lambda: holding.note_claims() or conn.hexists(info, first.worker_id), what="the claim's note")
+    before = time.time()
+    [row] = admin.holders(conn, ["q"])
+    assert row["worker"] == first.worker_id and row["running_for"] >= 1
+    assert before - 60 < datetime.datetime.fromisoformat(row["claimed"]).timestamp() <= before
+    holding.settle(first, Release())
+    [second] = holding.claim(1)  # released with this round trip, its note deleted first
+    assert second.worker_id != first.worker_id and conn.hkeys(info) == [b"host", b"pid", b"started", b"queues"]
+    holding.settle(second, Release())
+    [third] = holding.claim(1)
+    assert third.worker_id == first.worker_id  # its id claims again, under no old note
+    assert [row["claimed"] for row in admin.holders(conn, ["q"])] == [None]
+    holding.settle(third, Release())
+    holding.flush()
+    holding.go_offline()
+    assert not conn.exists(info)
 
 
 def test_retry_reenqueues_until_it_succeeds(conn, queue, run_worker):

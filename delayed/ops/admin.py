@@ -6,16 +6,17 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import msgpack
 import redis
 
-from ..wire import preview
+from ..wire import preview, worker_info
 from ..protocol import inspect, samples
 from ..protocol.discovery import queue_names  # noqa: F401  (the operating views find queues here)
 from ..protocol import scheduled as scheduled_ops
 from ..wire.dead_letter import MAX_ERROR, check_ids, id_order
-from ..errors import DeadLetterError, MalformedTaskError, TaskNotFoundError
+from ..errors import DeadLetterError, MalformedTaskError
 from ..wire.keys import COUNTED_EVENTS, GO_WORKER_ID
 from ..protocol.queue import Queue
 from ..wire.task import GoTask, decode_task
 from ..wire.tracking import Cancel, Status
+from ..wire.tracking import parse as parse_record
 
 Row = Dict[str, Any]
 
@@ -133,32 +134,50 @@ def sampled(conn: redis.Redis, names: Sequence[str], count: int, gap: float) -> 
 
 
 def workers(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
-    """The live workers per queue, those stats counts: id, seconds until their keep-alive lapses, tasks
-    they hold now, and "go": whether it is go-delayed's. Ours list themselves; a go-delayed worker
-    registers nowhere, and is seen once it holds a task (it never releases its last one) while its
-    keep-alive key lives (inspect.live_go_workers)."""
+    """The live workers per queue, those stats counts: id, host, pid, started (when it went online, ISO
+    8601, UTC) and queues (those it serves) as ours say of themselves (None for go-delayed's), seconds
+    until their keep-alive lapses, tasks they hold now, and "go": whether it is go-delayed's. Ours list
+    themselves; a go-delayed worker registers nowhere, and is seen once it holds a task (it never
+    releases its last one) while its keep-alive key lives (inspect.live_go_workers)."""
     now = time.time()
     rows = []
     for name in names:
         held = inspect.holder_ids(conn, name)
-        for worker in inspect.live_workers(conn, name, now):
-            rows.append({"queue": name, "worker": worker.id, "expires_in": round(worker.expires - now, 1),
+        live = inspect.live_workers(conn, name, now)
+        for worker, fields in zip(live, inspect.worker_infos(conn, name, [worker.id for worker in live])):
+            rows.append({"queue": name, "worker": worker.id, **_about(fields), "expires_in": round(worker.expires - now, 1),
                          "holding": sum(field.startswith(worker.id) for field in held), "go": False})
-        rows += [{"queue": name, "worker": worker_id, "expires_in": round(lapses, 1), "holding": 1, "go": True}
+        rows += [{"queue": name, "worker": worker_id, **_about({}), "expires_in": round(lapses, 1), "holding": 1,
+                  "go": True}
                  for worker_id, lapses in inspect.live_go_workers(conn, [held])[0]]
     return rows
 
+
+def _about(fields: Dict[bytes, bytes]) -> Row:
+    """A worker's description (delayed.wire.worker_info) as a row's host, pid, started (ISO 8601) and queues."""
+    about = worker_info.about(fields)
+    return {**about, "started": None if about["started"] is None else _when(about["started"])}
 
 
 def holders(conn: redis.Redis, names: Sequence[str], limit: int = 200) -> List[Row]:
     """Who holds what, per queue, go-delayed's workers included (they register nowhere else): each
     field of N_processing (at most limit per queue, read with HSCAN) whose keep-alive key (the bare
     worker id) exists. Rows: queue, worker, "go" (a go-delayed id: 32 hex digits), task (described
-    from its first PREVIEW_BYTES).
+    from its first PREVIEW_BYTES), and "claimed" (ISO 8601, UTC) and "running_for" (seconds since, by
+    Redis's clock) where the worker noted when it claimed the task (ours do once they held it a second),
+    else None.
     A field whose keep-alive is gone is a lapsed worker's task that a sweeper will requeue: left out."""
-    return [{"queue": name, "worker": worker_id, "go": GO_WORKER_ID.fullmatch(worker_id) is not None,
-             "task": describe_task(head, length)}
-            for name in names for worker_id, head, length in inspect.live_holders(conn, name, limit, PREVIEW_BYTES)]
+    rows = []
+    for name in names:
+        held = inspect.live_holders(conn, name, limit, PREVIEW_BYTES)
+        since = [worker_info.claimed_at(note)
+                 for note in inspect.claim_notes(conn, name, [worker_id for worker_id, _, _ in held])]
+        now = inspect.redis_time(conn) if any(claimed is not None for claimed in since) else 0.0
+        rows += [{"queue": name, "worker": worker_id, "go": GO_WORKER_ID.fullmatch(worker_id) is not None,
+                  "task": describe_task(head, length), "claimed": None if claimed is None else _when(claimed),
+                  "running_for": None if claimed is None else round(max(now - claimed, 0.0), 1)}
+                 for (worker_id, head, length), claimed in zip(held, since)]
+    return rows
 
 
 def periodic(conn: redis.Redis, names: Sequence[str], limit: int = 1000) -> List[Row]:
@@ -282,22 +301,10 @@ def filtered_dead(conn: redis.Redis, name: str, after: Optional[str] = None, rea
                   count: int = 20, scan: int = 1000) -> Tuple[List[Row], Optional[str]]:
     """Up to count dead letters after `after` whose reason and func (the record's) are these (an empty
     one matches any), described (describe_dead; never migrating), looking at most scan letters: the
-    letters, and where the next page starts (None at the end of the stream)."""
-    found: List[Row] = []
-    looked = 0
-    while looked < scan:
-        wanted = min(100, scan - looked)
-        letters = dead_letters(conn, name, after, wanted, migrate=False)
-        looked += len(letters)
-        for entry in letters:
-            after = entry["id"]
-            if (not reason or entry.get("reason") == reason) and (not func or entry.get("func") == func):
-                found.append(describe_dead(entry))
-                if len(found) == count:
-                    return found, after
-        if len(letters) < wanted:
-            return found, None
-    return found, after
+    letters, and where the next page starts (None at the end of the stream). The letters the bulk
+    operations (requeue_dead, purge_dead, count_dead) take with the same filter."""
+    letters, after = Queue(name, conn).dead.find(PREVIEW_BYTES, after, count, reason, func, scan)
+    return [describe_dead(entry) for entry in letters], after
 
 
 def dead_letter(conn: redis.Redis, name: str, letter_id: str, migrate: bool = True, whole: bool = False) -> Row:
@@ -307,12 +314,16 @@ def dead_letter(conn: redis.Redis, name: str, letter_id: str, migrate: bool = Tr
 
 
 def requeue_dead(conn: redis.Redis, name: str, letter_ids: Optional[Sequence[str]] = None,
-                 progress: Optional[Callable[[int, int], None]] = None) -> int:
-    """Move dead letters (those with letter_ids, or all, in chunks, reporting progress) back into the
-    queue, each task with its notification; returns how many moved. A missing id: DeadLetterError,
-    and nothing moves."""
+                 progress: Optional[Callable[[int, int], None]] = None, reason: str = "", func: str = "",
+                 through: Optional[str] = None) -> int:
+    """Move dead letters back into the queue, each task with its notification: those with letter_ids
+    (a missing id: DeadLetterError, and nothing moves), or else, in chunks, reporting progress, all
+    those up to through (default: the newest as it starts) whose reason and func are these (an empty one
+    matches any; see DeadLetters.requeue_all); returns how many moved."""
     queue = Queue(name, conn)
-    return queue.dead.requeue_all(progress) if letter_ids is None else queue.dead.requeue(letter_ids)
+    if letter_ids is None:
+        return queue.dead.requeue_all(progress, reason, func, through)
+    return queue.dead.requeue(letter_ids)
 
 
 def delete_dead(conn: redis.Redis, name: str, letter_ids: Sequence[str]) -> int:
@@ -320,9 +331,35 @@ def delete_dead(conn: redis.Redis, name: str, letter_ids: Sequence[str]) -> int:
     return Queue(name, conn).dead.delete(letter_ids)
 
 
-def purge_dead(conn: redis.Redis, name: str) -> int:
-    """Delete every dead letter of the queue; returns how many there were."""
-    return Queue(name, conn).dead.purge()
+def purge_dead(conn: redis.Redis, name: str, reason: str = "", func: str = "", through: Optional[str] = None) -> int:
+    """Delete every dead letter of the queue at once, or, with a filter or through, in chunks, those up to
+    through (default: the newest as it starts) whose reason and func are these (an empty one matches any;
+    see DeadLetters.purge); returns how many were deleted."""
+    return Queue(name, conn).dead.purge(reason, func, through)
+
+
+def matching(reason: str, func: str) -> str:
+    """A dead-letter filter as the messages say it: ' with reason failed and function tasks:resize' ('' for none)."""
+    said = [f"{what} {value}" for what, value in (("reason", reason), ("function", func)) if value]
+    return " with " + " and ".join(said) if said else ""
+
+
+def newest_dead(conn: redis.Redis, name: str) -> Optional[str]:
+    """The id of the queue's newest dead letter (None if there is none): as through, what a bulk operation
+    goes no further than."""
+    return Queue(name, conn).dead.newest()
+
+
+def count_dead(conn: redis.Redis, name: str, reason: str = "", func: str = "") -> Tuple[int, Optional[str]]:
+    """How many dead letters of the queue there are (an old list's included), or, with a filter, how many
+    have this reason and func (an empty one matches any), counted in chunks without writing; and, with a
+    filter, the newest letter's id (else, or if there is none, None): pass it as through to purge_dead
+    or requeue_dead to act on the letters counted, not on those written since."""
+    dead = Queue(name, conn).dead
+    if not reason and not func:
+        return dead.count(), None
+    through = dead.newest()
+    return (0 if through is None else dead.count(reason, func, through)), through
 
 
 def set_paused(conn: redis.Redis, name: str, paused: bool) -> bool:
@@ -454,20 +491,39 @@ _TIMES = ("enqueued_at", "due", "started_at", "finished_at")
 
 def tracked_task(conn: redis.Redis, task_id: str) -> Optional[Row]:
     """A tracked task's record, found on any queue (inspect.task_queues: the first by name), for display: TaskInfo's fields,
-    times in ISO 8601 (UTC), the result and error as bounded previews, and "waiting" (whether
-    cancel_task may still take it); None if no queue has a record of this id."""
+    times in ISO 8601 (UTC), the result and error as bounded previews, "waiting" (whether cancel_task may
+    still take it), "task": its blob, which the record keeps until it expires, as describe_task previews it
+    (reading at most PREVIEW_BYTES; None in a record without one), and for a failed or dead task, from its
+    dead letter, "traceback" (None without one) and "letter_found" (False once the letter was requeued,
+    deleted or trimmed); None if no queue has a record of this id."""
     queues = inspect.task_queues(conn, task_id)
     if not queues:
         return None
     queue = queues[0]
     try:
-        info = Queue(queue, conn).task_info(task_id).as_dict()
-    except (TaskNotFoundError, ValueError):  # expired since the scan found it; or, on a cluster, no queue's name
+        Queue(queue, conn)  # a name no queue can have (on a cluster, one without a hash tag) holds none of ours
+    except ValueError:
         return None
+    record = inspect.task_record(conn, queue, task_id, PREVIEW_BYTES)
+    if record is None:  # expired since the scan found it
+        return None
+    info = parse_record(task_id, queue, record.fields, record.ttl).as_dict()
     for field in _TIMES:
         info[field] = None if info[field] is None else _when(info[field])
+    letter = _letter_of(conn, queue, info["letter"])
     return {**info, "result": preview.value(info["result"]), "error": _cut(info["error"]), "note": _cut(info["note"]),
-            "waiting": info["status"] in WAITING}
+            "waiting": info["status"] in WAITING, "task": None if record.blob is None else describe_task(record.blob, record.length),
+            "traceback": None if letter is None else letter.get("traceback"), "letter_found": letter is not None}
+
+
+def _letter_of(conn: redis.Redis, queue: str, letter_id: Optional[str]) -> Optional[Row]:
+    """A task's dead letter (never migrating), or None: it has none, or it is no longer there."""
+    if letter_id is None:
+        return None
+    try:
+        return dead_letter(conn, queue, letter_id, migrate=False)
+    except DeadLetterError:
+        return None
 
 
 def _cut(text: Optional[str]) -> Optional[str]:

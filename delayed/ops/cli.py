@@ -30,7 +30,11 @@ from ..protocol.eviction import eviction_policy
 from ..protocol.inspect import task_queues
 from .metrics.cli import main as metrics_main
 from ..protocol.queue import Queue
+from ..wire.dead_letter import REASONS, UNDECODABLE
 from ..wire.task import GoTask, PyTask
+
+DEAD_REASONS = [reason.value for reason in REASONS] + [UNDECODABLE]
+"""What --reason takes: the reasons a letter can have (see delayed.wire.dead_letter)."""
 
 
 def table(rows: List[Dict[str, Any]], columns: Sequence[str], whole: Sequence[str] = ()) -> str:
@@ -121,7 +125,7 @@ def _stats(conn: redis.Redis, args: argparse.Namespace) -> None:
 
 
 def _workers(conn: redis.Redis, args: argparse.Namespace) -> None:
-    _show(args, admin.workers(conn, _names(conn, args)), ("queue", "worker", "expires_in", "holding", "go"))
+    _show(args, admin.workers(conn, _names(conn, args)), ("queue", "worker", "host", "pid", "expires_in", "holding", "go"))
 
 
 def _dead(conn: redis.Redis, args: argparse.Namespace) -> None:
@@ -135,6 +139,8 @@ def _dead(conn: redis.Redis, args: argparse.Namespace) -> None:
             return
         if args.action == "requeue" and args.all == bool(args.ids):
             raise CommandError("dead requeue needs ID... or --all", status=2)
+        if args.action == "requeue" and (args.reason or args.func) and not args.all:
+            raise CommandError("dead requeue takes --reason and --func with --all, not with IDs", status=2)
         if args.queue is None:
             args.queue = _letters_queue(conn, args)
         if args.action == "show" and args.raw:
@@ -146,18 +152,24 @@ def _dead(conn: redis.Redis, args: argparse.Namespace) -> None:
                             for key, value in entry.items()))
         elif args.action == "requeue":
             progress = _progress(f"requeueing into {args.queue}") if args.all and sys.stderr.isatty() else None
-            moved = admin.requeue_dead(conn, args.queue, None if args.all else args.ids, progress)
+            moved = admin.requeue_dead(conn, args.queue, None if args.all else args.ids, progress, args.reason, args.func)
             if progress is not None:
                 print(file=sys.stderr)
-            print(json.dumps({"requeued": moved}) if args.json else f"requeued {_counted(moved, 'task')} into {args.queue}")
+            print(json.dumps({"requeued": moved}) if args.json else
+                  f"requeued {_counted(moved, 'task')} into {args.queue}{admin.matching(args.reason, args.func)}")
         elif args.action == "delete":
             deleted = admin.delete_dead(conn, args.queue, args.ids)
             print(json.dumps({"deleted": deleted}) if args.json else f"deleted {_counted(deleted, 'dead letter')} of {args.queue}")
         else:
-            if not args.yes:
+            if not args.yes and not (args.reason or args.func):
                 raise CommandError("dead purge deletes every dead letter of the queue: add --yes", status=2)
-            purged = admin.purge_dead(conn, args.queue)
-            print(json.dumps({"purged": purged}) if args.json else f"purged {_counted(purged, 'dead letter')} of {args.queue}")
+            if not args.yes:
+                matching = admin.count_dead(conn, args.queue, args.reason, args.func)[0]
+                raise CommandError(f"dead purge deletes the {_counted(matching, 'dead letter')} of {args.queue}"
+                                   f"{admin.matching(args.reason, args.func)}: add --yes", status=2)
+            purged = admin.purge_dead(conn, args.queue, args.reason, args.func)
+            print(json.dumps({"purged": purged}) if args.json else
+                  f"purged {_counted(purged, 'dead letter')} of {args.queue}{admin.matching(args.reason, args.func)}")
     except DeadLetterError as exc:  # an id that names no letter: said in one line, exit status 1
         raise CommandError(str(exc)) from None
 
@@ -426,7 +438,7 @@ def parser() -> argparse.ArgumentParser:
     stats.add_argument("--go-wait", type=positive(float), default=300, metavar="SECONDS",
                        help="flag a GoTask that has stood this long at the head of its queue, untaken by any "
                             "go-delayed worker, as our sweeper saw it (default: %(default)s)")
-    workers = commands.add_parser("workers", parents=[common], help="live workers, go-delayed's that hold a task too, and what they hold")
+    workers = commands.add_parser("workers", parents=[common], help="live workers (ours with their host and pid), go-delayed's that hold a task too, and how many tasks each holds")
     workers.add_argument("--queue", action="append", help="a queue (repeatable; default: every queue found)")
 
     dead = commands.add_parser("dead", help="dead letters: list, show, requeue, delete, purge")
@@ -453,10 +465,18 @@ def parser() -> argparse.ArgumentParser:
             action.add_argument("ids", metavar="ID", nargs="*" if name == "requeue" else "+",
                                 help="a letter's id, as dead list shows it (repeatable)")
             if name == "requeue":
-                action.add_argument("--all", action="store_true", help="every letter of the queue, in chunks")
+                action.add_argument("--all", action="store_true", help="every letter of the queue (those written "
+                                    "meanwhile stay), or every one --reason and --func name, in chunks")
         else:
             action.add_argument("--queue", required=True, help="the queue whose dead letters to delete")
-            action.add_argument("--yes", action="store_true", help="really delete them")
+            action.add_argument("--yes", action="store_true", help="really delete them (without it, a purge with "
+                                "--reason or --func says how many letters it would delete)")
+        if name in ("requeue", "purge"):
+            action.add_argument("--reason", choices=DEAD_REASONS, default="",
+                                help="only the letters with this reason (with --all)" if name == "requeue" else
+                                "only the letters with this reason, in chunks (those written meanwhile stay)")
+            action.add_argument("--func", metavar="MODULE:FUNC", default="", help="only the letters of this function"
+                                + (" (with --all)" if name == "requeue" else ", in chunks"))
 
     scheduled = commands.add_parser("scheduled", help="delayed tasks and retries waiting to be due")
     scheduled_actions = scheduled.add_subparsers(dest="action", required=True)

@@ -14,16 +14,17 @@ DEFAULT_DEAD_MAX = 10_000
 """Dead letters kept: writing one trims the oldest past this many (0: no bound)."""
 DEFAULT_DEAD_MAX_AGE = 7 * 24 * 3600
 """Seconds a dead letter is kept: writing one trims those older (0: no bound)."""
-REQUEUE_CHUNK_LETTERS = 500
-REQUEUE_CHUNK_BYTES = 512 * 1024
-"""The most letters, and task bytes, one call of `requeue_all` moves: a few ms of Redis's time."""
+CHUNK_LETTERS = 500
+CHUNK_BYTES = 512 * 1024
+"""The most letters one call of a bulk operation (`requeue_all`, a filtered `purge` or `count`) looks at,
+and the most bytes it reads (records a filter decodes, tasks it moves): a few ms of Redis's time."""
 MIGRATE_CHUNK = 32
 """Entries of an old dead-letter list moved into the stream per round trip."""
 
 BURY = Script("bury")
 PEEK_DEAD = Script("peek_dead")
 REQUEUE_DEAD = Script("requeue_dead")
-REQUEUE_DEAD_CHUNK = Script("requeue_dead_chunk")
+BULK_DEAD = Script("bulk_dead")
 DELETE_DEAD = Script("delete_dead")
 MIGRATE_DEAD = Script("migrate_dead")
 
@@ -39,7 +40,8 @@ class DeadLetters:
     `delayed dead` command does the same from a shell.
 
     Versions before the stream pushed letters onto a list, `<queue>_dead`: `list`, `show`, `requeue`,
-    `requeue_all` and `delete` first move such a list into the stream (`count` and `purge` take it in).
+    `requeue_all`, `delete` and a filtered `purge` first move such a list into the stream (`count` and
+    `purge` take it in; `find` and a filtered `count` see only the stream).
 
     Args:
         conn: The queue's client (one that sends each command once).
@@ -59,7 +61,7 @@ class DeadLetters:
         self._bury = BURY.bind(conn, keys)
         self._peek = PEEK_DEAD.bind(conn, keys)
         self._requeue = REQUEUE_DEAD.bind(conn, keys)
-        self._requeue_chunk = REQUEUE_DEAD_CHUNK.bind(conn, keys)
+        self._bulk_chunk = BULK_DEAD.bind(conn, keys)
         self._delete = DELETE_DEAD.bind(conn, keys)
         self._migrate = MIGRATE_DEAD.bind(conn, keys)
 
@@ -136,21 +138,65 @@ class DeadLetters:
             raise DeadLetterError(f"no dead letter {letter_id} in {self.keys.dead_letters}")
         return entries[0]
 
+    def find(self, head: int, after: Optional[str] = None, count: int = 20, reason: str = "", func: str = "",
+             scan: int = 1000) -> Tuple[List[Dict[str, Any]], Optional[str]]:
+        """The dead letters whose record says this reason and func (an empty one: any), oldest first, a
+        page at a time; it never moves an old list into the stream.
+
+        Args:
+            head: As for `list`: a page reads at most this many bytes of each field of a letter it returns.
+            after: Start after this letter's id.
+            count: The most letters to return.
+            reason: The letters' reason (see `delayed.wire.dead_letter.REASONS`; `undecodable` for a
+                record that is not a JSON object).
+            func: The letters' function path.
+            scan: The most letters to look at, so that a page of a rare kind costs a bounded time.
+
+        Returns:
+            The letters, as `list` gives them, and the id to look on after for the next page (None at
+                the end of the stream).
+
+        Raises:
+            DeadLetterError: `after` is not a letter id.
+        """
+        if after is not None:
+            dead_letter.check_ids([after])
+            if after == dead_letter.LAST_ID:
+                return [], None
+        last, looked, *letters = self._peek(start="-" if after is None else "(" + after, end="+", count=count, head=head,
+                                            scan=scan, filter=dead_letter.letter_filter(reason, func))
+        found = [dead_letter.parse(letter_id, _pairs(heads), _pairs(lengths)) for letter_id, heads, lengths in letters]
+        return found, (last.decode() if len(found) == count or int(looked) == scan else None)
+
     def _read(self, start: str, end: str, count: Optional[int], head: Optional[int]) -> List[Dict[str, Any]]:
         """The letters from start to end (XRANGE's bounds), whole, or each field cut to head bytes."""
         if head is None:
             entries = cast(List[Tuple[bytes, Dict[bytes, bytes]]],
                            self.conn.xrange(self.keys.dead_letters, start, end, count))
             return [dead_letter.parse(letter_id, fields) for letter_id, fields in entries]
-        reply = self._peek(start=start, end=end, count=count or 0, head=head)
-        return [dead_letter.parse(letter_id, _pairs(heads), _pairs(lengths)) for letter_id, heads, lengths in reply]
+        _, _, *letters = self._peek(start=start, end=end, count=count or 0, head=head, scan=0, filter="")
+        return [dead_letter.parse(letter_id, _pairs(heads), _pairs(lengths)) for letter_id, heads, lengths in letters]
 
-    def count(self) -> int:
-        """How many dead letters there are, those still in an old list included."""
-        with self.conn.pipeline(transaction=False) as pipe:
-            pipe.xlen(self.keys.dead_letters)
-            pipe.llen(self.keys.dead)
-            return sum(pipe.execute())
+    def count(self, reason: str = "", func: str = "", through: Optional[str] = None) -> int:
+        """How many dead letters there are, those still in an old list included; or, with a filter or
+        `through`, how many letters of the stream up to `through` it takes, counted in chunks.
+
+        Args:
+            reason: As for `find`: count only the letters with this reason.
+            func: As for `find`: count only the letters of this function.
+            through: The last letter to count (default: the newest).
+        """
+        if not reason and not func and through is None:
+            with self.conn.pipeline(transaction=False) as pipe:
+                pipe.xlen(self.keys.dead_letters)
+                pipe.llen(self.keys.dead)
+                return sum(pipe.execute())
+        return self._bulk("count", reason, func, through)
+
+    def newest(self) -> Optional[str]:
+        """The id of the newest letter (None if there is none): where a bulk operation stops by default."""
+        entries = cast(List[Tuple[bytes, Any]], self.conn.xrevrange(self.keys.dead_letters, "+", "-", 1))
+        return entries[0][0].decode() if entries else None
 
     def requeue(self, letter_ids: Sequence[str]) -> int:
         """Move the tasks of these letters back into the queue, each with its notification, in one script.
@@ -174,31 +220,53 @@ class DeadLetters:
         self._check(reply[1:])
         return int(reply[0])
 
-    def requeue_all(self, progress: Optional[Callable[[int, int], None]] = None) -> int:
-        """Move every dead letter's task back into the queue, each with its notification, in chunks.
+    def requeue_all(self, progress: Optional[Callable[[int, int], None]] = None, reason: str = "", func: str = "",
+                    through: Optional[str] = None) -> int:
+        """Move the tasks of every dead letter, or of those a filter takes, back into the queue, each with
+        its notification, in chunks.
 
         Each chunk is one script of a few milliseconds, so Redis stays responsive, and nothing is held
-        here. Letters without a task stay.
+        here. It goes up to the letter that was the newest as it started (or `through`): letters written
+        meanwhile stay, so a task that fails again at once is not requeued again. Letters without a task
+        stay.
 
         Args:
-            progress: Called after each chunk with (tasks moved so far, letters at the start).
+            progress: Called after each chunk with (letters gone through so far, letters at the start).
+            reason: As for `find`: only the letters with this reason.
+            func: As for `find`: only the letters of this function.
+            through: The last letter to requeue (default: the newest as it starts).
 
         Returns:
             How many tasks moved.
+
+        Raises:
+            DeadLetterError: `through` is not a letter id.
         """
         self.migrate()
-        total = int(self.conn.xlen(self.keys.dead_letters))
-        moved, cursor = 0, "-"
+        return self._bulk("requeue", reason, func, through, progress)
+
+    def _bulk(self, action: str, reason: str, func: str, through: Optional[str],
+              progress: Optional[Callable[[int, int], None]] = None) -> int:
+        """Requeue, delete or count, chunk by chunk (bulk_dead.lua), the letters up to through (default: the
+        newest now) that the filter takes; how many it did."""
+        if through is None:
+            through = self.newest()
+            if through is None:
+                return 0
+        dead_letter.check_ids([through])
+        total = int(self.conn.xlen(self.keys.dead_letters)) if progress is not None else 0
+        spec = dead_letter.letter_filter(reason, func)
+        done = seen = 0
+        cursor = "-"
         while True:
-            chunk, skipped, last = self._requeue_chunk(task_field=dead_letter.TASK, after=cursor,
-                                                       most_letters=REQUEUE_CHUNK_LETTERS,
-                                                       most_bytes=REQUEUE_CHUNK_BYTES)
-            if not chunk and not skipped:
-                return moved
-            moved += int(chunk)
-            cursor = last.decode()
+            chunk, looked, last = self._bulk_chunk(action=action, task_field=dead_letter.TASK, after=cursor,
+                                                   through=through, filter=spec, most_letters=CHUNK_LETTERS,
+                                                   most_bytes=CHUNK_BYTES)
+            if not looked:
+                return done
+            done, seen, cursor = done + int(chunk), seen + int(looked), last.decode()
             if progress is not None:
-                progress(moved, total)
+                progress(seen, total)
 
     def delete(self, letter_ids: Sequence[str]) -> int:
         """Delete these dead letters; all or nothing.
@@ -218,12 +286,25 @@ class DeadLetters:
         self._check([item for letter_id in reply[1:] for item in (letter_id, b"no such dead letter")])
         return int(reply[0])
 
-    def purge(self) -> int:
-        """Delete every dead letter, an old list's too; Redis frees them in the background.
+    def purge(self, reason: str = "", func: str = "", through: Optional[str] = None) -> int:
+        """Delete every dead letter, an old list's too, at once (Redis frees them in the background); or,
+        with a filter or `through`, the letters up to `through` that the filter takes, in chunks.
+
+        Args:
+            reason: As for `find`: only the letters with this reason.
+            func: As for `find`: only the letters of this function.
+            through: The last letter to delete (default: the newest as it starts): letters written
+                meanwhile stay.
 
         Returns:
-            How many there were.
+            How many there were (were deleted).
+
+        Raises:
+            DeadLetterError: `through` is not a letter id.
         """
+        if reason or func or through is not None:
+            self.migrate()
+            return self._bulk("delete", reason, func, through)
         with self.conn.pipeline(transaction=True) as pipe:
             pipe.xlen(self.keys.dead_letters)
             pipe.llen(self.keys.dead)

@@ -5,7 +5,7 @@ import math
 import re
 import time
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, cast
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, cast
 
 import redis
 
@@ -19,6 +19,7 @@ from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEA
 PEEK_QUEUE = Script("peek_queue")
 PEEK_SCHEDULED = Script("peek_scheduled")
 PEEK_PROCESSING = Script("peek_processing")
+PEEK_RECORD = Script("peek_record")
 
 WAITING_SINCE = Script("waiting_since")
 
@@ -99,6 +100,27 @@ def task_queues(conn: redis.Redis, task_id: str) -> List[str]:
     keys = sorted(key for key in _keys(conn, "*" + _GLOB_SPECIAL.sub(r"\\\g<0>", suffix))
                   if key.endswith(suffix) and len(key) > len(suffix))
     return [key[: -len(suffix)] for key, kind in zip(keys, _types(conn, keys)) if kind == "hash"]
+
+
+class Record(NamedTuple):
+    """A tracked task's record as people see it: its fields but its blob, its TTL (as TTL says it), and
+    the first bytes of its blob with the blob's length (None, -1 without one)."""
+
+    fields: Dict[bytes, bytes]
+    ttl: int
+    blob: Optional[bytes]
+    length: int
+
+
+def task_record(conn: redis.Redis, name: str, task_id: str, head: int) -> Optional[Record]:
+    """The record of a tracked task of the queue, its blob cut to its first head bytes; None if there is
+    none. One script call, never a whole blob."""
+    reply = cast(List[Any], PEEK_RECORD.bind(conn)(record=QueueKeys.of(name).task(task_id), head=head))
+    fields = dict(zip(reply[2::2], reply[3::2]))
+    if not fields:
+        return None
+    blob = fields.pop(b"blob", None)
+    return Record(fields, int(reply[0]), blob, int(reply[1]))
 
 
 _GLOB_SPECIAL = re.compile(r"[*?\[\]\\]")
@@ -268,6 +290,33 @@ def live_holders(conn: redis.Redis, name: str, limit: int, head: int) -> List[Tu
             pipe.exists(worker_id)
         alive = pipe.execute()
     return [task for task, live in zip(held, alive) if live]
+
+
+def redis_time(conn: redis.Redis) -> float:
+    """Redis's clock, unix seconds: what our scripts' times are written by."""
+    seconds, micros = cast(Tuple[int, int], conn.time())
+    return seconds + micros / 1_000_000
+
+
+def worker_infos(conn: redis.Redis, name: str, worker_ids: Sequence[str]) -> List[Dict[bytes, bytes]]:
+    """What each of our workers on the queue, by main id, says of itself: its description (a hash, see
+    delayed.wire.worker_info), empty where there is none. One round trip."""
+    keys = QueueKeys.of(name)
+    with conn.pipeline(transaction=False) as pipe:
+        for worker_id in worker_ids:
+            pipe.hgetall(keys.worker_info(worker_id))
+        return cast(List[Dict[bytes, bytes]], pipe.execute())
+
+
+def claim_notes(conn: redis.Redis, name: str, worker_ids: Sequence[str]) -> List[Optional[bytes]]:
+    """Per id of the queue, what its worker noted of when it claimed the task it holds (its field in the
+    worker's description, see delayed.wire.worker_info), or None: not one of ours, or nothing noted. One
+    round trip."""
+    keys = QueueKeys.of(name)
+    with conn.pipeline(transaction=False) as pipe:
+        for worker_id in worker_ids:
+            pipe.hget(keys.worker_info(keys.main_worker_id(worker_id) or worker_id), worker_id)
+        return cast(List[Optional[bytes]], pipe.execute())
 
 
 class Tick(NamedTuple):

@@ -21,6 +21,7 @@ UNLOCK = Script("unlock")
 REQUEUE = Script("requeue")
 RESCHEDULE = Script("reschedule")
 KEEP_ALIVE = Script("keep_alive")
+NOTE_CLAIMS = Script("note_claims")
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ class WorkerOps:
         self._requeue = REQUEUE.bind(conn, keys)
         self._reschedule = RESCHEDULE.bind(conn, keys)
         self._keep_alive_script = KEEP_ALIVE.bind(conn, keys)
+        self._note_claims = NOTE_CLAIMS.bind(conn, keys)
 
     def claim(self, worker_id: Optional[str] = None, timeout: Optional[float] = None) -> Optional[bytes]:
         """Wait for a task and hold it as `worker_id`'s.
@@ -102,7 +104,8 @@ class WorkerOps:
         return self._dequeue(worker_id=self.queue.id_or_own(worker_id))
 
     def claim_batch(self, release_ids: Sequence[str], claim_ids: Sequence[str],
-                    tracked: Mapping[str, Tracked] = {}) -> Claimed:
+                    tracked: Mapping[str, Tracked] = {}, worker: Optional[str] = None,
+                    unnoted: Sequence[str] = ()) -> Claimed:
         """Release finished tasks and claim new ones, in one round trip, without blocking.
 
         A paused queue gives no task. A claim id that still holds a task (the reply to the last claim was
@@ -112,21 +115,38 @@ class WorkerOps:
             release_ids: The ids whose tasks are done: released, and counted.
             claim_ids: The ids to claim with, up to one task each.
             tracked: For the release of a tracked task, by id: what its record gets (its result).
+            worker: The main id of the worker the ids are of, whose description `unnoted` names.
+            unnoted: Ids whose claim notes (see `note_claims`) go first: they no longer hold those tasks.
 
         Returns:
             Whether the queue is paused, and the (worker id, blob) pairs claimed.
         """
+        notes = {"info": self.queue.keys.worker_info(worker or ""), "unnoted_count": len(unnoted), "unnoted": unnoted}
         if tracked:
             untracked = [worker_id for worker_id in release_ids if worker_id not in tracked]
             reply = self._claim_batch(
                 records=[self.queue.keys.task(done.task_id) for done in tracked.values()],
                 released_count=len(untracked), tracked_count=len(tracked), released=untracked,
                 results=[item for worker_id, done in tracked.items()
-                         for item in (worker_id, done.result, done.note, done.seconds)], claim_ids=claim_ids)
+                         for item in (worker_id, done.result, done.note, done.seconds)], claim_ids=claim_ids, **notes)
         else:  # the hot path: nothing tracked to release
             reply = self._claim_batch(records=(), released_count=len(release_ids), tracked_count=0,
-                                      released=release_ids, results=(), claim_ids=claim_ids)
+                                      released=release_ids, results=(), claim_ids=claim_ids, **notes)
         return Claimed(bool(reply[0]), [(reply[i].decode(), reply[i + 1]) for i in range(1, len(reply), 2)])
+
+    def note_claims(self, worker: str, claims: Sequence[Tuple[str, float]]) -> bool:
+        """Note, for people, when some of a worker's ids claimed the tasks they hold, in its description
+        (`delayed.wire.worker_info`): by Redis's clock, less each task's age.
+
+        Args:
+            worker: The worker's main id.
+            claims: (id, seconds since it claimed its task) pairs.
+
+        Returns:
+            True; False if the worker has no description (it never wrote one, or its keys lapsed).
+        """
+        return bool(self._note_claims(info=self.queue.keys.worker_info(worker),
+                                      claims=[item for worker_id, age in claims for item in (worker_id, int(age * 1000))]))
 
     def give_back(self, held: Sequence[Tuple[str, bytes]]) -> int:
         """Return tasks not yet started to the head of the queue, in order, with their notifications.
@@ -209,37 +229,43 @@ class WorkerOps:
         return bool(self._reschedule(record=_record(self.queue.keys, tracked), worker_id=self.queue.id_or_own(worker_id),
                                      claimed=claimed, due=due, member=member, error=_error(tracked)))
 
-    def try_online(self, worker_ids: Optional[Sequence[str]] = None) -> bool:
+    def try_online(self, worker_ids: Optional[Sequence[str]] = None, about: Sequence[str] = ()) -> bool:
         """Claim the ids' keep-alive keys and list the worker in `<queue>_workers`, in one script.
 
         A full Redis still runs it.
 
         Args:
             worker_ids: The ids (the first is the worker's main id); default: `queue.worker_id`.
+            about: The worker's description (`delayed.wire.worker_info.describe`: field, value, ...), kept
+                in `<queue>_worker:<main id>` with the keys' expiry; none for none.
 
         Returns:
             True; False, and nothing set, if a live worker already had one of the ids.
         """
-        return self._keep_alive("claim", worker_ids)
+        return self._keep_alive("claim", worker_ids, about)
 
-    def keep_alive(self, worker_ids: Optional[Sequence[str]] = None) -> None:
-        """Refresh the ids' keep-alive keys and the worker's entry in `<queue>_workers`; a full Redis still runs it.
+    def keep_alive(self, worker_ids: Optional[Sequence[str]] = None, about: Sequence[str] = ()) -> None:
+        """Refresh the ids' keep-alive keys, the worker's entry in `<queue>_workers` and its description; a
+        full Redis still runs it.
 
         Call it well within the queue's `keep_alive_timeout`, or a sweeper requeues the worker's tasks.
 
         Args:
             worker_ids: The ids; default: `queue.worker_id`.
+            about: As for `try_online`: written again if its key is gone.
         """
-        self._keep_alive("refresh", worker_ids)
+        self._keep_alive("refresh", worker_ids, about)
 
-    def _keep_alive(self, action: str, worker_ids: Optional[Sequence[str]]) -> bool:
+    def _keep_alive(self, action: str, worker_ids: Optional[Sequence[str]], about: Sequence[str]) -> bool:
         ids = worker_ids or (self.queue.id_or_own(None),)
         now = time.time()
-        return bool(self._keep_alive_script(ids=ids, ttl_ms=self._keep_alive_ms, now=now,
-                                            lapse_at=now + self.queue.keep_alive_timeout, action=action))
+        return bool(self._keep_alive_script(info=self.queue.keys.worker_info(ids[0]), ids=ids, ttl_ms=self._keep_alive_ms,
+                                            now=now, lapse_at=now + self.queue.keep_alive_timeout, action=action,
+                                            about=about))
 
     def go_offline(self, worker_ids: Optional[Sequence[str]] = None) -> None:
-        """Delete the ids' keep-alive keys and the worker's entry: the worker holds nothing and is leaving.
+        """Delete the ids' keep-alive keys, the worker's entry and its description: the worker holds nothing and
+        is leaving.
 
         Args:
             worker_ids: The ids (the first is the worker's main id); default: `queue.worker_id`.
@@ -248,6 +274,7 @@ class WorkerOps:
         with self.queue.conn.pipeline(transaction=False) as pipe:
             for worker_id in ids:  # one DEL each: a cluster pipeline refuses a DEL of several keys
                 pipe.delete(worker_id)
+            pipe.delete(self.queue.keys.worker_info(ids[0]))
             pipe.zrem(self.queue.keys.workers, ids[0])
             pipe.execute()
 

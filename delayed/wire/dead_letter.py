@@ -147,6 +147,14 @@ def parse(letter_id: bytes, fields: Dict[bytes, bytes], lengths: Optional[Dict[b
     return {"id": letter_id.decode(), **entry, "task": task, "task_bytes": task_bytes}
 
 
+def letter_filter(reason: str = "", func: str = "") -> str:
+    """What the scripts take to pick letters by their record's reason and func (an empty one: any), so
+    that they match what parse() says a letter is (see delayed/protocol/lua/dead_filter.lua); "" for
+    every letter."""
+    match = {name: value for name, value in (("reason", reason), ("func", func)) if value}
+    return json.dumps({"record": RECORD, "match": match, "unreadable": {"reason": UNDECODABLE}}) if match else ""
+
+
 def _is_id(text: str) -> bool:
     """Whether text is a stream id Redis takes: MS-SEQ, each part ASCII digits within 64 bits unsigned
     (checked here, so that no other text reaches Redis and comes back as its error)."""

@@ -24,6 +24,7 @@ UNNOTIFIED_SUFFIX = "_unnotified"
 COUNTS_SUFFIX = "_counts"
 TRACKED_SUFFIX = "_tracked"
 TASK_INFIX = "_task:"
+WORKER_INFIX = "_worker:"
 PAUSED_SUFFIX = "_paused"
 SAMPLES_SUFFIX = "_samples"
 HEAD_SINCE_SUFFIX = "_head_since"
@@ -32,6 +33,8 @@ SWEPT_SUFFIX = "_swept"
 WORKER_ID_PREFIX = "delayed-py-"
 GO_WORKER_ID = re.compile(r"[0-9a-fA-F]{32}")
 """A go-delayed worker's id, which is also its keep-alive key: 32 hex digits (ours start with WORKER_ID_PREFIX)."""
+_OUR_ID = re.compile("(" + re.escape(WORKER_ID_PREFIX) + r"[0-9a-f]{32})(-[0-9]+)?(.*)", re.DOTALL)
+"""Our worker ids (see new_worker_ids): the random base, maybe -N for an extra id, then the queue's suffix."""
 SCHEDULED_PREFIX_BYTES = 8
 """The nonce before the blob in a member of a queue's scheduled set (see QueueKeys.scheduled)."""
 SCHEDULED_KINDS = {b"d": "delayed", b"r": "retry"}
@@ -53,7 +56,7 @@ KEY_SUFFIXES = (NOTI_SUFFIX, PROCESSING_SUFFIX, DEAD_SUFFIX, DEAD_LETTERS_SUFFIX
                 UNNOTIFIED_SUFFIX, COUNTS_SUFFIX, TRACKED_SUFFIX, PAUSED_SUFFIX, PERIODIC_SUFFIX, SAMPLES_SUFFIX,
                 HEAD_SINCE_SUFFIX, SWEPT_SUFFIX, CRASHES_SUFFIX)
 """What a queue's keys add to its name: a name ending with one is another queue's key (see check_queue_name)."""
-KEY_INFIXES = (UNIQUE_INFIX, TASK_INFIX)
+KEY_INFIXES = (UNIQUE_INFIX, TASK_INFIX, WORKER_INFIX)
 """What a queue's keys of many add to its name, before their own part."""
 
 
@@ -123,6 +126,17 @@ class QueueKeys:
         """The record of a tracked task: a hash the scripts write (see delayed/protocol/lua/tracking.lua), kept
         result_ttl seconds after the task ended; named after the queue, so a hash tag in it holds too."""
         return self.task_prefix + task_id
+
+    def worker_info(self, worker_id: str) -> str:
+        """One of our workers' description (host, pid, ...: see delayed.wire.worker_info), named after its
+        main id on this queue: a hash with its keep-alive keys' expiry, in the queue's slot."""
+        return self.name + WORKER_INFIX + worker_id
+
+    def main_worker_id(self, worker_id: str) -> Optional[str]:
+        """The main id of the worker that one of our ids on this queue is of: the id itself, or the id
+        without its -N (see new_worker_ids); None for an id that is not ours."""
+        match = _OUR_ID.fullmatch(worker_id)
+        return match.group(1) + self.worker_id_suffix if match and match.group(3) == self.worker_id_suffix else None
 
     def unique(self, key: str) -> str:
         """The lock of unique tasks with this key: a string key, holding a token, with an expiry."""

@@ -11,16 +11,23 @@ was lost is sent again with the same ids: so a resent claim re-delivers what the
 claimed (a claim returns what an id already holds) and never releases a task it had just claimed.
 A worker serving several queues has one Holding per queue (its own ids on each), and Holdings
 claims across them in priority order. Every Redis command goes through the Queue (the protocol layer).
+
+For people, a worker describes itself as it goes online (delayed.wire.worker_info), and notes when it
+claimed each task it has held for NOTE_AFTER seconds (note_claims, from a thread of its own), so that
+nothing is written for the many tasks that end sooner; such a note goes with the next claim's round trip
+once its task is settled, before its id claims again.
 """
 import logging
 import threading
+import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 import redis
 
 from ..protocol.connection import error_text
 from ..runtime.backoff import OutageBackoff
+from ..wire import worker_info
 from ..wire.dead_letter import Letter
 from ..runtime.lifecycle import Lifecycle
 from ..protocol.queue import Queue
@@ -31,15 +38,19 @@ logger = logging.getLogger(__name__)
 
 Lock = Tuple[str, str]
 """A unique task's lock: (unique key, token)."""
+NOTE_AFTER = 1.0
+"""Seconds a task is held before its worker notes when it claimed it (see Holding.note_claims)."""
 
 
 class Claim(NamedTuple):
-    """A task held under one of the worker's ids: the id, the exact blob claimed, and the Holding
-    (so the queue) it was claimed through, which settles it. (A tuple: a batch makes dozens per round trip.)"""
+    """A task held under one of the worker's ids: the id, the exact blob claimed, the Holding (so the
+    queue) it was claimed through, which settles it, and when it was claimed (time.monotonic()). (A tuple:
+    a batch makes dozens per round trip.)"""
 
     worker_id: str
     blob: bytes
     holding: "Holding"
+    claimed: float = 0.0
 
     @property
     def queue(self) -> Queue:
@@ -129,7 +140,9 @@ class Holding:
         self._capacity = capacity
         self._lifecycle = lifecycle
         self._backoff = backoff or OutageBackoff(logger, "worker", wait=lifecycle.wait)
-        self._held: Dict[str, bytes] = {}  # id -> blob, claimed and not yet settled
+        self._held: Dict[str, Claim] = {}  # id -> its claim, not yet settled
+        self._noted: Set[str] = set()  # ids whose claim time is noted in Redis (see note_claims)
+        self._about: List[str] = []  # the worker's description (see go_online)
         self._finished: List[str] = []  # ids whose task is done, released with the next claim
         self._results: Dict[str, Tracked] = {}  # those of them whose task is tracked: what their release writes
         self._unsure: List[str] = []  # the claim ids of a claim whose reply was lost: sent again as they were
@@ -143,13 +156,15 @@ class Holding:
         """The worker's main id (its other ids are this id with -1, -2, ... appended)."""
         return self.ids[0] if self.ids else None
 
-    def go_online(self) -> bool:
-        """Take fresh ids (SET NX on each keep-alive key); after a Redis error, fresh ones again
-        (a lost reply may have set the last). True once online, False if stopped first."""
+    def go_online(self, queues: Sequence[str] = (), started: float = 0.0) -> bool:
+        """Take fresh ids (SET NX on each keep-alive key), the worker described as serving queues since
+        started (delayed.wire.worker_info); after a Redis error, fresh ones again (a lost reply may have
+        set the last). True once online, False if stopped first."""
+        self._about = worker_info.describe(queues, started)
         while not self._lifecycle.stopping:
             ids = self.queue.keys.worker_ids(2 * self._capacity)
             try:
-                if self.ops.try_online(ids):
+                if self.ops.try_online(ids, self._about):
                     self.ids = ids
                     self._backoff.succeeded()
                     return True
@@ -159,7 +174,7 @@ class Holding:
 
     def keep_alive(self) -> None:
         """Refresh every id's keep-alive key (raises redis errors: the caller rides them out)."""
-        self.ops.keep_alive(self.ids)
+        self.ops.keep_alive(self.ids, self._about)
 
     def go_offline(self) -> None:
         """Delete the keep-alive keys, unless tasks may still be held: then let them expire for a sweeper."""
@@ -178,14 +193,16 @@ class Holding:
         blocking (no round trip if there is neither). [] after a Redis error (once the backoff waited)."""
         with self._lock:
             claim_ids = self._claim_ids(count)
-            if not claim_ids and not self._finished:
+            unnoted = [worker_id for worker_id in self._noted if worker_id not in self._held] if self._noted else []
+            if not claim_ids and not self._finished and not unnoted:
                 return []
             try:
-                claimed = self.ops.claim_batch(self._finished, claim_ids, self._results)
+                claimed = self.ops.claim_batch(self._finished, claim_ids, self._results, self.id, unnoted)
             except redis.RedisError as exc:
                 self._failed(claim_ids, exc)
                 return []
             self._finished, self._results = [], {}
+            self._noted.difference_update(unnoted)
             self._note_paused(claimed.paused)
             return self._took(claimed.tasks)
 
@@ -218,13 +235,16 @@ class Holding:
     def _took(self, pairs: List[Tuple[str, bytes]]) -> List[Claim]:
         self._unsure = []
         self._backoff.succeeded()
-        claims = [Claim(worker_id, blob, self) for worker_id, blob in pairs]
+        now = time.monotonic()
+        claims = [Claim(worker_id, blob, self, now) for worker_id, blob in pairs]
         for claim in claims:
-            self._held[claim.worker_id] = claim.blob
+            self._held[claim.worker_id] = claim
         return claims
 
     def _claim_ids(self, count: int) -> List[str]:
-        busy = set(self._held).union(self._finished)
+        """The ids to claim with: those of a claim whose reply was lost, as they were, then free ones; an
+        id whose claim note is still in Redis is not free (the next claim_batch deletes the note first)."""
+        busy = set(self._held).union(self._finished, self._noted)
         extra = [worker_id for worker_id in self.ids if worker_id not in busy and worker_id not in self._unsure]
         return self._unsure + extra[:max(0, count - len(self._unsure))]
 
@@ -258,6 +278,18 @@ class Holding:
             if self._persist(self.ops.give_back, pairs) is not None:
                 for claim in claims:
                     self._held.pop(claim.worker_id, None)
+
+    def note_claims(self) -> None:
+        """Note in Redis when each task held for NOTE_AFTER seconds or more was claimed, once (raises redis
+        errors: the caller rides them out). The ids count as noted before the note is sent: one whose reply
+        was lost may have landed, and must be deleted before its id claims again."""
+        with self._lock:
+            now = time.monotonic()
+            due = [claim for claim in list(self._held.values())
+                   if now - claim.claimed >= NOTE_AFTER and claim.worker_id not in self._noted]
+            if due and self.id is not None:
+                self._noted.update(claim.worker_id for claim in due)
+                self.ops.note_claims(self.id, [(claim.worker_id, now - claim.claimed) for claim in due])
 
     def flush(self) -> None:
         """Send what waits for a round trip: releases (at stop) and the locks of unique tasks that ended."""
@@ -324,8 +356,9 @@ class Holdings:
 
     def go_online(self) -> bool:
         """Every Holding online (see Holding.go_online); False if stopped first (none left online)."""
+        queues, started = [holding.queue.name for holding in self.holdings], time.time()
         for holding in self.holdings:
-            if not holding.go_online():
+            if not holding.go_online(queues, started):
                 self.go_offline()
                 return False
         return True
@@ -333,6 +366,10 @@ class Holdings:
     def keep_alive(self) -> None:
         for holding in self.holdings:
             holding.keep_alive()
+
+    def note_claims(self) -> None:
+        for holding in self.holdings:
+            holding.note_claims()
 
     def go_offline(self) -> None:
         for holding in self.holdings:

@@ -27,7 +27,7 @@ from ..errors import FunctionNotAllowedError, MalformedTaskError, SkipRetry, mes
 from ..runtime.due import MOVE_DUE_INTERVAL, move_due_tasks
 from ..runtime.sweeping import Sweeps
 from .allowlist import Allowed, Allowlist
-from .holding import Bury, Claim, Holdings, Release, Requeue, Reschedule, Settlement
+from .holding import NOTE_AFTER, Bury, Claim, Holdings, Release, Requeue, Reschedule, Settlement
 from .keepalive import KeepAlive
 from ..runtime.lifecycle import Lifecycle
 from ..protocol.queue import Queue
@@ -302,8 +302,10 @@ class Worker:
         mover = Every(MOVE_DUE_INTERVAL, lambda: move_due_tasks(self.queues), "move due tasks", self.holdings.outage)
         sweeper = None if self._sweeps is None else Every(self._sweeps.interval, self._sweep, "sweep",
                                                           self.holdings.outage)
+        noter = Every(NOTE_AFTER, self.holdings.note_claims, "note long claims", self.holdings.outage)
         keep_alive.start()
         mover.start()
+        noter.start()
         if sweeper is not None:
             sweeper.start()
         them = "them" if len(self.queues) > 1 else "it"
@@ -325,6 +327,7 @@ class Worker:
             if sweeper is not None:
                 sweeper.stop()
             mover.stop()
+            noter.stop()
             keep_alive.stop()
             if self._loop is not None:
                 self._loop.close()

@@ -148,7 +148,8 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
                 letters, after = admin.filtered_dead(conn, queue, args.get("after") or None, reason, func, PAGE)
             except DeadLetterError as exc:
                 return _message("No such dead letter", str(exc), 404)
-            shown = {"letters": letters, "after": after, "reason": reason, "func": func}
+            shown = {"letters": letters, "after": after, "reason": reason, "func": func,
+                     "through": admin.newest_dead(conn, queue)}
         return flask.render_template("queue.html", queue=queue, tab=tab, tabs=TABS, row=admin.stats(conn, [queue])[0],
                                      start=start, page=QUEUE_PAGE, **shown)
 
@@ -204,12 +205,17 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
 
     @app.get("/dead/purge")
     def purge_confirm() -> Reply:
-        queue = _queue()
-        return flask.render_template("purge.html", queue=queue, count=admin.stats(conn, [queue])[0]["dead"])
+        """What a purge would delete: every letter of the queue, or (from its dead tab) those the tab's filter
+        takes, counted now (reading them in chunks); the POST deletes no letter written since."""
+        queue, (reason, func) = _queue(), _filter()
+        count, through = admin.count_dead(conn, queue, reason, func)
+        return flask.render_template("purge.html", queue=queue, count=count, through=through, reason=reason, func=func,
+                                     tab=flask.request.args.get("back") == "tab")
 
     @app.get("/task")
     def task() -> Reply:
-        """A tracked task found by id on any queue: its record, result and error, and a cancel button while it waits."""
+        """A tracked task found by id on any queue: its record, arguments, result and error, its traceback and dead
+        letter once it failed, and a cancel button while it waits."""
         task_id = flask.request.args.get("id", "").strip()
         if not task_id:
             return _message("No task id", "Say which task: ?id=ID (its handle's .id).", 400)
@@ -245,13 +251,17 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
 
     @app.post("/dead/requeue")
     def requeue() -> Response:
+        """Requeue one letter, or all (id "all"): from a dead tab, those its filter takes, up to the newest
+        letter the tab showed (through)."""
         queue, letter_id = _queue(), flask.request.form.get("id", "")
+        reason, func = _filter() if letter_id == "all" else ("", "")  # one letter's form carries the tab's filter back
         try:
-            moved = admin.requeue_dead(conn, queue, None if letter_id == "all" else [letter_id])
+            moved = admin.requeue_dead(conn, queue, None if letter_id == "all" else [letter_id], reason=reason, func=func,
+                                       through=flask.request.form.get("through") or None)
         except DeadLetterError as exc:
             flask.flash(str(exc), "error")
         else:
-            flask.flash(f"requeued {moved} task{'s' * (moved != 1)} into {queue}", "done")
+            flask.flash(f"requeued {moved} task{'s' * (moved != 1)} into {queue}{admin.matching(reason, func)}", "done")
         return _back()
 
     @app.post("/dead/delete")
@@ -267,11 +277,18 @@ def build(conn: redis.Redis, token: Optional[str] = None, queues: Optional[Seque
 
     @app.post("/dead/purge")
     def purge() -> Response:
-        queue = _queue()
+        """Delete every letter at once; or, from a dead tab's filter, those it takes up to the newest letter
+        the confirm page counted (through), in chunks."""
+        queue, (reason, func) = _queue(), _filter()
         if flask.request.form.get("confirm") != "yes":  # only the confirm page's form says yes
-            return flask.redirect(flask.url_for("purge_confirm", queue=queue), 303)
-        purged = admin.purge_dead(conn, queue)
-        flask.flash(f"purged {purged} dead letter{'s' * (purged != 1)} of {queue}", "done")
+            return flask.redirect(flask.url_for("purge_confirm", queue=queue, reason=reason or None, func=func or None,
+                                                back=flask.request.values.get("back")), 303)
+        try:
+            purged = admin.purge_dead(conn, queue, reason, func, flask.request.form.get("through") or None)
+        except DeadLetterError as exc:
+            flask.flash(str(exc), "error")
+        else:
+            flask.flash(f"purged {purged} dead letter{'s' * (purged != 1)} of {queue}{admin.matching(reason, func)}", "done")
         return _back()
 
     return app
@@ -295,8 +312,18 @@ def _queue() -> str:
     return queue
 
 
+def _filter() -> Tuple[str, str]:
+    """The reason and func a dead tab filters by (empty: any), as a request carries them."""
+    return flask.request.values.get("reason", ""), flask.request.values.get("func", "")
+
+
 def _back(section: str = "dead") -> Response:
-    """After a change: back to the overview's section (a reload then does not repeat it)."""
+    """After a change: back to where the form was, the overview's section or (back=tab) the queue's dead tab
+    with its filter (a reload then does not repeat it)."""
+    if section == "dead" and flask.request.form.get("back") == "tab":
+        reason, func = _filter()
+        return flask.redirect(flask.url_for("queue_page", queue=_queue(), tab="dead", reason=reason or None,
+                                            func=func or None), 303)
     return flask.redirect(flask.url_for("index") + "#" + section, 303)
 
 

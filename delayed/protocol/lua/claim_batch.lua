@@ -21,31 +21,36 @@
 -- its record, if it has one, says running (the one key a script of ours writes undeclared: found
 -- in the blob, it cannot be named before the claim; named after the queue, it is in the queue's
 -- slot, which Redis Cluster accepts). Untracked traffic costs one EXISTS per claim.
--- KEYS: name noti processing counts paused tracked records...
--- ARGV: task_prefix released_count tracked_count released... results... claim_ids...
+-- The worker's notes of when its ids claimed tasks they no longer hold go first (unnoted: fields of
+-- its description, info; see note_claims.lua), so that no id claims again under an old note.
+-- KEYS: name noti processing counts paused tracked info records...
+-- ARGV: task_prefix released_count tracked_count unnoted_count released... results... unnoted... claim_ids...
 -- records: those of the tracked releases; released_count: the untracked ids to release (released...);
 -- tracked_count: the tracked ones, each in results... as its id, the result, the note, the seconds
--- it ran; claim_ids: the ids to claim tasks for
+-- it ran; unnoted_count: how many ids' notes to delete (unnoted...); claim_ids: the ids to claim tasks for
 -- uses: tracking
 -- Returns paused (1 or 0), then id1, blob1, id2, blob2, ...: the tasks now held, in queue order.
-local released, tracked = tonumber(ARGV[2]), tonumber(ARGV[3])
+local released, tracked, unnoted = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local done = 0
 if released > 0 then
-    done = redis.call('hdel', KEYS[3], unpack(ARGV, 4, released + 3))
+    done = redis.call('hdel', KEYS[3], unpack(ARGV, 5, released + 4))
 end
-local at = released + 4
+local at = released + 5
 local track = tracked > 0 and tracking(ARGV[1])
 for i = 1, tracked do
     if redis.call('hdel', KEYS[3], ARGV[at]) == 1 then
         done = done + 1
-        track.ended(KEYS[6 + i], 'done', 'result', ARGV[at + 1], 'note', ARGV[at + 2], 'seconds', ARGV[at + 3])
+        track.ended(KEYS[7 + i], 'done', 'result', ARGV[at + 1], 'note', ARGV[at + 2], 'seconds', ARGV[at + 3])
     end
     at = at + 4
 end
 if done > 0 then
     redis.call('hincrby', KEYS[4], 'done', done)
 end
-local first = at
+if unnoted > 0 then
+    redis.call('hdel', KEYS[7], unpack(ARGV, at, at + unnoted - 1))
+end
+local first = at + unnoted
 local paused = redis.call('exists', KEYS[5])
 local wanted = 0
 if paused == 0 then

@@ -5,8 +5,9 @@
 --   status    scheduled | pending | running | done | retrying | failed | dead | cancelled
 --   func      the task's func path            ttl       seconds the record is kept once the task ended
 --   enqueued  unix time it was enqueued       attempts  how many times a worker claimed it to run it
---   blob      its blob while it waits, and nonce (when in the scheduled set) the 8 bytes before
---             the blob in its member: what cancel.lua removes
+--   blob      its blob, as it was enqueued or last requeued or retried: what cancel.lua removes while
+--             it waits, and what people read its arguments from until the record expires
+--   nonce     (when in the scheduled set) the 8 bytes before the blob in its member
 --   due       when it is due (scheduled; retrying: its next run)
 --   worker, started   the worker id running it (running, and the last run once it ended) and when
 --             that worker claimed it (unix time)
@@ -99,7 +100,7 @@ local function tracking(prefix)
         local ttl = redis.call('hget', key, 'ttl')
         if ttl then
             redis.call('hset', key, 'status', status, 'finished', track.now(), ...)
-            redis.call('hdel', key, 'blob', 'nonce', 'due')
+            redis.call('hdel', key, 'nonce', 'due')
             redis.call('expire', key, ttl)
         end
     end
