@@ -1,6 +1,7 @@
 """Task functions the tests allow; each records what it received in the Redis of DELAYED_TEST_REDIS_URL."""
 import asyncio
 import os
+import threading
 import time
 from os import system  # noqa: F401  imported, not defined here: must not be callable as a task
 
@@ -61,6 +62,13 @@ def _private(tag):
 class Thing:
     def __init__(self, tag):
         record("Thing ran")
+
+
+def leave_thread(tag):
+    """Starts a thread that is no daemon and sleeps for an hour, named "left by TAG", then records:
+    Python waits for such a thread as a process exits, unless the command abandons it."""
+    threading.Thread(target=time.sleep, args=(3600,), name=f"left by {tag}").start()
+    record(tag)
 
 
 def slow_then_fail(tag, seconds):

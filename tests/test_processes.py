@@ -78,6 +78,42 @@ def test_a_second_signal_exits_at_once_leaving_the_task_for_the_sweeper(conn, re
     assert conn.hlen("default_processing") == 1  # still held: a sweeper requeues it once the key expires
 
 
+@pytest.mark.parametrize("concurrency", ["1", "2"])
+def test_a_stop_ends_the_process_though_a_task_left_a_thread_running(conn, redis_server, concurrency):
+    # Python's exit, and a --concurrency child's after its worker, wait for every thread that is no
+    # daemon: the worker went offline, then waited an hour for its task's thread (under systemd, a SIGKILL).
+    Queue("default", conn).enqueue(PyTask("tests.tasks:leave_thread", ["a task"]))
+    process = spawn("delayed.worker", "--concurrency", concurrency, "tests.tasks", redis_url=redis_server.url,
+                    start_new_session=True)
+    try:
+        wait_for(lambda: results(conn) and not conn.hlen("default_processing"), what="the task done")
+        process.send_signal(signal.SIGTERM)
+        status, output = finish(process, timeout=60)
+    finally:
+        kill_group(process)
+    assert status == 0, output
+    [line] = [line for line in output.splitlines() if "abandon" in line]
+    assert " WARNING " in line and "'left by a task'" in line, output
+    assert output.index(" offline") < output.index(line), output
+
+
+def test_a_stop_ends_the_scheduler_though_its_schedule_left_a_thread_running(redis_server, tmp_path):
+    schedule = tmp_path / "schedule.py"
+    schedule.write_text("import threading\nimport time\n\nfrom delayed.scheduler import Periodic\n\n"
+                        "threading.Thread(target=time.sleep, args=(3600,), name='left by the schedule').start()\n"
+                        "SCHEDULE = [Periodic('tests.tasks:record', queue='periodic', every=60)]\n")
+    process = spawn("delayed.scheduler", str(schedule), redis_url=redis_server.url, start_new_session=True)
+    try:
+        read_until(process, "scheduling")
+        process.send_signal(signal.SIGTERM)
+        status, output = finish(process, timeout=60)
+    finally:
+        kill_group(process)
+    assert status == 0, output
+    [line] = [line for line in output.splitlines() if "abandon" in line]
+    assert " WARNING " in line and "'left by the schedule'" in line, output
+
+
 def test_a_task_whose_worker_was_killed_is_requeued_by_the_sweeper_and_run(conn, redis_server):
     Queue("default", conn).enqueue(PyTask("tests.tasks:slow", ["k", 0.5]))
     first = worker(redis_server.url)
