@@ -70,7 +70,8 @@ def test_stats_latency_is_a_tracked_heads_age_else_estimated_from_the_rate_out(c
     conn.hset(f"t_task:{first.id}", "enqueued", redis_now - 30)  # as if enqueued 30 s ago
     untracked.enqueue_many(PyTask("tests.tasks:record", [i]) for i in range(10))
     rows = {row["queue"]: row for row in json.loads(delayed(redis_server.url, "stats", "--json"))}
-    assert rows["t"]["latency_measured"] is True and 30 <= rows["t"]["latency"] < 40
+    waited = float("%d.%06d" % conn.time()) - redis_now + 30  # the most it can have waited when read
+    assert rows["t"]["latency_measured"] is True and 30 <= rows["t"]["latency"] <= round(waited, 1) + 0.1
     assert (rows["u"]["latency"], rows["u"]["latency_measured"]) == (None, None)  # one look tells no rate
     table = delayed(redis_server.url, "stats", "--queue", "t")
     cell = table.splitlines()[1].split()[-1]
@@ -85,13 +86,15 @@ def test_stats_latency_is_a_tracked_heads_age_else_estimated_from_the_rate_out(c
     assert (rated["u"]["latency"], rated["u"]["latency_measured"]) == (3.0, False)  # 6 pending / 2 per s
     assert rated["t"]["latency_measured"] is True  # measured stays measured
 
+    enqueued = float("%d.%06d" % conn.time())
     scheduled = tracked.enqueue(PyTask("tests.tasks:record", ["due"]), delay=0.01, result_ttl=60)
     conn.delete("t")
     time.sleep(0.05)
     assert tracked.move_due() == 1
     conn.hset(f"t_task:{scheduled.id}", "enqueued", redis_now - 3600)  # waits since it came due, not since enqueued
     [row] = admin.stats(conn, ["t"])
-    assert row["latency_measured"] is True and row["latency"] < 5
+    waited = float("%d.%06d" % conn.time()) - enqueued  # the most it can have waited since it came due
+    assert row["latency_measured"] is True and row["latency"] <= round(waited, 1) + 0.1
 
 
 def test_workers_lists_our_live_workers(conn, redis_server, busy):
@@ -101,7 +104,7 @@ def test_workers_lists_our_live_workers(conn, redis_server, busy):
     try:
         wait_for(lambda: len(results(conn)) == 2, what="the pending tasks")
         [row] = json.loads(delayed(redis_server.url, "workers", "--queue", "q", "--json"))
-        assert row["worker"] == worker.id and row["queue"] == "q" and 50 < row["expires_in"] <= 60
+        assert row["worker"] == worker.id and row["queue"] == "q" and 0 < row["expires_in"] <= 60
         assert json.loads(delayed(redis_server.url, "stats", "--queue", "q", "--json"))[0]["workers"] == 1
     finally:
         worker.stop()

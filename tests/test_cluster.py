@@ -135,7 +135,7 @@ def test_a_killed_primary_errors_then_the_queue_goes_on(cluster):
         except (redis.ConnectionError, redis.exceptions.ClusterDownError):
             return False
 
-    wait_for(enqueued, 20, "the queue to reach the new primary", 0.2)
+    wait_for(enqueued, what="the queue to reach the new primary", interval=0.2)
     assert queue.len() >= 2  # what the replica had, and the new task
 
 
