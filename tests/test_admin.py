@@ -14,7 +14,7 @@ from delayed.protocol.worker_ops import WorkerOps
 from delayed.wire.keys import new_worker_id
 from delayed.wire.dead_letter import record
 
-from .conftest import ROOT, results, wait_for
+from .conftest import ROOT, WAIT, results, wait_for
 
 
 def delayed(url, *args, check=True):
@@ -108,7 +108,7 @@ def test_workers_lists_our_live_workers(conn, redis_server, busy):
         assert json.loads(delayed(redis_server.url, "stats", "--queue", "q", "--json"))[0]["workers"] == 1
     finally:
         worker.stop()
-        thread.join(10)
+        thread.join(WAIT)
     assert json.loads(delayed(redis_server.url, "workers", "--json")) == []
 
 

@@ -30,7 +30,7 @@ def test_the_command_line_burst_worker_exits_0_single_or_supervised(conn, redis_
     for concurrency in ("1", "2"):
         conn.delete("results")
         Queue("default", conn).enqueue_many(PyTask(tasks.record, [i]) for i in range(50))
-        status, output = finish(worker(redis_server.url, "--burst", "--concurrency", concurrency), timeout=30)
+        status, output = finish(worker(redis_server.url, "--burst", "--concurrency", concurrency))
         assert status == 0, output
         assert len(results(conn)) == 50 and "burst done" in output
         assert "restarting" not in output

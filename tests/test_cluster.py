@@ -8,7 +8,7 @@ from delayed import PyTask, Queue
 from delayed.protocol.connection import connect, sent_once
 from delayed.protocol.worker_ops import WorkerOps
 
-from .conftest import wait_for
+from .conftest import WAIT, wait_for
 
 ONE = PyTask("m:f", [1])
 
@@ -199,7 +199,7 @@ def test_a_tracked_task_s_record_lives_in_its_queue_s_slot(cluster):
     assert handle.status() == "running"
     assert queue.cancel(waiting.id) and waiting.status() == "cancelled"
     WorkerOps(queue).claim_batch((worker_id,), (), {worker_id: Tracked(handle.id, 0.01, *pack_result(42, 1000))})
-    assert handle.result(timeout=1) == 42
+    assert handle.result(timeout=WAIT) == 42
 
 
 def test_delayed_task_finds_a_tracked_task_on_whichever_primary_holds_it(cluster, capsys):

@@ -18,7 +18,7 @@ from delayed.sweeper import Sweeper
 from delayed.protocol.worker_ops import WorkerOps
 
 from . import slowlog
-from .conftest import ROOT, spawn, wait_for
+from .conftest import ROOT, WAIT, spawn, wait_for
 
 
 def delayed(url, *args, **popen):
@@ -301,9 +301,9 @@ def test_the_worker_and_sweeper_command_lines_take_the_retention_bound(conn, red
     worker = spawn("delayed.worker", "--queue", "q", "--dead-max", "100", "--dead-max-age", "3600", "tests.tasks",
                    redis_url=redis_server.url)
     try:
-        wait_for(lambda: conn.llen("q") == 0 and conn.hlen("q_processing") == 0, timeout=30, what="the queue drained")
+        wait_for(lambda: conn.llen("q") == 0 and conn.hlen("q_processing") == 0, what="the queue drained")
     finally:
         worker.terminate()
-        assert worker.wait(10) == 0
+        assert worker.wait(WAIT) == 0
     assert 100 <= Queue("q", conn).dead.count() < 150
     assert sweeper_parser().parse_args(["--dead-max", "7", "--dead-max-age", "60"]).dead_max == 7

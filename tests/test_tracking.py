@@ -416,7 +416,7 @@ def test_the_worker_s_log_tasks_flag(conn, redis_server):
         assert handle.result(timeout=WAIT) == 3
     finally:
         process.send_signal(signal.SIGTERM)
-        output = process.communicate(timeout=10)[0]
+        output = process.communicate(timeout=WAIT)[0]
     assert f"INFO delayed.worker.tasks[{process.pid}]: task {handle.id} tests.tasks:add done in " in output
 
 

@@ -1,7 +1,6 @@
 """The worker loop in-process, against a real Redis: running, retrying, dead-lettering, the allowlist."""
 import logging
 import threading
-import time
 
 import msgpack
 import pytest
