@@ -43,7 +43,7 @@ def test_go_worker_never_releases_its_last_task_and_a_sweeper_reruns_it(procs, c
 def test_go_worker_stops_cleanly_only_on_sighup(procs, conn, signum):
     """SIGTERM and SIGINT kill go-delayed's worker like a crash: no clean stop, and its keep-alive
     key stays until it expires, so its task waits that long for a sweeper."""
-    worker = procs.go_worker("q", keep_alive_timeout="5s")
+    worker = procs.go_worker("q", keep_alive_timeout="40s")  # (40 s: one of the values SETEX takes)
     worker.signal(signum)
     assert worker.wait() == -signum
     assert [e["event"] for e in worker.events()] == ["starting", "online"]
