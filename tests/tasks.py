@@ -139,10 +139,12 @@ def unstoppable(tag, seconds, release=None):
     key `release` exists)."""
     conn().set("started:" + tag, os.getpid())
     end = time.monotonic() + seconds
-    while time.monotonic() < end and not (release and conn().exists(release)):
+    while time.monotonic() < end:
         try:
+            if release and conn().exists(release):
+                break
             time.sleep(0.01)
-        except BaseException:
+        except BaseException:  # (the interruption may land in the look at `release` too)
             conn().incr("interrupted:" + tag)
     record(tag)
 
