@@ -315,7 +315,6 @@ def run_case(case: Case, rate: float = DURABILITY_RATE, producers: int = DURABIL
         threads = [threading.Thread(target=produce_until_killed,
                                     args=(server.url, first, producers, rate / producers, acked, stop))
                    for first in range(producers)]
-        began = time.monotonic()
         for thread in threads:
             thread.start()
         try:

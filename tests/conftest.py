@@ -3,19 +3,28 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import List, Sequence, Tuple
+from typing import Any, Callable, List, Sequence, Tuple
 
 import pytest
 import redis
 
-from delayed import Queue, Worker
+from delayed import Queue, Worker, testing
 from delayed.protocol.worker_ops import WorkerOps
 from delayed.runtime.lifecycle import Lifecycle
 from delayed.wire.keys import new_worker_id
 from delayed.worker.holding import Claim, Holding
-from delayed.testing import RedisCluster, RedisServer, SentinelSet, wait_for  # noqa: F401  (tests import wait_for from here)
+from delayed.testing import RedisCluster, RedisServer, SentinelSet  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
+WAIT = 60
+"""Seconds a test waits for an event (a process's exit, a key, a log line) unless it says otherwise:
+what a loaded machine may need. Only a test that fails waits it out, so it bounds no duration."""
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = WAIT, what: str = "condition",
+             interval: float = 0.02) -> Any:
+    """delayed.testing.wait_for with the suite's timeout, WAIT: the tests import it from here."""
+    return testing.wait_for(condition, timeout, what, interval)
 
 
 @pytest.fixture(scope="session")
@@ -87,7 +96,7 @@ def run_worker(queue):
     yield start
     for worker, thread in started:
         worker.stop()
-        thread.join(10)
+        thread.join(WAIT)
         assert not thread.is_alive()
 
 
@@ -107,7 +116,7 @@ def start_worker(conn):
     yield start
     for worker, thread in started:
         worker.stop()
-        thread.join(10)
+        thread.join(WAIT)
         assert not thread.is_alive()
 
 
@@ -134,7 +143,7 @@ def spawn(module: str, *args: str, redis_url: str, task_redis_url: str = "", pre
     )
 
 
-def finish(process: subprocess.Popen, timeout: float = 15) -> Tuple[int, str]:
+def finish(process: subprocess.Popen, timeout: float = WAIT) -> Tuple[int, str]:
     """Wait for a process to exit; return (exit status, its output)."""
     output, _ = process.communicate(timeout=timeout)
     return process.returncode, output

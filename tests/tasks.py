@@ -1,6 +1,7 @@
 """Task functions the tests allow; each records what it received in the Redis of DELAYED_TEST_REDIS_URL."""
 import asyncio
 import os
+import threading
 import time
 from os import system  # noqa: F401  imported, not defined here: must not be callable as a task
 
@@ -71,6 +72,13 @@ class Thing:
         record("Thing ran")
 
 
+def leave_thread(tag):
+    """Starts a thread that is no daemon and sleeps for an hour, named "left by TAG", then records:
+    Python waits for such a thread as a process exits, unless the command abandons it."""
+    threading.Thread(target=time.sleep, args=(3600,), name=f"left by {tag}").start()
+    record(tag)
+
+
 def slow_then_fail(tag, seconds):
     conn().set("started:" + tag, os.getpid())
     time.sleep(seconds)
@@ -134,14 +142,17 @@ def alarm_in_caller(tag):
     record(tag)
 
 
-def unstoppable(tag, seconds):
-    """Swallows every interruption, TimeLimitExceeded included, until `seconds` have passed."""
+def unstoppable(tag, seconds, release=None):
+    """Swallows every interruption, TimeLimitExceeded included, until `seconds` have passed (or the
+    key `release` exists)."""
     conn().set("started:" + tag, os.getpid())
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         try:
+            if release and conn().exists(release):
+                break
             time.sleep(0.01)
-        except BaseException:
+        except BaseException:  # (the interruption may land in the look at `release` too)
             conn().incr("interrupted:" + tag)
     record(tag)
 
@@ -162,6 +173,52 @@ def stamp(tag, seconds=0):
     """Records when it started (unix time, in the hash "stamps"), then sleeps `seconds`."""
     conn().hset("stamps", tag, time.time())
     time.sleep(seconds)
+
+
+WAIT = 60
+"""Seconds a task below waits for the other tasks it expects before it gives up and raises."""
+
+
+def _until(condition, what):
+    """Polls condition() every 10 ms until it is true; RuntimeError saying what, after WAIT seconds."""
+    end = time.monotonic() + WAIT
+    while not condition():
+        if time.monotonic() > end:
+            raise RuntimeError(f"{what} did not happen within {WAIT} s")
+        time.sleep(0.01)
+
+
+def meet(tag, n):
+    """Counts itself in ("met"), waits until n tasks have, then records: only tasks running at once
+    all meet (run one at a time, the first gives up and raises)."""
+    conn().incr("met")
+    _until(lambda: int(conn().get("met")) >= n, f"{tag}: meeting {n} tasks")
+    record(tag)
+
+
+async def async_meet(tag, n):
+    """meet(tag, n) as a coroutine, waiting on the event loop."""
+    conn().incr("met")
+    end = time.monotonic() + WAIT
+    while int(conn().get("met")) < n:
+        if time.monotonic() > end:
+            raise RuntimeError(f"{tag}: meeting {n} tasks did not happen within {WAIT} s")
+        await asyncio.sleep(0.01)
+    record(tag)
+
+
+def stamp_until(tag, count):
+    """Stamps itself as stamp does, then waits until the hash "stamps" holds count stamps, then
+    records: the tasks that must start while this one runs."""
+    stamp(tag)
+    _until(lambda: conn().hlen("stamps") >= count, f"{tag}: {count} tasks starting")
+    record(tag)
+
+
+def fail_stamped(tag):
+    """Appends when it ran (unix time) to the list "runs:TAG", then raises: how far apart retries ran."""
+    conn().rpush("runs:" + tag, time.time())
+    raise RuntimeError(f"{tag} fails")
 
 
 def hold_gil(tag, n):

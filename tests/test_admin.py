@@ -16,7 +16,7 @@ from delayed.protocol.worker_ops import WorkerOps
 from delayed.wire.keys import new_worker_id
 from delayed.wire.dead_letter import record
 
-from .conftest import ROOT, results, settle_by_a_worker, spawn, wait_for
+from .conftest import ROOT, WAIT, results, settle_by_a_worker, spawn, wait_for
 
 GO_WORKER = "0123456789abcdef0123456789abcdef"
 
@@ -75,7 +75,8 @@ def test_stats_latency_is_a_tracked_heads_age_else_estimated_from_the_rate_out(c
     conn.hset(f"t_task:{first.id}", "enqueued", redis_now - 30)  # as if enqueued 30 s ago
     untracked.enqueue_many(PyTask("tests.tasks:record", [i]) for i in range(10))
     rows = {row["queue"]: row for row in json.loads(delayed(redis_server.url, "stats", "--json"))}
-    assert rows["t"]["latency_measured"] is True and 30 <= rows["t"]["latency"] < 40
+    waited = float("%d.%06d" % conn.time()) - redis_now + 30  # the most it can have waited when read
+    assert rows["t"]["latency_measured"] is True and 30 <= rows["t"]["latency"] <= round(waited, 1) + 0.1
     assert rows["t"]["latency_basis"] == "tracked"
     assert (rows["u"]["latency"], rows["u"]["latency_measured"], rows["u"]["latency_basis"]) == \
         (None, None, "unknown")  # one look tells no rate, and no sweep has seen its head
@@ -93,13 +94,15 @@ def test_stats_latency_is_a_tracked_heads_age_else_estimated_from_the_rate_out(c
         (3.0, False, "rate")  # 6 pending / 2 per s
     assert rated["t"]["latency_measured"] is True  # measured stays measured
 
+    enqueued = float("%d.%06d" % conn.time())
     scheduled = tracked.enqueue(PyTask("tests.tasks:record", ["due"]), delay=0.01, result_ttl=60)
     conn.delete("t")
     time.sleep(0.05)
     assert tracked.move_due() == 1
     conn.hset(f"t_task:{scheduled.id}", "enqueued", redis_now - 3600)  # waits since it came due, not since enqueued
     [row] = admin.stats(conn, ["t"])
-    assert row["latency_measured"] is True and row["latency"] < 5
+    waited = float("%d.%06d" % conn.time()) - enqueued  # the most it can have waited since it came due
+    assert row["latency_measured"] is True and row["latency"] <= round(waited, 1) + 0.1
 
 
 def noted_long_ago(conn, name, seconds):
@@ -159,11 +162,11 @@ def test_workers_lists_our_live_workers(conn, redis_server, busy):
     try:
         wait_for(lambda: len(results(conn)) == 2, what="the pending tasks")
         [row] = json.loads(delayed(redis_server.url, "workers", "--queue", "q", "--json"))
-        assert row["worker"] == worker.id and row["queue"] == "q" and 50 < row["expires_in"] <= 60
+        assert row["worker"] == worker.id and row["queue"] == "q" and 0 < row["expires_in"] <= 60
         assert json.loads(delayed(redis_server.url, "stats", "--queue", "q", "--json"))[0]["workers"] == 1
     finally:
         worker.stop()
-        thread.join(10)
+        thread.join(WAIT)
     assert json.loads(delayed(redis_server.url, "workers", "--json")) == []
 
 
@@ -361,4 +364,4 @@ def test_workers_lists_go_delayed_workers_that_hold_a_task_with_their_keep_alive
     conn.set(go_id, "1", ex=60)
     conn.hset("go_processing", "fedcba9876543210fedcba9876543210", b"x")  # its keep-alive gone: a lapsed one
     [row] = admin.workers(conn, ["go"])
-    assert row["worker"] == go_id and row["go"] is True and row["holding"] == 1 and 55 < row["expires_in"] <= 60
+    assert row["worker"] == go_id and row["go"] is True and row["holding"] == 1 and 0 < row["expires_in"] <= 60

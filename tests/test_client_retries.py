@@ -27,7 +27,9 @@ from redis.retry import Retry
 from redis.sentinel import Sentinel
 
 from delayed import AsyncQueue, DuplicateTaskError, GoTask, PyTask, Queue
-from delayed.testing import RedisServer, free_port, wait_for
+from delayed.testing import RedisServer, free_port
+
+from .conftest import WAIT, wait_for
 
 REPLY = re.compile(rb"(?:^|\r\n)[-:*$_#,(%~|>=!]")
 """The start of any reply but a simple string (+OK to MULTI, +QUEUED inside it)."""
@@ -250,7 +252,7 @@ def sentinel(tmp_path, proxy):
         yield client
     finally:
         process.terminate()
-        process.wait(10)
+        process.wait(WAIT)
 
 
 def _master(sentinel: Sentinel):

@@ -8,7 +8,7 @@ from delayed import PyTask, Queue
 from delayed.protocol.connection import connect, sent_once
 from delayed.protocol.worker_ops import WorkerOps
 
-from .conftest import wait_for
+from .conftest import WAIT, wait_for
 
 ONE = PyTask("m:f", [1])
 
@@ -135,7 +135,7 @@ def test_a_killed_primary_errors_then_the_queue_goes_on(cluster):
         except (redis.ConnectionError, redis.exceptions.ClusterDownError):
             return False
 
-    wait_for(enqueued, 20, "the queue to reach the new primary", 0.2)
+    wait_for(enqueued, what="the queue to reach the new primary", interval=0.2)
     assert queue.len() >= 2  # what the replica had, and the new task
 
 
@@ -199,7 +199,7 @@ def test_a_tracked_task_s_record_lives_in_its_queue_s_slot(cluster):
     assert handle.status() == "running"
     assert queue.cancel(waiting.id) and waiting.status() == "cancelled"
     WorkerOps(queue).claim_batch((worker_id,), (), {worker_id: Tracked(handle.id, 0.01, *pack_result(42, 1000))})
-    assert handle.result(timeout=1) == 42
+    assert handle.result(timeout=WAIT) == 42
 
 
 def test_delayed_task_finds_a_tracked_task_on_whichever_primary_holds_it(cluster, capsys):

@@ -61,7 +61,7 @@ def test_a_worker_drains_a_tagged_queue_and_leaves_nothing_behind(cluster, conn,
     queue.enqueue_many([PyTask("tests.tasks:record", [i]) for i in range(50)])
     process = worker(cluster, redis_server, "--queue", "{orders}")
     try:
-        wait_for(lambda: len(results(conn)) == 50, 15, "50 tasks to run")
+        wait_for(lambda: len(results(conn)) == 50, what="50 tasks to run")
     finally:
         stop(process)
     assert sorted(eval(result)[0] for result in results(conn)) == list(range(50))
@@ -78,12 +78,12 @@ def test_a_worker_serves_queues_on_two_primaries_in_priority_order(cluster, conn
     Queue(first, client).enqueue_many([PyTask("tests.tasks:record", [f"first {i}"]) for i in range(10)])
     process = worker(cluster, redis_server, "--queue", first, "--queue", second)
     try:
-        wait_for(lambda: len(results(conn)) == 20, 15, "both queues drained")
+        wait_for(lambda: len(results(conn)) == 20, what="both queues drained")
         ran = [eval(result)[0] for result in results(conn)]
         assert ran == [f"first {i}" for i in range(10)] + [f"second {i}" for i in range(10)]
         # idle, it blocks on the first queue's slot; a task on the second still runs soon
         Queue(second, client).enqueue(PyTask("tests.tasks:record", ["later"]))
-        wait_for(lambda: len(results(conn)) == 21, 10, "a task on the second queue, the worker idle")
+        wait_for(lambda: len(results(conn)) == 21, what="a task on the second queue, the worker idle")
     finally:
         stop(process)
 
@@ -91,7 +91,7 @@ def test_a_worker_serves_queues_on_two_primaries_in_priority_order(cluster, conn
 def test_a_killed_workers_task_is_swept_and_run_by_another(cluster, conn, redis_server):
     Queue("{orders}", connect(cluster.url)).enqueue(PyTask("tests.tasks:slow", ["k", 0.5]))
     first = worker(cluster, redis_server, "--queue", "{orders}")
-    wait_for(lambda: conn.exists("started:k"), 15, "the task to start")
+    wait_for(lambda: conn.exists("started:k"), what="the task to start")
     first.kill()
     finish(first)
     check = nodes_client(cluster)
@@ -100,7 +100,7 @@ def test_a_killed_workers_task_is_swept_and_run_by_another(cluster, conn, redis_
     second = worker(cluster, redis_server, "--queue", "{orders}")
     sweeping = sweeper(cluster, "{orders}")
     try:
-        wait_for(lambda: results(conn), 15, "the requeued task to run")
+        wait_for(lambda: results(conn), what="the requeued task to run")
         assert results(conn) == [repr(("k", (), {}))]
         wait_for(lambda: check.hlen("{orders}_processing") == 0, what="its release")
     finally:
@@ -113,11 +113,10 @@ def test_a_delayed_task_runs_when_due_not_before(cluster, conn, redis_server):
         queue = Queue("{orders}", connect(cluster.url))
         enqueued = time.time()
         queue.enqueue(PyTask("tests.tasks:stamp", ["due"]), delay=1.5)
-        wait_for(lambda: conn.hget("stamps", "due"), 10, "the delayed task to run")
+        wait_for(lambda: conn.hget("stamps", "due"), what="the delayed task to run")
     finally:
         stop(process)
-    ran = float(conn.hget("stamps", "due"))
-    assert enqueued + 1.5 <= ran < enqueued + 1.5 + 2
+    assert float(conn.hget("stamps", "due")) >= enqueued + 1.5
 
 
 def test_three_scheduler_replicas_enqueue_each_tick_once(cluster, tmp_path):
@@ -128,7 +127,7 @@ def test_three_scheduler_replicas_enqueue_each_tick_once(cluster, tmp_path):
     check.config_resetstat(target_nodes=check.ALL_NODES)
     replicas = [spawn("delayed.scheduler", str(schedule), redis_url=cluster.url) for _ in range(3)]
     try:
-        wait_for(lambda: check.llen("{ticks}") >= 4, 15, "four ticks")
+        wait_for(lambda: check.llen("{ticks}") >= 4, what="four ticks")
     finally:
         outputs = stop(*replicas)
     # ticks follow the clock of the node holding the queue: only it was asked the TIME
@@ -181,7 +180,7 @@ def test_admin_stats_metrics_and_dashboard_see_every_primary(cluster, conn, redi
     exporter = spawn("delayed", "metrics", "--port", str(metrics_port), redis_url=cluster.url)
     dashboard = spawn("delayed", "dashboard", "--port", str(dashboard_port), redis_url=cluster.url)
     try:
-        wait_for(lambda: conn.exists(f"started:{names[0]}"), 15, "the worker to take a task")
+        wait_for(lambda: conn.exists(f"started:{names[0]}"), what="the worker to take a task")
 
         def admin(*command: str):
             run = subprocess.run([sys.executable, "-m", "delayed", *command, "--json", "--redis-url", cluster.url],
@@ -195,9 +194,10 @@ def test_admin_stats_metrics_and_dashboard_see_every_primary(cluster, conn, redi
         assert stats[names[0]]["processing"] == 1
         assert sorted(row["queue"] for row in admin("workers")) == names  # one worker, listed on each queue
         tracked = names[2] + "tracked"  # in names[2]'s slot; no worker serves it
+        enqueued = time.time()
         Queue(tracked, client).enqueue(PyTask("tests.tasks:record", ["t"]), result_ttl=60)
         [row] = admin("stats", "--queue", tracked)  # the head's record read on its primary
-        assert row["latency_measured"] is True and 0 <= row["latency"] < 5
+        assert row["latency_measured"] is True and 0 <= row["latency"] <= round(time.time() - enqueued, 1) + 0.1
 
         def scraped() -> str:
             try:
@@ -205,10 +205,10 @@ def test_admin_stats_metrics_and_dashboard_see_every_primary(cluster, conn, redi
             except OSError:
                 return ""
 
-        text = wait_for(scraped, 15, "the metrics exporter to answer")
+        text = wait_for(scraped, what="the metrics exporter to answer")
         for name in names:
             assert f'queue="{name}"' in text, text
-        page = wait_for(lambda: _page(dashboard_port), 15, "the dashboard to answer")
+        page = wait_for(lambda: _page(dashboard_port), what="the dashboard to answer")
         for name in names:
             assert name in page
     finally:
@@ -227,7 +227,7 @@ def _page(port: int) -> str:
 def both_online(cluster) -> None:
     """Both workers are online before the failover (one still starting would find no primary and exit 1)."""
     check = nodes_client(cluster)
-    wait_for(lambda: check.zcount("{orders}_workers", time.time(), "+inf") == 2, 15, "both workers online")
+    wait_for(lambda: check.zcount("{orders}_workers", time.time(), "+inf") == 2, what="both workers online")
 
 
 def test_a_primary_killed_mid_drain_loses_no_replicated_task(cluster, conn, redis_server, tmp_path):
@@ -251,15 +251,15 @@ def test_a_primary_killed_mid_drain_loses_no_replicated_task(cluster, conn, redi
         both_online(cluster)
         read_until(sweeping, "sweeping '{orders}'")  # online: connected before the failover
         read_until(scheduler, "scheduling 1 entries")
-        wait_for(lambda: conn.hlen("executions") >= total // 3, 30, "a third of the drain")
+        wait_for(lambda: conn.hlen("executions") >= total // 3, what="a third of the drain")
         cluster.kill_primary("{orders}")
         killed_at = conn.hlen("executions")
         ticks_then = len(results(conn))
         wait_for(lambda: conn.hlen("executions") == total, 60, "the drain to finish after the failover")
         check = nodes_client(cluster)
-        wait_for(lambda: check.llen("{orders}") == 0 and check.hlen("{orders}_processing") == 0, 30,
-                 "the queue to be empty and nothing held (every duplicate has run)")
-        wait_for(lambda: len(results(conn)) >= ticks_then + 2, 10, "ticks enqueued on the new primary, and run")
+        wait_for(lambda: check.llen("{orders}") == 0 and check.hlen("{orders}_processing") == 0,
+                 what="the queue to be empty and nothing held (every duplicate has run)")
+        wait_for(lambda: len(results(conn)) >= ticks_then + 2, what="ticks enqueued on the new primary, and run")
         assert all(process.poll() is None for process in workers)  # they rode it out, no restart
     finally:
         outputs = stop(*workers, sweeping, scheduler)
@@ -285,7 +285,7 @@ def test_a_clean_failover_mid_drain_loses_nothing(cluster, conn, redis_server):
     workers = [worker(cluster, redis_server, "--queue", "{orders}", "--batch", "8") for _ in range(2)]
     try:
         both_online(cluster)
-        wait_for(lambda: conn.hlen("executions") >= total // 4, 30, "a quarter of the drain")
+        wait_for(lambda: conn.hlen("executions") >= total // 4, what="a quarter of the drain")
         cluster.failover("{orders}")
         switched_at = conn.hlen("executions")
         wait_for(lambda: conn.hlen("executions") == total, 60, "the drain to finish after the failover")

@@ -11,7 +11,7 @@ from delayed import AsyncQueue, DelayedError, PyTask, Queue, RedisURLError, conn
 from delayed.runtime.command import add_connection_options
 from delayed.testing import RedisServer
 
-from .conftest import results, spawn, wait_for
+from .conftest import WAIT, results, spawn, wait_for
 
 
 def openssl(*args, cwd):
@@ -46,7 +46,7 @@ def runs_a_task(url, *options, task_url=""):
         wait_for(lambda: results(client), what="the task to run")
     finally:
         worker.terminate()
-        output, _ = worker.communicate(timeout=10)
+        output, _ = worker.communicate(timeout=WAIT)
     assert worker.returncode == 0, output
     return results(client)
 
@@ -56,7 +56,7 @@ def test_password(tmp_path):
         url = f"redis://:s3cret@127.0.0.1:{server.port}/0"
         assert runs_a_task(url) == [repr(("secured", (), {}))]
         wrong = spawn("delayed.worker", "tests.tasks", redis_url=f"redis://:nope@127.0.0.1:{server.port}/0")
-        output, _ = wrong.communicate(timeout=10)
+        output, _ = wrong.communicate(timeout=WAIT)
         assert wrong.returncode == 1
         assert output.count("\n") == 1 and "nope" not in output
         assert output.startswith(f"delayed.worker: Redis at redis://:***@127.0.0.1:{server.port}/0 refused the "
@@ -105,7 +105,7 @@ def test_tls_with_client_certificates(tmp_path, certificates):
         assert runs_a_task(url, "--tls-ca", files["ssl_ca_certs"], "--tls-cert", files["ssl_certfile"],
                            "--tls-key", files["ssl_keyfile"], task_url=url_with_files) == [repr(("secured", (), {}))]
         no_cert = spawn("delayed.sweeper", "--tls-ca", files["ssl_ca_certs"], redis_url=url)
-        output, _ = no_cert.communicate(timeout=10)
+        output, _ = no_cert.communicate(timeout=WAIT)
         assert no_cert.returncode == 1 and output.count("\n") == 1 and "cannot reach Redis" in output
 
 
@@ -117,7 +117,7 @@ def test_unix_socket(tmp_path):
 
 def test_tls_flags_need_a_rediss_url(redis_server):
     process = spawn("delayed.sweeper", "--tls-ca", "/nonexistent", redis_url=redis_server.url)
-    output, _ = process.communicate(timeout=10)
+    output, _ = process.communicate(timeout=WAIT)
     assert process.returncode == 2
     assert output.strip() == "delayed.sweeper: --tls-ca, --tls-cert and --tls-key need a rediss:// URL"
 
@@ -130,7 +130,7 @@ def test_tls_flags_need_a_rediss_url(redis_server):
 ])
 def test_a_bad_or_dead_url_is_one_line(url, status, says):
     process = spawn("delayed.worker", "tests.tasks", redis_url=url)
-    output, _ = process.communicate(timeout=10)
+    output, _ = process.communicate(timeout=WAIT)
     assert process.returncode == status
     assert output.count("\n") == 1 and output.startswith("delayed.worker: " + says), output
 
@@ -142,7 +142,7 @@ def test_a_bad_or_dead_url_is_one_line(url, status, says):
 ])
 def test_a_malformed_cluster_or_sentinel_url_is_one_line_without_its_password(url, says):
     process = spawn("delayed.sweeper", redis_url=url)
-    output, _ = process.communicate(timeout=10)
+    output, _ = process.communicate(timeout=WAIT)
     assert process.returncode == 2
     assert output.count("\n") == 1 and says in output and "s3cret" not in output, output
 

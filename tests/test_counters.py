@@ -19,7 +19,7 @@ from delayed.protocol.worker_ops import WorkerOps
 from delayed.protocol.sweeper_ops import SweeperOps
 
 from . import tasks
-from .conftest import ROOT, results, wait_for
+from .conftest import ROOT, WAIT, results, wait_for
 from .test_operating import read_until, rows
 
 
@@ -243,7 +243,7 @@ def test_stats_watch_shows_rates_in_and_out(tmp_path):
         assert (moving[-1]["enqueued_total"], moving[-1]["done_total"]) == (1000, 500)
     finally:
         watch.send_signal(signal.SIGINT)
-        rest, _ = watch.communicate(timeout=15)
+        rest, _ = watch.communicate(timeout=WAIT)
         server.stop()
     assert watch.returncode == 0, rest
     assert "Traceback" not in rest

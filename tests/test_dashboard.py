@@ -28,7 +28,7 @@ from delayed.protocol.worker_ops import WorkerOps
 from delayed.runtime.lifecycle import Lifecycle
 from delayed.worker.holding import Claim, Holding
 
-from .conftest import ROOT, finish, settle_by_a_worker, spawn, wait_for
+from .conftest import ROOT, WAIT, finish, settle_by_a_worker, spawn, wait_for
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -50,7 +50,7 @@ class Dashboard:
 
     def request(self, method: str, path: str, form: Optional[Dict[str, str]] = None,
                 headers: Optional[Dict[str, str]] = None) -> Tuple[int, http.client.HTTPMessage, str]:
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=WAIT)
         body = urlencode(form) if form is not None else None
         sent = {**({"Content-Type": "application/x-www-form-urlencoded"} if form is not None else {}),
                 **(headers or {})}
@@ -71,7 +71,7 @@ class Dashboard:
 
     def stop(self) -> None:
         self.process.terminate()
-        assert self.process.wait(10) == 0  # a stop is a clean exit
+        assert self.process.wait(WAIT) == 0  # a stop is a clean exit
 
 
 @pytest.fixture
@@ -199,7 +199,7 @@ def test_screenshot_of_queues_workers_and_a_dead_letter(conn, redis_server, dash
                  what="the reports to drain")
     finally:
         drain.terminate()  # a stop: it goes offline
-        drain.communicate(timeout=10)
+        drain.communicate(timeout=WAIT)
     reports.enqueue_many([PyTask("tests.tasks:record", [f"report {i}"]) for i in range(5)])
     reports.enqueue(PyTask("tests.tasks:record", ["monthly"]), delay=3600)
     reports.pause()
@@ -224,7 +224,7 @@ def follow(browser, element) -> None:
 
     browser.execute_script("window.delayedOldPage = true")
     element.click()
-    WebDriverWait(browser, 10, ignored_exceptions=(WebDriverException,)).until(
+    WebDriverWait(browser, WAIT, ignored_exceptions=(WebDriverException,)).until(
         lambda driver: driver.execute_script("return !window.delayedOldPage && document.readyState === 'complete'"))
 
 
@@ -247,7 +247,7 @@ def busy_worker(conn, redis_server):
     wait_for(lambda: conn.hlen("default_processing"), what="our worker to hold the slow task")
     yield wait_for(lambda: conn.zrange("default_workers", 0, -1), what="our worker to register")[0].decode()
     worker.kill()
-    worker.communicate(timeout=10)
+    worker.communicate(timeout=WAIT)
 
 
 # HTTP
@@ -512,12 +512,15 @@ def test_in_a_browser_the_latency_column_is_measured_for_a_tracked_head_and_esti
     browser.get(web.base + "/")
     assert browser.find_element(By.CSS_SELECTOR, "table.queues th:nth-child(8)").text == "latency"
     measured = latency("t")
-    assert measured.endswith(" s") and 120 <= float(measured[:-2]) < 130
+    waited = float("%d.%06d" % conn.time()) - float(conn.hget(f"t_task:{waiting.id}", "enqueued"))
+    assert measured.endswith(" s") and 120 <= float(measured[:-2]) <= round(waited, 1) + 0.1
     assert latency("empty") == "0.0 s" and latency("u") == "?"  # no rate out yet, no sweep: unknown, said so
     assert "no sweep has seen it" in browser.find_element(
         By.CSS_SELECTOR, 'tr.queue[data-queue="u"] td.latency span').get_attribute("title")
     lower_bound = latency("s")
-    assert lower_bound.startswith("~") and lower_bound.endswith(" s") and 60 <= float(lower_bound[1:-2]) < 70
+    seen = float("%d.%06d" % conn.time()) - (int(since_ms) - 60_000) / 1000  # the most the marker can say now
+    assert lower_bound.startswith("~") and lower_bound.endswith(" s")
+    assert 60 <= float(lower_bound[1:-2]) <= round(seen, 1) + 0.1
     assert "a lower bound" in browser.find_element(
         By.CSS_SELECTOR, 'tr.queue[data-queue="s"] td.latency span').get_attribute("title")
     worker_ops, ids = WorkerOps(draining), [f"delayed-py-{i:032x}" for i in range(10)]
@@ -530,7 +533,7 @@ def test_in_a_browser_the_latency_column_is_measured_for_a_tracked_head_and_esti
         browser.get(web.base + "/")
         return latency("u").startswith("~")
 
-    wait_for(estimated, timeout=15, what="an estimated latency for u", interval=0.1)
+    wait_for(estimated, what="an estimated latency for u", interval=0.1)
     assert latency("u").endswith(" s") and float(latency("u")[1:-2]) > 0
 
 
@@ -560,13 +563,15 @@ def test_in_a_browser_the_overview_warns_about_a_queue_whose_dead_workers_tasks_
 # Throughput
 
 def test_throughput_is_the_change_of_counts_per_second_between_samples_kept_in_redis(conn):
+    # Samplers every minute, whose lines break only after 150 s without a sample, however slow the
+    # machine; and, over the same history, samplers every 0.1 s to see a gap and a stale sample.
     queue = Queue("q", conn)
-    sampler = Sampler(conn, ["q"], every=0.1, window=10)
+    sampler = Sampler(conn, ["q"], every=60, window=600)
     assert sampler.sample() is True  # a queue sampled for the first time: sample again soon
     assert series(sampler.history(["q"])) == {}  # one sample makes no rate
     queue.enqueue_many([PyTask("tests.tasks:record", [i]) for i in range(50)])
     letter(conn, "q")
-    time.sleep(0.02)
+    time.sleep(0.02)  # samples in the same millisecond (the stream ids' resolution) make no rate
     assert sampler.sample() is False
     rates = series(sampler.history(["q"]))["q"]
     assert list(rates) == ["in_per_s", "out_per_s", "net_per_s", "dead_per_s"]
@@ -576,22 +581,23 @@ def test_throughput_is_the_change_of_counts_per_second_between_samples_kept_in_r
     sampler.conn = redis.Redis(port=free_port(), socket_connect_timeout=0.5)  # Redis gone: no sample, a gap
     assert sampler.sample() is False
     sampler.conn = conn
+    quick = Sampler(conn, ["q"], every=0.1, window=600)
     time.sleep(0.3)
-    sampler.sample()
-    assert series(sampler.history(["q"]))["q"]["net_per_s"][-1][1] is None  # the line breaks after the gap
-    time.sleep(0.02)  # samples in the same millisecond (the stream ids' resolution) make no rate
+    quick.sample()
+    assert series(quick.history(["q"]))["q"]["net_per_s"][-1][1] is None  # the line breaks after the gap
+    time.sleep(0.02)
     sampler.sample()
     history = sampler.history(["q"])
     assert series(history)["q"]["net_per_s"][-1][1] == 0
-    restarted = Sampler(conn, ["q"], every=0.1, window=10)  # a new dashboard process: the same history
+    restarted = Sampler(conn, ["q"], every=60, window=600)  # a new dashboard process: the same history
     assert restarted.history(["q"]) == history
     assert restarted.latest(history) == [history["q"][-1]]  # what the latency is estimated from
     time.sleep(0.3)
-    assert restarted.latest(history) == []  # older than 2.5 periods: it says nothing of now
-    bounded = Sampler(conn, ["q"], every=0.1, window=1)
+    assert quick.latest(history) == []  # older than 2.5 periods: it says nothing of now
+    bounded = Sampler(conn, ["q"], every=1, window=10)
     for _ in range(20):
         bounded.sample()
-    assert conn.xlen("q_samples") == bounded.keep == 11 and 0 < conn.ttl("q_samples") <= 3  # bounded
+    assert conn.xlen("q_samples") == bounded.keep == 11 and 0 < conn.ttl("q_samples") <= 21  # bounded
 
 
 def test_a_chart_has_axes_in_tasks_per_second_and_time_ago_and_breaks_at_gaps():
@@ -607,18 +613,17 @@ def test_in_a_browser_a_new_busy_queue_is_charted_within_a_sample_period_and_aft
         conn, dashboard, browser):
     from selenium.webdriver.common.by import By
 
-    web = dashboard("--sample-every", "4")
+    web = dashboard("--sample-every", "600")  # the next sample after the first is ten minutes away
     browser.get(web.base + "/")
     fresh = Queue("fresh", conn)
     fresh.enqueue_many([PyTask("tests.tasks:record", [i]) for i in range(100)])
-    began = time.monotonic()
 
     def charted() -> list:
         browser.get(web.base + "/")
         return browser.find_elements(By.CSS_SELECTOR, 'tr.queue[data-queue="fresh"] figure.chart')
 
-    figures = wait_for(charted, timeout=10, interval=0.2, what="a chart of the new queue")
-    assert time.monotonic() - began < 4  # within one sample period, not two or more
+    # sampled as the page finds it and again a second later: well within one period, not two or more
+    figures = wait_for(charted, interval=0.2, what="a chart of the new queue")
     first = figures[0]
     assert first.get_attribute("data-field") == "in_per_s" and "tasks/s" in first.text
     ticks = [tick.text for tick in first.find_elements(By.CSS_SELECTOR, "text.x-tick")]
@@ -626,7 +631,7 @@ def test_in_a_browser_a_new_busy_queue_is_charted_within_a_sample_period_and_aft
     assert len(first.find_elements(By.CSS_SELECTOR, "text.y-tick")) >= 2
     assert first.find_elements(By.CSS_SELECTOR, "polyline")
     web.stop()
-    again = dashboard("--sample-every", "4")
+    again = dashboard("--sample-every", "600")
     browser.get(again.base + "/")  # the first page of a new process: the history was kept in Redis
     assert browser.find_elements(By.CSS_SELECTOR, 'tr.queue[data-queue="fresh"] figure.chart polyline')
     assert "collecting" not in browser.find_element(By.CSS_SELECTOR, 'tr.queue[data-queue="fresh"]').text
@@ -691,11 +696,11 @@ def test_in_a_browser_a_tracked_task_is_found_by_id_and_cancelled_while_it_waits
     failed = jobs.enqueue(PyTask("tests.tasks:always_fail", ["<b>no</b>"]), result_ttl=600)
     worker = spawn("delayed.worker", "tests.tasks", "--queue", "jobs", redis_url=redis_server.url)
     try:
-        assert done.result(timeout=20) == 3
+        assert done.result(timeout=WAIT) == 3
         wait_for(lambda: failed.status() == "failed", what="the failing task to fail")
     finally:
         worker.terminate()
-        worker.communicate(timeout=10)
+        worker.communicate(timeout=WAIT)
     pending = waiting.enqueue(PyTask("tests.tasks:record", ["later"]), result_ttl=600)
     web = dashboard()
 

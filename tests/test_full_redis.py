@@ -5,7 +5,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from typing import Callable
 
 import pytest
@@ -77,9 +76,10 @@ def test_an_enqueue_refused_for_want_of_memory_is_one_clear_error_that_writes_no
 
 class ExecHolder:
     """A loopback TCP proxy to a redis-server that holds back each EXEC: it forwards what comes before
-    it (MULTI and the queued commands), lets Redis answer them, calls before_exec(), then forwards it."""
+    it (MULTI and the queued commands), waits until Redis has queued them (CLIENT LIST's multi=),
+    calls before_exec(), then forwards it."""
 
-    EXEC = b"*1\r\n$4\r\nEXEC\r\n"
+    MULTI, EXEC = b"*1\r\n$5\r\nMULTI\r\n", b"*1\r\n$4\r\nEXEC\r\n"
 
     def __init__(self, port: int, before_exec: Callable[[], object]) -> None:
         self.upstream_port, self.before_exec = port, before_exec
@@ -91,19 +91,41 @@ class ExecHolder:
         client, _ = self.listener.accept()
         upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
         threading.Thread(target=self._pipe, args=(upstream, client), daemon=True).start()
+        address, sent = "%s:%d" % upstream.getsockname(), b""  # what went up since the last EXEC
         while data := client.recv(65536):
             at = data.find(self.EXEC)
             if at >= 0:
                 upstream.sendall(data[:at])
-                time.sleep(0.2)  # Redis queues what came before
+                before = sent + data[:at]
+                queued = commands(before[before.rfind(self.MULTI):]) - 1  # after MULTI
+                wait_for(lambda: self._queued(address) == queued, what="Redis to queue what came before EXEC")
                 self.before_exec()
-                data = data[at:]
+                data, sent = data[at:], b""
             upstream.sendall(data)
+            sent += data
+
+    def _queued(self, address: str) -> int:
+        """How many commands the transaction of the client at address holds (-1: none begun)."""
+        with redis.Redis(port=self.upstream_port) as admin:
+            return next(int(client["multi"]) for client in admin.client_list() if client["addr"] == address)
 
     @staticmethod
     def _pipe(source: socket.socket, target: socket.socket) -> None:
         while data := source.recv(65536):
             target.sendall(data)
+
+
+def commands(data: bytes) -> int:
+    """How many commands data holds, each a RESP array of bulk strings (*N, then N of $LENGTH and bytes)."""
+    count = at = 0
+    while at < len(data):
+        end = data.index(b"\r\n", at)
+        parts, at = int(data[at + 1:end]), end + 2
+        for _ in range(parts):
+            end = data.index(b"\r\n", at)
+            at = end + 2 + int(data[at + 1:end]) + 2
+        count += 1
+    return count
 
 
 def test_a_batch_whose_exec_redis_refuses_for_memory_is_a_queue_full_error(full):

@@ -25,7 +25,7 @@ from delayed.wire.keys import new_worker_id
 from delayed.ops.metrics.queues import QueueCollector
 from delayed.wire.task import GoTask, decode_task
 
-from .conftest import results, wait_for
+from .conftest import WAIT, results, wait_for
 
 EXAMPLES = int(os.environ.get("DELAYED_FUZZ_EXAMPLES", 1000))
 GO_WORKER = "0123456789abcdef0123456789abcdef"
@@ -171,7 +171,7 @@ def test_a_queue_full_of_garbage_is_drained_into_dead_letters(conn, garbage):
         wait_for(lambda: conn.llen("fuzz") == 0 and conn.hlen("fuzz_processing") == 0, what="drained")
     finally:
         worker.stop()
-        thread.join(10)
+        thread.join(WAIT)
     assert not thread.is_alive() or worker.lifecycle.stopping
     dead = [letter["task"] for letter in queue.dead.list()]
     ran = len(results(conn)) - 1  # random blobs that happened to call record() with fitting arguments

@@ -41,7 +41,7 @@ def test_poison_blobs_end_as_dead_letters_and_every_process_keeps_running(conn, 
         conn.rpush("default_noti", *[1] * len(POISON))
         conn.zadd("default_scheduled", {b"\0" * 8 + DEEP_MAP: 4_102_444_800})  # due in 2100: stays there
         queue.enqueue(PyTask("tests.tasks:record", ["after"]))
-        wait_for(lambda: "('after', (), {})" in results(conn), timeout=20, what="the task after the poison")
+        wait_for(lambda: "('after', (), {})" in results(conn), what="the task after the poison")
         wait_for(lambda: queue.dead.count() == len(POISON), what="the poison dead-lettered")
         for argv in (["stats"], ["stats", "--json"], ["dead", "list"], ["dead", "list", "--json"],
                      ["scheduled", "list"], ["scheduled", "list", "--json"],

@@ -8,7 +8,7 @@ import time
 from delayed import PyTask, Queue, Worker
 from delayed.testing import free_port
 
-from .conftest import results, spawn, wait_for
+from .conftest import WAIT, results, spawn, wait_for
 from .test_metrics import scrape
 
 
@@ -30,7 +30,7 @@ def test_a_task_holding_the_gil_past_the_keep_alive_timeout_is_not_taken_for_dea
         wait_for(lambda: conn.hlen("q_processing") == 0, what="release")
     finally:
         worker.send_signal(signal.SIGTERM)
-        worker.wait(10)
+        worker.wait(WAIT)
 
 
 def test_a_killed_worker_s_keep_alive_helper_dies_with_it(conn, redis_server):
@@ -40,8 +40,8 @@ def test_a_killed_worker_s_keep_alive_helper_dies_with_it(conn, redis_server):
         [worker_id] = wait_for(lambda: conn.zrange("q_workers", 0, -1), what="the worker online")
     finally:
         worker.kill()
-        worker.wait(10)
-    wait_for(lambda: not conn.exists(worker_id), timeout=3, what="its keep-alive key to lapse")
+        worker.wait(WAIT)
+    wait_for(lambda: not conn.exists(worker_id), what="its keep-alive key to lapse")
 
 
 def test_a_stopped_worker_leaves_no_helper_behind(conn, redis_server):
@@ -49,7 +49,7 @@ def test_a_stopped_worker_leaves_no_helper_behind(conn, redis_server):
                    redis_url=redis_server.url)
     [worker_id] = wait_for(lambda: conn.zrange("q_workers", 0, -1), what="the worker online")
     worker.send_signal(signal.SIGTERM)
-    assert worker.wait(10) == 0
+    assert worker.wait(WAIT) == 0
     time.sleep(0.6)
     assert not conn.exists(worker_id)  # deleted at going offline, and not set again by a helper
 
@@ -61,7 +61,7 @@ def test_the_command_line_s_workers_fork_their_helper_single_or_supervised(conn,
                        "tests.tasks", redis_url=redis_server.url)
         wait_for(lambda: conn.zcard("q_workers") == int(concurrency), what="the workers online")
         worker.send_signal(signal.SIGTERM)
-        output, _ = worker.communicate(timeout=10)
+        output, _ = worker.communicate(timeout=WAIT)
         assert output.count("online") >= int(concurrency) and "refreshed by a thread" not in output, output
         conn.delete("q_workers")
 
@@ -85,7 +85,7 @@ def test_a_worker_started_beside_other_threads_keeps_its_keys_from_a_thread_not_
         assert conn.exists(worker.id)
     finally:
         worker.stop()
-        thread.join(10)
+        thread.join(WAIT)
     assert not thread.is_alive()
 
 
@@ -116,6 +116,6 @@ def test_a_worker_serving_metrics_still_forks_its_helper(conn, redis_server):
         wait_for(counted, what="the task counted on /metrics")
     finally:
         worker.send_signal(signal.SIGTERM)
-        output, _ = worker.communicate(timeout=10)
+        output, _ = worker.communicate(timeout=WAIT)
     assert worker.returncode == 0, output
     assert "refreshed by a thread" not in output, output

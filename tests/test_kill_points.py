@@ -16,7 +16,7 @@ import pytest
 from delayed import Queue, Worker
 from delayed.wire.keys import new_worker_id
 
-from .conftest import ROOT, wait_for
+from .conftest import ROOT, WAIT, wait_for
 from .killpoints import QUEUE, TASKS, completions, done
 
 MAX_ROUND_TRIPS = 40
@@ -48,7 +48,7 @@ def recover(conn, role):
         wait_for(lambda: done(conn, role), what=f"recovery of the {role} scenario")
     finally:
         worker.stop()
-        thread.join(10)
+        thread.join(WAIT)
 
 
 def set_up(conn, role):

@@ -48,9 +48,9 @@ def test_an_idle_worker_waits_on_every_queue_at_once(conn, start_worker):
     wait_for(lambda: conn.zcard("high_workers") == 1 and conn.zcard("low_workers") == 1,
              what="the worker listed on both queues")
     Queue("low", conn).enqueue(PyTask(tasks.record, ["low"]))
-    wait_for(lambda: tags(conn) == ["low"], timeout=3, what="the second queue's task")
+    wait_for(lambda: tags(conn) == ["low"], what="the second queue's task")
     Queue("high", conn).enqueue(PyTask(tasks.record, ["high"]))
-    wait_for(lambda: tags(conn) == ["low", "high"], timeout=3, what="the first queue's task")
+    wait_for(lambda: tags(conn) == ["low", "high"], what="the first queue's task")
     assert len(set(worker.ids)) == 2 * 2  # two ids (twice its batch of 1) on each queue, its own
     assert conn.zrange("high_workers", 0, -1)[0].decode() in worker.ids[:2]
     assert conn.zrange("low_workers", 0, -1)[0].decode() in worker.ids[2:]
@@ -80,7 +80,7 @@ def test_the_command_line_worker_serves_several_queues_and_the_sweeper_recovers_
     sweeper = spawn("delayed.sweeper", "--queue", "high", "--queue", "low", "--interval", "0.2",
                     redis_url=redis_server.url)
     try:  # each queue's task was held under that queue's own keep-alive keys, which lapse
-        wait_for(lambda: conn.llen("high") == conn.llen("low") == 1, timeout=10,
+        wait_for(lambda: conn.llen("high") == conn.llen("low") == 1,
                  what="the sweeper to requeue both queues' tasks")
     finally:
         sweeper.terminate()

@@ -66,16 +66,52 @@ def test_ctrl_c_stops_every_mode_gracefully(conn, redis_server, func, threads):
 
 
 def test_a_second_signal_exits_at_once_leaving_the_task_for_the_sweeper(conn, redis_server):
-    Queue("default", conn).enqueue(PyTask("tests.tasks:slow", ["s", 30]))
+    Queue("default", conn).enqueue(PyTask("tests.tasks:slow", ["s", 3600]))  # only the forced exit ends it
     process = worker(redis_server.url)
     wait_for(lambda: conn.exists("started:s"), what="the task to start")
     process.send_signal(signal.SIGTERM)
     read_until(process, "SIGTERM received")  # two signals sent at once may arrive as one
     process.send_signal(signal.SIGTERM)
-    status, output = finish(process, timeout=5)
+    status, output = finish(process)
     assert status == 128 + signal.SIGTERM, output
     assert results(conn) == []
     assert conn.hlen("default_processing") == 1  # still held: a sweeper requeues it once the key expires
+
+
+@pytest.mark.parametrize("concurrency", ["1", "2"])
+def test_a_stop_ends_the_process_though_a_task_left_a_thread_running(conn, redis_server, concurrency):
+    # Python's exit, and a --concurrency child's after its worker, wait for every thread that is no
+    # daemon: the worker went offline, then waited an hour for its task's thread (under systemd, a SIGKILL).
+    Queue("default", conn).enqueue(PyTask("tests.tasks:leave_thread", ["a task"]))
+    process = spawn("delayed.worker", "--concurrency", concurrency, "tests.tasks", redis_url=redis_server.url,
+                    start_new_session=True)
+    try:
+        wait_for(lambda: results(conn) and not conn.hlen("default_processing"), what="the task done")
+        process.send_signal(signal.SIGTERM)
+        status, output = finish(process, timeout=60)
+    finally:
+        kill_group(process)
+    assert status == 0, output
+    [line] = [line for line in output.splitlines() if "abandon" in line]
+    assert " WARNING " in line and "'left by a task'" in line, output
+    assert output.index(" offline") < output.index(line), output
+
+
+def test_a_stop_ends_the_scheduler_though_its_schedule_left_a_thread_running(redis_server, tmp_path):
+    schedule = tmp_path / "schedule.py"
+    schedule.write_text("import threading\nimport time\n\nfrom delayed.scheduler import Periodic\n\n"
+                        "threading.Thread(target=time.sleep, args=(3600,), name='left by the schedule').start()\n"
+                        "SCHEDULE = [Periodic('tests.tasks:record', queue='periodic', every=60)]\n")
+    process = spawn("delayed.scheduler", str(schedule), redis_url=redis_server.url, start_new_session=True)
+    try:
+        read_until(process, "scheduling")
+        process.send_signal(signal.SIGTERM)
+        status, output = finish(process, timeout=60)
+    finally:
+        kill_group(process)
+    assert status == 0, output
+    [line] = [line for line in output.splitlines() if "abandon" in line]
+    assert " WARNING " in line and "'left by the schedule'" in line, output
 
 
 def test_a_task_whose_worker_was_killed_is_requeued_by_the_sweeper_and_run(conn, redis_server):
@@ -88,7 +124,7 @@ def test_a_task_whose_worker_was_killed_is_requeued_by_the_sweeper_and_run(conn,
     second = worker(redis_server.url)
     sweeper = spawn("delayed.sweeper", "--interval", "0.2", redis_url=redis_server.url)
     try:
-        wait_for(lambda: results(conn), timeout=15, what="the requeued task to run")
+        wait_for(lambda: results(conn), what="the requeued task to run")
         assert results(conn) == [repr(("k", (), {}))]
         wait_for(lambda: conn.hlen("default_processing") == 0, what="release")
     finally:
@@ -112,7 +148,7 @@ def test_a_worker_killed_mid_batch_loses_nothing(conn, redis_server):
     sweeper = spawn("delayed.sweeper", "--interval", "0.2", redis_url=redis_server.url)
     try:
         expected = {repr((tag, (), {})) for tag in tags}
-        wait_for(lambda: set(results(conn)) == expected, timeout=30, what="every task to run")
+        wait_for(lambda: set(results(conn)) == expected, what="every task to run")
         wait_for(lambda: conn.hlen("default_processing") == 0, what="release")
     finally:
         for process in (second, sweeper):
@@ -151,7 +187,7 @@ def test_time_limits_fail_hung_tasks_and_the_worker_goes_on(conn, redis_server):
     ])
     process = worker(redis_server.url, "--time-limit", "0.5")
     try:
-        wait_for(lambda: len(results(conn)) == 2, timeout=20, what="the tasks that fit their limits")
+        wait_for(lambda: len(results(conn)) == 2, what="the tasks that fit their limits")
         wait_for(lambda: queue.dead.count() == 2, what="two dead letters")
     finally:
         process.terminate()
@@ -186,7 +222,7 @@ def test_concurrency_runs_supervised_workers_and_replaces_a_dead_one(conn, redis
         children = subprocess.run(["pgrep", "-P", str(supervisor.pid)], capture_output=True, text=True)
         victim = int(children.stdout.split()[0])
         os.kill(victim, signal.SIGKILL)
-        wait_for(lambda: len(worker_keys(conn) - first) == 1, timeout=15, what="a replacement worker")
+        wait_for(lambda: len(worker_keys(conn) - first) == 1, what="a replacement worker")
     finally:
         supervisor.send_signal(signal.SIGTERM)
         status, output = finish(supervisor)
@@ -212,7 +248,7 @@ def test_a_signal_to_the_whole_process_group_stops_busy_children_gracefully(conn
 
 @pytest.mark.parametrize("to_group", [False, True], ids=["supervisor", "process group"])
 def test_a_second_signal_kills_busy_children_and_exits_128_plus_signal(conn, redis_server, to_group):
-    Queue("default", conn).enqueue_many([PyTask("tests.tasks:slow", [f"s{i}", 30]) for i in range(2)])
+    Queue("default", conn).enqueue_many([PyTask("tests.tasks:slow", [f"s{i}", 3600]) for i in range(2)])
     supervisor = spawn("delayed.worker", "--keep-alive-timeout", KEEP_ALIVE, "--concurrency", "2", "tests.tasks",
                        redis_url=redis_server.url, start_new_session=True)
     try:
@@ -222,7 +258,7 @@ def test_a_second_signal_kills_busy_children_and_exits_128_plus_signal(conn, red
         send()  # a double Ctrl-C
         read_until(supervisor, "SIGINT received")  # two signals sent at once may arrive as one
         send()
-        status, output = finish(supervisor, timeout=10)
+        status, output = finish(supervisor)
     finally:
         kill_group(supervisor)
     assert status == 128 + signal.SIGINT, output
@@ -289,7 +325,7 @@ def test_a_signal_while_the_supervisor_forks_reaches_the_new_child_too(conn, red
     try:
         wait_for(lambda: (tmp_path / "forked").exists(), what="the supervisor to fork slot 1")
         supervisor.send_signal(signal.SIGTERM)
-        status, output = finish(supervisor, timeout=15)
+        status, output = finish(supervisor)
     finally:
         kill_group(supervisor)
     assert status == 0, output
@@ -358,8 +394,7 @@ def test_a_role_starts_though_redis_drops_its_first_connection(conn, redis_serve
             wait_for(lambda: conn.llen("a_noti") == 1 or process.poll() is not None, what="the queue swept")
         else:
             conn.rpush("a_noti", "1")
-            wait_for(lambda: tags(conn) == ["dropped"] or process.poll() is not None, what="the task run",
-                     timeout=5)
+            wait_for(lambda: tags(conn) == ["dropped"] or process.poll() is not None, what="the task run")
         process.send_signal(signal.SIGINT)
         status, output = finish(process)
     assert status == 0 and "cannot reach Redis" not in output, output
@@ -382,7 +417,7 @@ def test_a_worker_rides_out_a_redis_outage_and_its_process_says_so_once(tmp_path
         time.sleep(outage)  # the claims, the due-task mover and the keep-alive all fail meanwhile
         server.start()
         Queue("default", conn).enqueue(PyTask("tests.tasks:record", ["after the outage"]))
-        wait_for(lambda: conn.llen("results"), timeout=20, what="the task enqueued after the outage")
+        wait_for(lambda: conn.llen("results"), what="the task enqueued after the outage")
     finally:
         process.terminate()
         status, output = finish(process)

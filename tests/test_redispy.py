@@ -11,9 +11,9 @@ from packaging.version import Version
 from redis.cluster import RedisCluster
 
 from delayed.protocol.redispy import pipeline_commands, unowned_copy, wrap_resend
-from delayed.testing import RedisServer, free_port, wait_for
+from delayed.testing import RedisServer, free_port
 
-from .conftest import ROOT
+from .conftest import ROOT, wait_for
 from .test_cluster import LostReply
 
 VERSION = f"redis-py {redis.__version__}"

@@ -12,7 +12,7 @@ import redis
 from delayed import AsyncQueue, NotReplicatedError, PyTask, Queue, connect_async
 from delayed.protocol.connection import connect
 
-from .conftest import wait_for
+from .conftest import WAIT, wait_for
 from .test_sentinel_roles import clean_failover
 
 
@@ -115,7 +115,7 @@ def produce_through_a_kill(sentinels, producers: int = 4, **queue_options) -> Di
     for thread in threads:
         thread.start()
     try:
-        wait_for(lambda: len(acknowledged) > 2000, 30, "tasks to flow")
+        wait_for(lambda: len(acknowledged) > 2000, what="tasks to flow")
         new = sentinels.kill_primary()
         mark = len(acknowledged)
         sentinels.heal()  # a replica again, for wait_replicas
@@ -123,7 +123,7 @@ def produce_through_a_kill(sentinels, producers: int = 4, **queue_options) -> Di
     finally:
         done.set()
         for thread in threads:
-            thread.join(30)
+            thread.join(WAIT)
     present = collections.Counter(PyTask.deserialize(blob).args[0]
                                   for blob in redis.Redis(port=new.port).lrange("q", 0, -1))
     return {"acknowledged": len(acknowledged), "lost": sum(1 for name in acknowledged if name not in present),

@@ -63,6 +63,6 @@ def test_a_threaded_worker_s_time_limit_errors_say_the_limit(conn, queue, run_wo
     queue.enqueue(PyTask(tasks.busy, ["plain", 3], time_limit=0.2))
     queue.enqueue(PyTask(tasks.async_slow, ["coro", 3], time_limit=0.2))
     run_worker(threads=2)
-    wait_for(lambda: queue.dead.count() == 2, timeout=5, what="both time-outs")
+    wait_for(lambda: queue.dead.count() == 2, what="both time-outs")
     assert sorted((entry["func"], entry["error"]) for entry in queue.dead.list()) == [
         ("tests.tasks:async_slow", LIMIT_ERROR), ("tests.tasks:busy", LIMIT_ERROR)]

@@ -21,7 +21,8 @@ from delayed.wire.tracking import pack_result
 from delayed.protocol.worker_ops import WorkerOps
 from delayed.protocol.sweeper_ops import SweeperOps
 
-from .conftest import results, spawn, wait_for
+from . import slowlog
+from .conftest import WAIT, results, spawn, wait_for
 
 
 @pytest.fixture
@@ -56,29 +57,36 @@ def test_an_untracked_task_through_a_worker_writes_no_record(conn, queue, run_wo
 
 
 def test_a_tracked_task_is_pending_then_done_with_its_result(conn, queue, run_worker):
+    before = time.time()
     handle = queue.enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=60)
     assert isinstance(handle, TaskHandle) and len(handle.id) == 32
     assert decode_task(conn.lindex("q", 0)).options == {"id": handle.id}
     assert conn.exists("q_tracked")
     info = handle.info()
     assert (info.status, info.func, info.attempts, info.expires_in) == ("pending", "tests.tasks:add", 0, None)
-    assert time.time() - 5 < info.enqueued_at <= time.time()
+    assert before <= info.enqueued_at <= time.time()
     run_worker()
-    assert handle.result(timeout=10) == 3
+    assert handle.result(timeout=WAIT) == 3
+    before = time.time()
     info = queue.task(handle.id).info()
+    read = time.time()
     assert (info.status, info.result, info.attempts, info.note, info.error) == ("done", 3, 1, None, None)
     assert info.worker.startswith("delayed-py-") and info.started_at <= info.finished_at
-    assert 0 <= info.seconds < 1 and 55 <= info.expires_in <= 60
+    assert 0 <= info.seconds <= info.finished_at - info.started_at + 0.002  # the run, in seconds
+    assert before - 0.5 <= info.finished_at + 60 - info.expires_in <= read + 0.5  # expires 60 s after the end
     blob = PyTask("tests.tasks:add", [1, 2], options={"id": handle.id}).serialize()
     assert conn.hget(f"q_task:{handle.id}", "blob") == blob  # kept until the record expires: its arguments
 
 
-def test_result_waits_and_times_out(queue):
+def test_result_waits_and_times_out(conn, queue):
     handle = queue.enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=60)
     started = time.monotonic()
-    with pytest.raises(TimeoutError, match=f"task {handle.id} still pending after 0.2 s"):
-        handle.result(timeout=0.2)
-    assert 0.2 <= time.monotonic() - started < 1
+    with slowlog.every_command(conn):
+        with pytest.raises(TimeoutError, match=f"task {handle.id} still pending after 0.2 s"):
+            handle.result(timeout=0.2)
+        reads = sum(command[0] == b"HGETALL" for command, _ in slowlog.sent(conn))
+    assert time.monotonic() - started >= 0.2
+    assert 1 < reads <= 7, reads  # at once, then after 5, 10, 20, 40, 80 ms and at 0.2 s: no busy polling
 
 
 def test_a_running_task_says_so_with_its_worker(conn, queue, run_worker):
@@ -87,14 +95,14 @@ def test_a_running_task_says_so_with_its_worker(conn, queue, run_worker):
     wait_for(lambda: conn.exists("started:t"), what="the task to start")
     info = handle.info()
     assert info.status == "running" and info.worker in worker.ids and info.started_at <= time.time()
-    assert handle.result(timeout=10) is None
+    assert handle.result(timeout=WAIT) is None
 
 
 def test_an_unserialisable_result_is_kept_as_its_repr_with_a_note(queue, run_worker):
     handle = queue.enqueue(PyTask("tests.tasks:returns_unserialisable", ["k"]), result_ttl=60)
     after = queue.enqueue(PyTask("tests.tasks:add", [2, 2]), result_ttl=60)
     run_worker()
-    assert after.result(timeout=10) == 4  # the worker went on
+    assert after.result(timeout=WAIT) == 4  # the worker went on
     info = handle.info()
     assert info.status == "done" and info.result.startswith("{'k': <object object at ")
     assert info.note.startswith("not serialisable with msgpack (TypeError: ") and info.note.endswith("its repr")
@@ -123,18 +131,22 @@ def test_a_retried_task_says_retrying_with_its_error_then_failed_with_its_letter
     assert info.due <= time.time() and info.worker is None
     run_worker()
     with pytest.raises(TaskFailedError, match=f"task {handle.id} \\(tests.tasks:always_fail\\) failed: ValueError"):
-        handle.result(timeout=10)
+        handle.result(timeout=WAIT)
+    before = time.time()
     info = handle.info()
+    read = time.time()
     assert (info.status, info.attempts) == ("failed", 2)
-    assert info.letter == queue.dead.list()[0]["id"] and info.expires_in > 50
+    assert info.letter == queue.dead.list()[0]["id"]
+    assert before - 0.5 <= info.finished_at + 60 - info.expires_in <= read + 0.5  # expires 60 s after the end
 
 
 def test_a_task_retried_with_backoff_says_when_it_runs_next(queue, run_worker):
+    before = time.time()
     handle = queue.enqueue(PyTask("tests.tasks:always_fail", ["b"], max_retries=1, backoff=60), result_ttl=60)
     run_worker()
     wait_for(lambda: handle.status() == "retrying", what="the first failure")
     info = handle.info()
-    assert time.time() + 50 < info.due < time.time() + 61 and info.error == "ValueError: b always fails"
+    assert before + 60 <= info.due <= time.time() + 60 and info.error == "ValueError: b always fails"
     assert queue.cancel(handle.id)  # waiting in the scheduled set: cancelled there
     assert handle.status() == "cancelled"
 
@@ -143,36 +155,41 @@ def test_a_task_no_worker_may_run_is_dead(queue, run_worker):
     handle = queue.enqueue(PyTask("tests.tasks:_private", ["x"]), result_ttl=60)
     run_worker()
     with pytest.raises(TaskFailedError, match="dead: "):
-        handle.result(timeout=10)
+        handle.result(timeout=WAIT)
     assert handle.info().error == "'tests.tasks:_private' is not an allowed task function"
 
 
 def test_a_scheduled_task_is_scheduled_then_pending_once_due(conn, queue):
+    before = time.time()
     handle = queue.enqueue(PyTask("tests.tasks:add", [1, 2]), delay=0.3, result_ttl=60)
-    info = handle.info()
-    assert info.status == "scheduled" and time.time() < info.due
+    later = queue.enqueue(PyTask("tests.tasks:add", [3, 4]), delay=3600, result_ttl=60)
+    info = later.info()
+    assert info.status == "scheduled" and before + 3600 <= info.due
+    assert before + 0.3 <= handle.info().due
     time.sleep(0.35)
     assert handle.status() == "pending"  # due: moving due tasks would take it (not running here)
+    assert later.status() == "scheduled"
 
 
 def test_threads_and_coroutines_keep_their_results(queue, run_worker):
     handles = queue.enqueue_many([PyTask("tests.tasks:add", [i, 1]) for i in range(4)]
                                  + [PyTask("tests.tasks:async_add", [10, 1])], result_ttl=60)
     run_worker(threads=3)
-    assert [handle.result(timeout=10) for handle in handles] == [1, 2, 3, 4, 11]
+    assert [handle.result(timeout=WAIT) for handle in handles] == [1, 2, 3, 4, 11]
 
 
 def test_a_coroutine_run_by_a_one_slot_worker_keeps_its_result(queue, run_worker):
     handle = queue.enqueue(PyTask("tests.tasks:async_add", [1, 1]), result_ttl=60)
     run_worker()
-    assert handle.result(timeout=10) == 2
+    assert handle.result(timeout=WAIT) == 2
 
 
 def test_the_record_expires_result_ttl_after_the_end(queue, run_worker):
     handle = queue.enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=1)
     run_worker()
-    assert handle.result(timeout=10) == 3
-    wait_for(lambda: queue.conn.exists(f"q_task:{handle.id}") == 0, timeout=5, what="the record to expire")
+    assert handle.result(timeout=WAIT) == 3
+    assert 0 < queue.conn.pttl(f"q_task:{handle.id}") <= 1000
+    wait_for(lambda: queue.conn.exists(f"q_task:{handle.id}") == 0, what="the record to expire")
     with pytest.raises(TaskNotFoundError, match=f"no record of task {handle.id} in q"):
         handle.status()
 
@@ -191,7 +208,7 @@ def test_unique_and_tracked(conn, queue, run_worker):
     with pytest.raises(DuplicateTaskError):  # the lock is the untracked task's digest: the id does not count
         queue.enqueue(PyTask("tests.tasks:add", [1, 2]), unique_for=60, result_ttl=60)
     run_worker()
-    assert handle.result(timeout=10) == 3
+    assert handle.result(timeout=WAIT) == 3
     wait_for(lambda: not conn.keys("q_unique:*"), what="the lock released")
 
 
@@ -202,7 +219,7 @@ def test_the_decorator_tracks_with_result_ttl(conn, queue, run_worker):
     handle = tracked.delay(20, 22)
     assert isinstance(handle, TaskHandle)
     run_worker()
-    assert handle.result(timeout=10) == 42
+    assert handle.result(timeout=WAIT) == 42
 
 
 def test_async_queue_handles(conn, redis_server, run_worker, queue):
@@ -215,7 +232,7 @@ def test_async_queue_handles(conn, redis_server, run_worker, queue):
             assert isinstance(handle, AsyncTaskHandle) and await handle.status() == "pending"
             assert await waiting.cancel()
             run_worker()
-            return await handle.result(timeout=10), await async_queue.task(waiting.id).status()
+            return await handle.result(timeout=WAIT), await async_queue.task(waiting.id).status()
         finally:
             await client.aclose()
 
@@ -236,11 +253,11 @@ def test_a_sweep_puts_a_killed_worker_s_tracked_task_back_to_pending(conn, redis
     finally:
         process.kill()
         process.communicate()
-    wait_for(lambda: SweeperOps(queue).sweep().notified, timeout=5, what="a sweep to requeue it")
+    wait_for(lambda: SweeperOps(queue).sweep().notified, what="a sweep to requeue it")
     info = handle.info()
     assert (info.status, info.worker, info.attempts) == ("pending", None, 1)
     run_worker()
-    assert handle.result(timeout=10) is None
+    assert handle.result(timeout=WAIT) is None
     assert handle.info().attempts == 2
 
 
@@ -272,8 +289,11 @@ def test_cancel_removes_a_pending_task_and_one_notification(conn, queue):
     assert result and result.status == "pending" and result.reason == f"cancelled task {second.id} (pending) in q"
     assert conn.llen("q") == conn.llen("q_noti") == 1
     assert decode_task(conn.lindex("q", 0)).options["id"] == first.id
+    before = time.time()
     info = second.info()
-    assert info.status == "cancelled" and 55 <= info.expires_in <= 60
+    read = time.time()
+    assert info.status == "cancelled"
+    assert before - 0.5 <= info.finished_at + 60 - info.expires_in <= read + 0.5  # expires 60 s after the end
     again = second.cancel()
     assert not again and again.reason == f"task {second.id} already ended (cancelled)"
 
@@ -303,7 +323,7 @@ def test_cancel_leaves_a_running_task_alone(conn, queue, run_worker):
     wait_for(lambda: conn.exists("started:r"), what="the task to start")
     running = queue.cancel(handle.id)
     assert not running and running.reason == f"task {handle.id} is running: a running task is not interrupted"
-    assert handle.result(timeout=10) is None
+    assert handle.result(timeout=WAIT) is None
 
 
 def test_cancel_of_an_unknown_id(queue):
@@ -328,7 +348,7 @@ def test_log_tasks_writes_one_line_per_finished_task(queue, run_worker, caplog):
     handle = queue.enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=60)
     queue.enqueue(PyTask("tests.tasks:always_fail", ["x"]))
     run_worker(log_tasks=True)
-    handle.result(timeout=10)
+    handle.result(timeout=WAIT)
     wait_for(lambda: len([r for r in caplog.records if r.name == "delayed.worker.tasks"]) == 2, what="two lines")
     lines = sorted(r.getMessage() for r in caplog.records if r.name == "delayed.worker.tasks")
     assert lines[0].startswith("task - tests.tasks:always_fail failed in ")
@@ -339,7 +359,7 @@ def test_no_task_log_by_default(queue, run_worker, caplog):
     caplog.set_level(logging.INFO, logger="delayed.worker.tasks")
     handle = queue.enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=60)
     run_worker()
-    handle.result(timeout=10)
+    handle.result(timeout=WAIT)
     assert not [r for r in caplog.records if r.name == "delayed.worker.tasks"]
 
 
@@ -351,7 +371,7 @@ def test_delayed_task_shows_a_tracked_task(conn, redis_server, queue, run_worker
 
     handle = queue.enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=60)
     run_worker()
-    handle.result(timeout=10)
+    handle.result(timeout=WAIT)
     assert main(["task", handle.id, "--queue", "q", "--redis-url", redis_server.url]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[:3] == [f"id: {handle.id}", "status: done", "func: tests.tasks:add"]
@@ -401,10 +421,10 @@ def test_the_worker_s_log_tasks_flag(conn, redis_server):
     handle = Queue("default", conn).enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=60)
     process = spawn("delayed.worker", "--log-tasks", "tests.tasks", redis_url=redis_server.url)
     try:
-        assert handle.result(timeout=10) == 3
+        assert handle.result(timeout=WAIT) == 3
     finally:
         process.send_signal(signal.SIGTERM)
-        output = process.communicate(timeout=10)[0]
+        output = process.communicate(timeout=WAIT)[0]
     assert f"INFO delayed.worker.tasks[{process.pid}]: task {handle.id} tests.tasks:add done in " in output
 
 

@@ -69,10 +69,11 @@ def test_the_lock_holds_through_retries_and_goes_with_the_dead_letter(conn, queu
 
 
 def test_a_stale_worker_does_not_release_a_newer_lock(conn, queue):
-    queue.enqueue(PyTask("m:f"), unique_for=0.1)
+    queue.enqueue(PyTask("m:f"), unique_for=60)
     [(key, token)] = [(k.decode().split(":", 1)[1], v.decode()) for k in conn.keys("q_unique:*")
                       for v in [conn.get(k)]]
-    time.sleep(0.15)
+    conn.pexpire(f"q_unique:{key}", 1)
+    wait_for(lambda: not conn.exists(f"q_unique:{key}"), what="the lock to expire")
     queue.enqueue(PyTask("m:f"), unique_for=60)  # the old lock expired; a new task holds a new one
     assert WorkerOps(queue).unlock([(key, token)]) == 0
     assert conn.exists(f"q_unique:{key}")

@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 from typing import Callable, Dict, Optional, Sequence, TypeVar
 
@@ -20,6 +21,7 @@ from ..protocol.eviction import eviction_policy
 from ..protocol.dead_letters import DEFAULT_DEAD_MAX, DEFAULT_DEAD_MAX_AGE
 from ..wire.keys import check_queue_name
 from . import cmdline
+from .exiting import exit_abandoning_threads
 from .lifecycle import Lifecycle
 
 T = TypeVar("T")
@@ -194,7 +196,8 @@ def check_queue_names(conn: redis.Redis, names: Sequence[str]) -> None:
 def run_command(prog: str, main: Callable[[argparse.Namespace], int], parser: argparse.ArgumentParser,
          argv: Optional[Sequence[str]]) -> int:
     """Parse argv, hide its Redis password from `ps`, run main; a CommandError is one line on stderr,
-    a closed stdout ends it quietly (see quiet_on_closed_pipe)."""
+    a closed stdout ends it quietly (see quiet_on_closed_pipe). Threads main started and left running
+    (a task's, a schedule module's) are abandoned: the process exits with main's status (see exiting)."""
     def run() -> int:
         args = parser.parse_args(argv)
         cmdline.hide(secrets_of(args.redis_url))  # before anything forks: children inherit the command line
@@ -205,7 +208,10 @@ def run_command(prog: str, main: Callable[[argparse.Namespace], int], parser: ar
             print(f"{prog}: {exc}", file=sys.stderr)
             return exc.status
 
-    return quiet_on_closed_pipe(run)
+    started_before = set(threading.enumerate())
+    status = quiet_on_closed_pipe(run)
+    exit_abandoning_threads(status, logging.getLogger(prog), started_before)
+    return status
 
 
 CLOSED_PIPE_STATUS = 128 + signal.SIGPIPE

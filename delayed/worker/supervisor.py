@@ -10,6 +10,7 @@ from contextlib import nullcontext
 from typing import Any, Callable, ContextManager, Dict, List, Optional
 
 from ..runtime.command import METRICS_HOST
+from ..runtime.exiting import exit_abandoning_threads
 from ..runtime.lifecycle import STOP_SIGNALS, ForkSafeThread, Lifecycle
 from .metrics import Multiprocess
 from .loop import Worker
@@ -20,7 +21,8 @@ MAX_RESTART_DELAY = 30.0
 
 
 def _child(make_worker: Callable[[], Worker], parent: int, inherited: Lifecycle) -> None:
-    """A worker process: stops gracefully on SIGTERM/SIGHUP, or when its supervisor is gone.
+    """A worker process: stops gracefully on SIGTERM/SIGHUP, or when its supervisor is gone; exits
+    once its worker is offline, though a task left a thread running.
 
     It starts with the stop signals blocked (the supervisor forks with them blocked), so none
     reaches the supervisor's handlers, inherited over fork, before its own are in place.
@@ -40,8 +42,9 @@ def _child(make_worker: Callable[[], Worker], parent: int, inherited: Lifecycle)
 
         ForkSafeThread(target=stop_when_orphaned, daemon=True).start()
         lifecycle.online()
-        worker.run(handle_signals=False)
+        status = worker.run(handle_signals=False)
     lifecycle.offline()
+    exit_abandoning_threads(status, logger)
 
 
 class Supervisor:

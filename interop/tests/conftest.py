@@ -18,8 +18,9 @@ from typing import Dict, List, Optional
 import pytest
 import redis
 
-from delayed.testing import RedisServer, wait_for  # noqa: F401  (the tests import wait_for from here)
+from delayed.testing import RedisServer
 from interop import gocommands
+from tests.conftest import WAIT, wait_for  # noqa: F401  (the tests import wait_for from here)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -74,9 +75,9 @@ class Proc:
         """SIGKILL, and reap."""
         if self.popen.poll() is None:
             self.popen.kill()
-        self.popen.wait(10)
+        self.popen.wait(WAIT)
 
-    def wait(self, timeout: float = 10) -> int:
+    def wait(self, timeout: float = WAIT) -> int:
         return self.popen.wait(timeout)
 
     def alive(self) -> bool:

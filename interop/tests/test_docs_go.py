@@ -76,12 +76,10 @@ def test_the_python_gotasks_run_on_go_delayed_s_worker_as_their_comments_say(pro
     enqueued = time.time()  # before the delayed enqueue, so "now - enqueued" never understates its wait
     exec(compile(source, "docs/go.md (python block)", "exec"), {})
     wait_for(lambda: len(go_results(conn)) >= len(PROMISED), what="the immediate tasks to run on Go")
-    time.sleep(max(0.0, enqueued + 1.9 - time.time()))
-    assert received(go_results(conn)) == PROMISED, worker.err()
-    assert conn.zcard("go_scheduled") == 1
+    assert received(go_results(conn))[:len(PROMISED)] == PROMISED, worker.err()
 
-    wait_for(lambda: len(go_results(conn)) > len(PROMISED), timeout=5, what="the delayed task", interval=0.01)
-    assert time.time() - enqueued >= 2
+    wait_for(lambda: len(go_results(conn)) > len(PROMISED), what="the delayed task", interval=0.01)
+    assert time.time() - enqueued >= 2  # seen at once (interval 0.01): run no sooner than due
     assert received(go_results(conn)) == PROMISED + [LATER], worker.err()
     assert conn.xlen("go_dead_letters") == 0
 
@@ -180,7 +178,7 @@ def test_the_go_worker_program_runs_the_python_gotasks_and_stops_on_sighup(procs
 
     monkeypatch.setenv("DELAYED_REDIS_URL", redis_server.url)
     exec(compile(python_gotasks(), "docs/go.md (python block)", "exec"), {})
-    wait_for(lambda: worker.out().count("\n") >= 6 or not worker.alive(), timeout=10, what="six calls printed")
+    wait_for(lambda: worker.out().count("\n") >= 6 or not worker.alive(), what="six calls printed")
     assert worker.out().splitlines() == ["Several 1 a 2.5", "Struct {X:1 Y:2 Label:p}", "Variadic p [1 2]",
                                          "Float32 1.5", "NoArg", "String later"], worker.err()
     worker.signal(signal.SIGHUP)

@@ -66,14 +66,14 @@ def test_go_cluster_producer_tasks_run_once_each_in_our_worker_on_the_cluster(cl
     conn.delete("plain", "plain_noti")
 
     worker = cluster_procs.py_worker(QUEUE)
-    wait_for(lambda: len(py_results(conn)) >= TASKS, timeout=30, what=f"{TASKS} tasks to run")
+    wait_for(lambda: len(py_results(conn)) >= TASKS, what=f"{TASKS} tasks to run")
     wait_for(lambda: check.llen(QUEUE) == 0 and check.hlen(QUEUE + "_processing") == 0,
              what="the queue to be empty and nothing held")
     ran = sorted(ast.literal_eval(result) for result in py_results(conn))
     assert ran == sorted((f"t{i}", (), {}) for i in range(TASKS))  # each once, with its argument
     assert check.xlen(QUEUE + "_dead_letters") == 0
     worker.signal(signal.SIGTERM)  # a graceful stop on the cluster: offline, its keys gone, status 0
-    assert worker.wait(15) == 0, worker.err()
+    assert worker.wait() == 0, worker.err()
     assert check.zcard(QUEUE + "_workers") == 0
     check.close()
 

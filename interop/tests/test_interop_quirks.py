@@ -1,14 +1,16 @@
 """go-delayed behaviours our users meet when they run its workers beside ours, pinned on the real
 thing so docs/go.md states facts."""
+import contextlib
 import signal
-import time
+import threading
 
 import pytest
+import redis
 
 from delayed.queue import Queue
 from delayed.task import GoTask
 
-from conftest import SIGHUP, dequeue_errors, go_results, wait_for
+from conftest import SIGHUP, WAIT, dequeue_errors, go_results, wait_for
 
 
 def values(conn):
@@ -28,7 +30,7 @@ def test_go_worker_never_releases_its_last_task_and_a_sweeper_reruns_it(procs, c
     worker.signal(SIGHUP)
     assert worker.wait() == 0
     assert [e["event"] for e in worker.events()] == ["starting", "online", "stopped"]
-    wait_for(lambda: not conn.exists(worker.id), timeout=3, what="the keep-alive key (1 s) to go")
+    wait_for(lambda: not conn.exists(worker.id), what="the keep-alive key (1 s) to go")
     assert conn.hgetall("q_processing") == {worker.id.encode(): task.serialize()}
 
     assert procs.go_sweep_once("q") == [{"queue": "q", "requeued": 1}]
@@ -41,32 +43,43 @@ def test_go_worker_never_releases_its_last_task_and_a_sweeper_reruns_it(procs, c
 def test_go_worker_stops_cleanly_only_on_sighup(procs, conn, signum):
     """SIGTERM and SIGINT kill go-delayed's worker like a crash: no clean stop, and its keep-alive
     key stays until it expires, so its task waits that long for a sweeper."""
-    worker = procs.go_worker("q", keep_alive_timeout="5s")
+    worker = procs.go_worker("q", keep_alive_timeout="40s")  # (40 s: one of the values SETEX takes)
     worker.signal(signum)
     assert worker.wait() == -signum
     assert [e["event"] for e in worker.events()] == ["starting", "online"]
     assert conn.ttl(worker.id) > 0
 
 
-def test_go_dequeue_errors_on_a_stray_notification_and_backs_off_doubling(procs, conn):
+def test_go_dequeue_errors_on_a_stray_notification_and_backs_off_doubling(procs, conn, redis_server):
     """go-delayed's dequeue script tests `task == nil`, which never holds in Redis Lua: a
     notification without a task makes it HSET false and error. Its worker then sleeps 1 s, and
-    2 s, 4 s ... after each further error in a row, before it takes the next notification."""
-    worker = procs.go_worker("q")
-    conn.rpush("q_noti", 1, 1, 1)
-    seen = []
-    while len(seen) < 3:
-        wait_for(lambda: len(dequeue_errors(worker)) > len(seen), timeout=10, what="a dequeue error",
-                 interval=0.005)
-        seen.append(time.monotonic())
-    assert "ERR Lua redis lib command arguments must be strings or integers" in dequeue_errors(worker)[0]
-    assert 0.9 < seen[1] - seen[0] < 1.4
-    assert 1.9 < seen[2] - seen[1] < 2.4
+    2 s, 4 s ... after each further error in a row, before it takes the next notification. Timed on
+    Redis's clock (MONITOR): from one call of the dequeue script to the next."""
+    calls = []  # when Redis ran each call of go-delayed's dequeue script on q
+    watching, monitoring = redis.Redis.from_url(redis_server.url).monitor(), threading.Event()
 
-    Queue("q", conn).enqueue(GoTask("main.String", "after the errors"))
-    enqueued = time.monotonic()
-    wait_for(lambda: go_results(conn), timeout=10, what="the task to run", interval=0.005)
-    assert time.monotonic() - enqueued > 3, "the worker took the task before its 4 s back-off ended"
+    def watch() -> None:
+        with contextlib.suppress(redis.RedisError, OSError), watching:  # until the connection is closed
+            monitoring.set()
+            for command in watching.listen():
+                if command["command"].split()[:1] == ["EVALSHA"] and command["command"].split()[2:5] == [
+                        "2", "q", "q_processing"]:
+                    calls.append(command["time"])
+
+    threading.Thread(target=watch, daemon=True).start()
+    assert monitoring.wait(WAIT)
+    try:
+        worker = procs.go_worker("q")
+        conn.rpush("q_noti", 1, 1, 1)
+        wait_for(lambda: len(dequeue_errors(worker)) == 3, what="three dequeue errors")
+        assert "ERR Lua redis lib command arguments must be strings or integers" in dequeue_errors(worker)[0]
+        Queue("q", conn).enqueue(GoTask("main.String", "after the errors"))
+        wait_for(lambda: go_results(conn), what="the task to run")
+    finally:
+        watching.connection.disconnect()
+    gaps = [later - earlier for earlier, later in zip(calls, calls[1:])]
+    assert len(gaps) == 3 and gaps[0] >= 1 and gaps[1] >= 2, gaps
+    assert gaps[2] >= 4, "the worker took the task before its 4 s back-off ended"
 
 
 def test_a_gotask_without_an_argument_resets_int_but_keeps_slices_maps_and_pointers(procs, conn):
@@ -136,4 +149,4 @@ def test_a_keep_alive_timeout_float32_cannot_print_whole_breaks_the_keep_alive(p
     assert not conn.exists(worker.id)
     assert "ERR value is not an integer or out of range" in worker.err()
     assert procs.go_sweep_once("q") == [{"queue": "q", "requeued": 1}]   # while it still runs
-    wait_for(lambda: conn.hget("executions", "busy") == b"2", timeout=5, what="the task to run twice")
+    wait_for(lambda: conn.hget("executions", "busy") == b"2", what="the task to run twice")

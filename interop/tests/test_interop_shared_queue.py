@@ -26,7 +26,7 @@ def test_go_and_python_workers_share_a_queue_without_go_dequeue_errors(procs, co
         queue.enqueue(GoTask("main.Count", f"t{i}"))
         if i % 10 == 0:
             time.sleep(0.005)  # a trickle keeps the queue near empty, where claims race
-    wait_for(lambda: conn.llen("q") == 0 and conn.llen("q_noti") == 0, timeout=30, what="the queue to drain")
+    wait_for(lambda: conn.llen("q") == 0 and conn.llen("q_noti") == 0, what="the queue to drain")
     time.sleep(0.5)
 
     ran = executions(conn)
@@ -53,7 +53,7 @@ def test_our_sweeper_leaves_no_stray_notification_for_busy_go_workers(procs, con
     for start in range(0, TASKS, 100):  # in bursts, so the drain lasts a few hundred sweeps
         queue.enqueue_many(GoTask("main.Count", f"t{i}") for i in range(start, start + 100))
         time.sleep(0.02)
-    wait_for(lambda: len(executions(conn)) == TASKS, timeout=30, what="the Go workers to run every task")
+    wait_for(lambda: len(executions(conn)) == TASKS, what="the Go workers to run every task")
     time.sleep(1.5)  # a stray notification would be popped within the workers' 200 ms BLPOP
     assert conn.llen("q_noti") == 0 and conn.llen("q") == 0
     for worker in go_workers:

@@ -57,7 +57,7 @@ def test_soak_python_producer_go_workers_killed_our_sweeper(procs, conn):
         kills += 1
         workers.append(procs.go_worker("q"))
     producer.join()
-    wait_for(lambda: len(executions(conn)) == TASKS and not conn.llen("q"), timeout=30,
+    wait_for(lambda: len(executions(conn)) == TASKS and not conn.llen("q"),
              what="every task to run", interval=0.1)
     time.sleep(1.5)  # the last kills' tasks: requeued and run once their keep-alive keys expire
     check(conn, held, kills)
@@ -89,5 +89,5 @@ def test_soak_go_producer_python_workers_killed_go_sweeper(procs, conn):
         workers.append(procs.py_worker("q"))
     producer.join()
     wait_for(lambda: len(executions(conn)) == TASKS and not conn.llen("q") and not conn.hlen("q_processing"),
-             timeout=30, what="every task to run", interval=0.1)
+             what="every task to run", interval=0.1)
     check(conn, held, kills)
