@@ -4,6 +4,7 @@ import os
 import signal
 import threading
 import time
+from typing import List
 
 from delayed import PyTask, Queue, Worker
 from delayed.testing import free_port
@@ -89,6 +90,12 @@ def test_a_worker_started_beside_other_threads_keeps_its_keys_from_a_thread_not_
     assert not thread.is_alive()
 
 
+def children(pid: int) -> List[str]:
+    """The pids of a process's children (Linux)."""
+    with open(f"/proc/{pid}/task/{pid}/children") as listed:
+        return listed.read().split()
+
+
 def test_a_worker_serving_metrics_still_forks_its_helper(conn, redis_server):
     # The metrics server runs a thread; started before the helper's fork, it kept the worker from forking.
     port = free_port()
@@ -96,6 +103,8 @@ def test_a_worker_serving_metrics_still_forks_its_helper(conn, redis_server):
                    "--log-level", "INFO", "tests.tasks", redis_url=redis_server.url)
     try:
         [worker_id] = wait_for(lambda: conn.zrange("q_workers", 0, -1), what="the worker online")
+        # the worker lists itself online, then forks its helper: stopped before that, nothing refreshes
+        wait_for(lambda: children(worker.pid), what="the keep-alive helper forked")
         os.kill(worker.pid, signal.SIGSTOP)  # the worker's own threads stop with it; its helper does not
         try:
             stopped = time.monotonic()
