@@ -90,13 +90,20 @@ def test_acl_user(tmp_path):
         assert runs_a_task(f"redis://worker:pw@127.0.0.1:{server.port}/0") == [repr(("secured", (), {}))]
 
 
+def tls_server(directory, certificates, verify_clients: bool) -> RedisServer:
+    """A redis-server (to start with `with`) serving TLS only, with the test CA's server certificate;
+    verify_clients: it asks clients for a certificate of that CA."""
+    server = RedisServer(directory)
+    server.extra_args = ["--port", "0", "--tls-port", str(server.port),
+                         "--tls-cert-file", str(certificates / "server.crt"),
+                         "--tls-key-file", str(certificates / "server.key"),
+                         "--tls-ca-cert-file", str(certificates / "ca.crt"),
+                         "--tls-auth-clients", "yes" if verify_clients else "no"]
+    return server
+
+
 def test_tls_with_client_certificates(tmp_path, certificates):
-    tls = ["--port", "0", "--tls-port", "{port}", "--tls-cert-file", str(certificates / "server.crt"),
-           "--tls-key-file", str(certificates / "server.key"), "--tls-ca-cert-file", str(certificates / "ca.crt"),
-           "--tls-auth-clients", "yes"]
-    server = RedisServer(tmp_path)
-    server.extra_args = [arg.format(port=server.port) for arg in tls]
-    with server:
+    with tls_server(tmp_path, certificates, verify_clients=True) as server:
         files = {"ssl_ca_certs": str(certificates / "ca.crt"), "ssl_certfile": str(certificates / "client.crt"),
                  "ssl_keyfile": str(certificates / "client.key")}
         url = f"rediss://127.0.0.1:{server.port}/0"
@@ -204,12 +211,7 @@ def test_connect_takes_a_password_a_unix_socket_and_tls(tmp_path, certificates, 
         enqueue_with_connect(f"redis://:s3cret@127.0.0.1:{server.port}/0", monkeypatch, "password")
         enqueue_with_connect(f"unix://:s3cret@{socket}?db=0", monkeypatch, "socket")
         assert args_in(mine, "password") == args_in(mine, "socket") == [[1], [2]]
-    tls = ["--port", "0", "--tls-port", "{port}", "--tls-cert-file", str(certificates / "server.crt"),
-           "--tls-key-file", str(certificates / "server.key"), "--tls-ca-cert-file", str(certificates / "ca.crt"),
-           "--tls-auth-clients", "no"]
-    server = RedisServer(tmp_path)
-    server.extra_args = [arg.format(port=server.port) for arg in tls]
-    with server:
+    with tls_server(tmp_path, certificates, verify_clients=False) as server:
         url = f"rediss://127.0.0.1:{server.port}/0?ssl_ca_certs={certificates / 'ca.crt'}"
         enqueue_with_connect(url, monkeypatch)
         assert args_in(redis.Redis.from_url(url), "q") == [[1], [2]]

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Tuple
 
 import pytest
 import redis
@@ -78,6 +79,17 @@ def test_a_second_signal_exits_at_once_leaving_the_task_for_the_sweeper(conn, re
     assert conn.hlen("default_processing") == 1  # still held: a sweeper requeues it once the key expires
 
 
+def stopped_abandoning(process, thread: str) -> Tuple[str, str]:
+    """SIGTERM a command whose thread named thread (no daemon) runs on: it exits 0, naming the thread in
+    one WARNING; its output and that line."""
+    process.send_signal(signal.SIGTERM)
+    status, output = finish(process, timeout=60)
+    assert status == 0, output
+    [line] = [line for line in output.splitlines() if "abandon" in line]
+    assert " WARNING " in line and repr(thread) in line, output
+    return output, line
+
+
 @pytest.mark.parametrize("concurrency", ["1", "2"])
 def test_a_stop_ends_the_process_though_a_task_left_a_thread_running(conn, redis_server, concurrency):
     # Python's exit, and a --concurrency child's after its worker, wait for every thread that is no
@@ -87,13 +99,9 @@ def test_a_stop_ends_the_process_though_a_task_left_a_thread_running(conn, redis
                     start_new_session=True)
     try:
         wait_for(lambda: results(conn) and not conn.hlen("default_processing"), what="the task done")
-        process.send_signal(signal.SIGTERM)
-        status, output = finish(process, timeout=60)
+        output, line = stopped_abandoning(process, "left by a task")
     finally:
         kill_group(process)
-    assert status == 0, output
-    [line] = [line for line in output.splitlines() if "abandon" in line]
-    assert " WARNING " in line and "'left by a task'" in line, output
     assert output.index(" offline") < output.index(line), output
 
 
@@ -105,13 +113,9 @@ def test_a_stop_ends_the_scheduler_though_its_schedule_left_a_thread_running(red
     process = spawn("delayed.scheduler", str(schedule), redis_url=redis_server.url, start_new_session=True)
     try:
         read_until(process, "scheduling")
-        process.send_signal(signal.SIGTERM)
-        status, output = finish(process, timeout=60)
+        stopped_abandoning(process, "left by the schedule")
     finally:
         kill_group(process)
-    assert status == 0, output
-    [line] = [line for line in output.splitlines() if "abandon" in line]
-    assert " WARNING " in line and "'left by the schedule'" in line, output
 
 
 def test_a_task_whose_worker_was_killed_is_requeued_by_the_sweeper_and_run(conn, redis_server):

@@ -30,4 +30,3 @@ local function dead_filter(spec)
         return true, #record
     end
 end
-
