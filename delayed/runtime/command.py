@@ -19,6 +19,7 @@ from ..protocol.connection import (DEFAULT_REDIS_URL, URL_VARIABLE, RedisURLErro
                                    ping, redacted, refused_credentials, scrubbed, secrets_of, sentinels_say, unparsable)
 from ..protocol.eviction import eviction_policy
 from ..protocol.dead_letters import DEFAULT_DEAD_MAX, DEFAULT_DEAD_MAX_AGE
+from ..protocol.sweeper_ops import DEFAULT_MAX_CRASHES
 from ..wire.keys import check_queue_name
 from . import cmdline
 from .exiting import exit_abandoning_threads
@@ -231,6 +232,13 @@ def quiet_on_closed_pipe(run: Callable[[], int]) -> int:
         os.dup2(devnull, sys.stdout.fileno())  # Python flushes stdout once more as it exits: into nothing
         os.close(devnull)
         return CLOSED_PIPE_STATUS
+
+
+def add_max_crashes_option(parser: argparse.ArgumentParser) -> None:
+    """--max-crashes, on the worker and the sweeper: both sweep (see delayed.runtime.sweeping)."""
+    parser.add_argument("--max-crashes", type=int, default=DEFAULT_MAX_CRASHES,
+                        help="a sweep dead-letters a task once workers died holding it more often than this; "
+                             "0 never does (default: %(default)s)")
 
 
 def add_dead_options(parser: argparse.ArgumentParser) -> None:

@@ -7,9 +7,8 @@ import redis
 
 from ..protocol.discovery import queue_names
 from ..protocol.queue import Queue
-from ..protocol.sweeper_ops import DEFAULT_MAX_CRASHES
-from ..runtime.command import (add_connection_options, add_dead_options, add_eviction_option, check_queue_names,
-                               connect_unless_stopped, positive, run_command)
+from ..runtime.command import (add_connection_options, add_dead_options, add_eviction_option, add_max_crashes_option,
+                               check_queue_names, connect_unless_stopped, positive, run_command)
 from ..runtime.lifecycle import Lifecycle
 from . import Sweeper
 
@@ -25,9 +24,7 @@ def parser() -> argparse.ArgumentParser:
                              "again at each sweep)")
     parser.add_argument("--interval", type=positive(float), default=60,
                         help="seconds between sweeps (default: %(default)s)")
-    parser.add_argument("--max-crashes", type=int, default=DEFAULT_MAX_CRASHES,
-                        help="dead-letter a task once workers died holding it more often than this; "
-                             "0 never does (default: %(default)s)")
+    add_max_crashes_option(parser)
     add_dead_options(parser)
     add_eviction_option(parser)
     return parser

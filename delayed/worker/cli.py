@@ -8,11 +8,10 @@ import sys
 from typing import Any, Callable, List, Optional, Sequence
 
 from ..protocol.producer import DEFAULT_MAX_TASK_SIZE
-from ..protocol.sweeper_ops import DEFAULT_MAX_CRASHES
 from ..protocol.queue import Queue
 from ..runtime.command import (CommandError, add_connection_options, add_dead_options, add_eviction_option,
-                               add_metrics_host_option, client, check_queue_names, connect_unless_stopped,
-                               metrics_unavailable, positive, run_command)
+                               add_max_crashes_option, add_metrics_host_option, client, check_queue_names,
+                               connect_unless_stopped, metrics_unavailable, positive, run_command)
 from ..runtime.lifecycle import Lifecycle
 from . import metrics as task_metrics
 from .allowlist import Allowlist, submodule_names
@@ -41,9 +40,7 @@ def parser() -> argparse.ArgumentParser:
                         help="sweep the queues every SECONDS: requeue the tasks of dead workers, as the sweeper "
                              "does; workers and sweepers sweep a queue at most once per interval between them; "
                              "0 never sweeps (default: %(default)g)")
-    parser.add_argument("--max-crashes", type=int, default=DEFAULT_MAX_CRASHES,
-                        help="a sweep dead-letters a task once workers died holding it more often than this; "
-                             "0 never does (default: %(default)s)")
+    add_max_crashes_option(parser)
     parser.add_argument("--batch", type=positive(int), default=DEFAULT_BATCH,
                         help="most tasks claimed per round trip, each under its own worker id; "
                              "1 claims one at a time (default: %(default)s)")
