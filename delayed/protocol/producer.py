@@ -12,13 +12,14 @@ from ..errors import DuplicateTaskError, QueueFullError, TaskNotFoundError, Task
 from ..wire import tracking
 from ..wire.keys import QueueKeys, scheduled_nonce
 from ..wire.tracking import TaskInfo
-from ..wire.options import NO_OPTIONS, Place, TaskOptions, make, place_of
+from ..wire.options import NO_OPTIONS, PUBLIC, Place, TaskOptions, make, place_of
 from ..wire.task import GoTask, PyTask
 from .connection import refused_for_memory
 from .scripts import Script
 
 Task = Union[PyTask, GoTask]
 
+PUBLIC_NAMES = frozenset(PUBLIC)
 DEFAULT_MAX_TASK_SIZE = 1024 * 1024
 """Bytes; larger blobs are refused at enqueue and dead-lettered when found in a queue."""
 
@@ -47,11 +48,22 @@ def with_given(task: Task, **given: Any) -> Tuple[Task, TaskOptions]:
     """What an enqueue writes: the task, with the options given to enqueue that ride in its blob, and
     its options: the task's own, with those given (None: not given) winning. Every option is checked
     by TaskOptions (ValueError or TypeError naming it)."""
+    return _applied(task, _winner(given))
+
+
+def _winner(given: Dict[str, Any]) -> Optional[TaskOptions]:
+    """The options given to an enqueue (None: not given), checked; None if none was given."""
     chosen = {name: value for name, value in given.items() if value is not None}
-    if not chosen:
+    if chosen:
+        return make(**chosen)
+    if given.keys() - PUBLIC_NAMES:
         make(**given)  # a misspelled option is refused even when None
+    return None
+
+
+def _applied(task: Task, winner: Optional[TaskOptions]) -> Tuple[Task, TaskOptions]:
+    if winner is None:
         return task, task.options
-    winner = make(**chosen)
     options = task.options.merged(winner)
     if any(place_of(name) is not Place.ENQUEUE for name in winner.given()):
         if isinstance(task, GoTask):
@@ -64,19 +76,24 @@ def with_given(task: Task, **given: Any) -> Tuple[Task, TaskOptions]:
 def batch_of(tasks: Iterable[Task], **given: Any) -> Tuple[List[Task], TaskOptions]:
     """enqueue_many's tasks as it writes them, and the options that say how: one due time and one
     result_ttl for the whole batch. Unique tasks go one at a time, through enqueue."""
+    winner = _winner(given)
     written: List[Task] = []
     shared: Optional[TaskOptions] = None
+    shared_how: Dict[str, Any] = {}
     for task in tasks:
-        task, options = with_given(task, **given)
-        how = options.given(Place.ENQUEUE)
-        if "unique_for" in how:
-            raise TypeError("enqueue_many takes no unique task (unique_for): enqueue those one at a time")
+        if winner is None and task.options is NO_OPTIONS:  # most batches: nothing to merge or compare
+            options, how = NO_OPTIONS, {}
+        else:
+            task, options = _applied(task, winner)
+            how = options.given(Place.ENQUEUE)
+            if "unique_for" in how:
+                raise TypeError("enqueue_many takes no unique task (unique_for): enqueue those one at a time")
         if shared is None:
-            shared = options
-        elif how != shared.given(Place.ENQUEUE):
+            shared, shared_how = options, how
+        elif how != shared_how:
             raise ValueError(f"enqueue_many enqueues a batch with one delay, at and result_ttl, and {task.func_path} "
-                             f"has {how or 'none'} where another has {shared.given(Place.ENQUEUE) or 'none'}: give "
-                             "them to enqueue_many, or enqueue the tasks apart")
+                             f"has {how or 'none'} where another has {shared_how or 'none'}: give them to "
+                             "enqueue_many, or enqueue the tasks apart")
         written.append(task)
     return written, shared or NO_OPTIONS
 
