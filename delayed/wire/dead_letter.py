@@ -45,7 +45,7 @@ REASONS = {
     Reason.GO_TASK: "a GoTask: only a go-delayed worker can run it",
     Reason.TOO_LARGE: "the blob is over the worker's max task size",
     Reason.NOT_ALLOWED: "the function is not one the worker allows",
-    Reason.BAD_ARGUMENTS: "the function rejected the task's arguments",
+    Reason.BAD_ARGUMENTS: "the function's signature does not take the task's arguments: it was not called",
     Reason.FAILED: "the function raised and the task has no retries left",
     Reason.TIMED_OUT: "the function ran past its time limit and the task has no retries left",
     Reason.CRASH_LOOP: "workers died holding it more often than the sweeper's --max-crashes",
