@@ -29,6 +29,43 @@ def test_every_script_has_one_typed_call_and_every_call_a_script():
     assert _scripts_made_in_the_protocol() == {path.stem for path in LUA.glob("*.lua")} - LIBRARIES
 
 
+LAZY_PRODUCER = "delayed/protocol/queue.py"
+"""Queue still binds its producer scripts on first use (cached_property), until its producer core binds them
+in its constructor as the rest of the tree does."""
+
+
+def _bound_another_way():
+    """Where delayed/ binds a script other than as scripts.py says, in the constructor of the object that runs
+    it (`self._NAME = SCRIPT.bind(...)` in an __init__): a bind anywhere else (per call, on first use), or a
+    script registered on a connection or bound without Script.bind. As "path:line: code"."""
+    found = []
+    for path in sorted((ROOT / "delayed").rglob("*.py")):
+        where = str(path.relative_to(ROOT))
+        source = path.read_text()
+        tree = ast.parse(source)
+        in_constructors = {id(node.value) for function in ast.walk(tree)
+                           if isinstance(function, ast.FunctionDef) and function.name == "__init__"
+                           for node in ast.walk(function)
+                           if isinstance(node, ast.Assign) and len(node.targets) == 1
+                           and isinstance(node.targets[0], ast.Attribute)
+                           and getattr(node.targets[0].value, "id", "") == "self"}
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call) or where == "delayed/protocol/scripts.py":
+                continue
+            called = node.func
+            name = getattr(called, "attr", getattr(called, "id", ""))
+            binds = name == "bind" and (getattr(called.value, "id", "").isupper()  # SCRIPT.bind(...)
+                                        or getattr(getattr(called.value, "func", None), "id", "") == "Script")
+            if binds and id(node) not in in_constructors and where != LAZY_PRODUCER \
+                    or name in ("register_script", "BoundScript"):
+                found.append(f"{where}:{node.lineno}: {ast.get_source_segment(source, node)}")
+    return found
+
+
+def test_every_script_is_bound_in_the_constructor_of_the_object_that_runs_it():
+    assert _bound_another_way() == []
+
+
 @pytest.mark.parametrize("name", sorted({path.stem for path in LUA.glob("*.lua")} - LIBRARIES))
 def test_every_script_declares_its_keys_and_argv(name):
     script = Script(name)

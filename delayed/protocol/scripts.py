@@ -7,9 +7,17 @@ A script's header states its arguments once, by name, in order:
 
 A name that is an attribute of QueueKeys (name, noti, processing, ...) is filled from the queue's
 keys the script is bound to; every other name is a keyword of the call. A name ending in "..."
-takes a sequence, spread in place (none, one or many values). The typed calls of the protocol
-modules (producer, worker_ops, sweeper_ops, dead_letters, ...) bind the scripts they run, so a
-misspelled script is an import-time error, and a misspelled argument fails at its first call.
+takes a sequence, spread in place (none, one or many values). A misspelled script is an
+import-time error (each is a module-level constant, SCRIPT = Script("name")), and a misspelled
+argument fails at its first call, before anything is sent.
+
+A script is bound one way: in the constructor of the object that runs it, once for its connection
+and queue (`self._enqueue = ENQUEUE.bind(conn, keys)`), never on first use nor per call. Binding
+costs a SHA1 of the source and the key layout, about 14 µs, which a worker's per-task calls must
+not pay again; a constructor shows in one place every script an object runs; and the same line
+serves a redis-py and a redis.asyncio client. An object that serves many queues binds without keys
+and names them per call (periodic.Ticks); reads that get their connection and queue per call make
+their object per call (inspect, scheduled). tests/test_scripts.py finds a script bound any other way.
 """
 import re
 from importlib import resources
