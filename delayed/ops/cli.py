@@ -20,7 +20,7 @@ from ..runtime.command import (CommandError, add_connection_options, check_queue
 from ..scheduler.cli import main as scheduler_main
 from ..sweeper.cli import main as sweeper_main
 from ..worker.cli import main as worker_main
-from ..protocol.connection import error_text
+from ..protocol.redis_errors import error_text
 from ..runtime.backoff import OutageBackoff
 from .contract.cli import main as contract_main
 from .dashboard.cli import main as dashboard_main

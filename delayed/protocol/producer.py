@@ -15,7 +15,7 @@ from ..wire import tracking
 from ..wire.keys import QueueKeys, scheduled_nonce
 from ..wire.tracking import TaskInfo
 from ..wire.task import ID_OPTION, GoTask, PyTask
-from .connection import refused_for_memory
+from .redis_errors import refused_for_memory
 from .scripts import Script
 
 Task = Union[PyTask, GoTask]

@@ -14,7 +14,7 @@ from ..wire import tracking
 from ..wire.tracking import Cancel, TaskInfo
 from ..wire.task import PyTask
 from .base import QueueBase, queue_keys
-from .connection import sent_once_async
+from .send_once import sent_once_async
 from .handles import AsyncTaskHandle, TaskHandle
 from .producer import (CANCEL, DEFAULT_MAX_TASK_SIZE, ENQUEUE, ENQUEUE_TRACKED, ENQUEUE_UNIQUE, Task, blobs_of,
                        check_unique, due_time, refused_when_full, stage_enqueue, task_info_of, tracked_call,

@@ -22,7 +22,7 @@ import redis
 from werkzeug.wrappers import Response
 
 from .. import admin
-from ...protocol.connection import error_text, refused_credentials
+from ...protocol.redis_errors import error_text, refused_credentials
 from ...errors import DeadLetterError, TaskNotFoundError
 from ...wire.keys import check_queue_name
 from .charts import chart
