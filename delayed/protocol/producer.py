@@ -1,9 +1,7 @@
 """What producers send: the blobs, due times and scheduled-set members of an enqueue, the
 arguments of the enqueue scripts, and the MULTI that enqueues a batch; shared by Queue and AsyncQueue."""
 import contextlib
-import datetime
 import hashlib
-import math
 import os
 import time
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
@@ -14,12 +12,14 @@ from ..errors import DuplicateTaskError, QueueFullError, TaskNotFoundError, Task
 from ..wire import tracking
 from ..wire.keys import QueueKeys, scheduled_nonce
 from ..wire.tracking import TaskInfo
-from ..wire.task import ID_OPTION, GoTask, PyTask
+from ..wire.options import NO_OPTIONS, PUBLIC, Place, TaskOptions, make, place_of
+from ..wire.task import GoTask, PyTask
 from .redis_errors import refused_for_memory
 from .scripts import Script
 
 Task = Union[PyTask, GoTask]
 
+PUBLIC_NAMES = frozenset(PUBLIC)
 DEFAULT_MAX_TASK_SIZE = 1024 * 1024
 """Bytes; larger blobs are refused at enqueue and dead-lettered when found in a queue."""
 
@@ -44,18 +44,68 @@ def blobs_of(tasks: Iterable[Task], max_task_size: int) -> List[bytes]:
     return blobs
 
 
-def due_time(delay: Optional[float], at: Optional[datetime.datetime]) -> Optional[float]:
-    """The unix time a task becomes due, or None to enqueue it now (no delay, or one already past)."""
-    if delay is not None and at is not None:
-        raise ValueError("give delay or at, not both")
-    if at is not None:
-        due = at.timestamp()  # a naive datetime is taken as local time
-    elif delay is not None:
-        due = time.time() + delay
+def with_given(task: Task, **given: Any) -> Tuple[Task, TaskOptions]:
+    """What an enqueue writes: the task, with the options given to enqueue that ride in its blob, and
+    its options: the task's own, with those given (None: not given) winning. Every option is checked
+    by TaskOptions (ValueError or TypeError naming it)."""
+    return _applied(task, _winner(given))
+
+
+def _winner(given: Dict[str, Any]) -> Optional[TaskOptions]:
+    """The options given to an enqueue (None: not given), checked; None if none was given."""
+    chosen = {name: value for name, value in given.items() if value is not None}
+    if chosen:
+        return make(**chosen)
+    if given.keys() - PUBLIC_NAMES:
+        make(**given)  # a misspelled option is refused even when None
+    return None
+
+
+def _applied(task: Task, winner: Optional[TaskOptions]) -> Tuple[Task, TaskOptions]:
+    if winner is None:
+        return task, task.options
+    options = task.options.merged(winner)
+    if any(place_of(name) is not Place.ENQUEUE for name in winner.given()):
+        if isinstance(task, GoTask):
+            task = GoTask(task.func_path, task.args, options=options)  # refuses what its blob cannot carry
+        else:
+            task = PyTask(task.func_path, task.args, task.kwargs, options=options)
+    return task, options
+
+
+def batch_of(tasks: Iterable[Task], **given: Any) -> Tuple[List[Task], TaskOptions]:
+    """enqueue_many's tasks as it writes them, and the options that say how: one due time and one
+    result_ttl for the whole batch. Unique tasks go one at a time, through enqueue."""
+    winner = _winner(given)
+    written: List[Task] = []
+    shared: Optional[TaskOptions] = None
+    shared_how: Dict[str, Any] = {}
+    for task in tasks:
+        if winner is None and task.options is NO_OPTIONS:  # most batches: nothing to merge or compare
+            options, how = NO_OPTIONS, {}
+        else:
+            task, options = _applied(task, winner)
+            how = options.given(Place.ENQUEUE)
+            if "unique_for" in how:
+                raise TypeError("enqueue_many takes no unique task (unique_for): enqueue those one at a time")
+        if shared is None:
+            shared, shared_how = options, how
+        elif how != shared_how:
+            raise ValueError(f"enqueue_many enqueues a batch with one delay, at and result_ttl, and {task.func_path} "
+                             f"has {how or 'none'} where another has {shared_how or 'none'}: give them to "
+                             "enqueue_many, or enqueue the tasks apart")
+        written.append(task)
+    return written, shared or NO_OPTIONS
+
+
+def due_time(options: TaskOptions) -> Optional[float]:
+    """The unix time a task becomes due (its delay or at), or None to enqueue it now (none, or one past)."""
+    if options.at is not None:
+        due = options.at.timestamp()  # a naive datetime is taken as local time
+    elif options.delay is not None:
+        due = time.time() + options.delay
     else:
         return None
-    if not math.isfinite(due):  # inf would park the task forever; nan would be due never and always
-        raise ValueError(f"a task's due time must be finite, got delay={delay!r}, at={at!r}")
     return due if due > time.time() else None
 
 
@@ -65,21 +115,20 @@ def scheduled_members(blobs: Sequence[bytes], due: float, kind: str = "delayed")
     return {scheduled_nonce(kind) + blob: due for blob in blobs}
 
 
-def unique_call(keys: QueueKeys, task: Task, delay: Optional[float], at: Optional[datetime.datetime],
-                 unique_for: float, unique_key: Optional[str], max_task_size: int,
-                 track: Optional[Tuple[str, int]] = None) -> Dict[str, Any]:
-    """The enqueue_unique script's arguments: the lock is keyed by unique_key, or by the
-    task's own digest; the task carries the lock's key and token so its worker can release it.
-    track: (task id, record ttl) of a tracked task (the digest is the untracked task's)."""
+def unique_call(keys: QueueKeys, task: Task, options: TaskOptions, max_task_size: int,
+                track: Optional[Tuple[str, int]] = None) -> Dict[str, Any]:
+    """The enqueue_unique script's arguments, for options with unique_for: the lock is keyed by
+    unique_key, or by the task's own digest; the task carries the lock's key and token so its worker
+    can release it. track: (task id, record ttl) of a tracked task (the digest is the untracked task's)."""
     if not isinstance(task, PyTask):
         raise TypeError("unique_for is for PyTasks: a go-delayed worker would never release the lock")
-    key = unique_key or hashlib.sha1(task.serialize()).hexdigest()
+    assert options.unique_for is not None
+    key = options.unique_key or hashlib.sha1(task.serialize()).hexdigest()
     token = os.urandom(8).hex()
-    tracked = {} if track is None else {ID_OPTION: track[0]}
-    [blob] = blobs_of((task.with_options(unique_key=key, unique_token=token, **tracked),), max_task_size)
-    due = due_time(delay, at)
+    [blob] = blobs_of((task.with_options(unique_key=key, unique_token=token, id=track and track[0]),), max_task_size)
+    due = due_time(options)
     member = b"" if due is None else next(iter(scheduled_members((blob,), due)))
-    return dict(lock=keys.unique(key), lock_ms=max(1, int(unique_for * 1000)), token=token, blob=blob,
+    return dict(lock=keys.unique(key), lock_ms=max(1, int(options.unique_for * 1000)), token=token, blob=blob,
                 due="" if due is None else due, member=member,
                 tracking_keys=() if track is None else (keys.tracked, keys.task(track[0])),
                 tracking_args=() if track is None else (task.func_path, track[1]))
@@ -94,7 +143,7 @@ def tracked_call(keys: QueueKeys, tasks: Iterable[Task], due: Optional[float], t
             raise TypeError("result_ttl is for PyTasks: a go-delayed worker would not write the record")
         ids.append(tracking.new_id())
         func_paths.append(task.func_path)
-        tracked.append(task.with_options(**{ID_OPTION: ids[-1]}))
+        tracked.append(task.with_options(id=ids[-1]))
     blobs = blobs_of(tracked, max_task_size)
     members = [b""] * len(blobs) if due is None else list(scheduled_members(blobs, due))
     per_task = [item for entry in zip(func_paths, blobs, members) for item in entry]

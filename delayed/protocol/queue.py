@@ -12,13 +12,14 @@ import redis.asyncio
 from ..errors import NotReplicatedError
 from ..wire import tracking
 from ..wire.tracking import Cancel, TaskInfo
+from ..wire.options import TaskOptions
 from ..wire.task import PyTask
 from .base import QueueBase, queue_keys
 from .send_once import sent_once_async
 from .handles import AsyncTaskHandle, TaskHandle
-from .producer import (CANCEL, DEFAULT_MAX_TASK_SIZE, ENQUEUE, ENQUEUE_TRACKED, ENQUEUE_UNIQUE, Task, blobs_of,
-                       check_unique, due_time, refused_when_full, stage_enqueue, task_info_of, tracked_call,
-                       unique_call)
+from .producer import (CANCEL, DEFAULT_MAX_TASK_SIZE, ENQUEUE, ENQUEUE_TRACKED, ENQUEUE_UNIQUE, Task, batch_of,
+                       blobs_of, check_unique, due_time, refused_when_full, stage_enqueue, task_info_of,
+                       tracked_call, unique_call, with_given)
 from .scripts import BoundScript, Script
 from .sweeper_ops import DEFAULT_MAX_CRASHES, NOTIFY_AFTER, SweeperOps
 from .worker_ops import WorkerOps
@@ -114,16 +115,16 @@ class Queue(QueueBase):
     @overload
     def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None,
                 unique_for: Optional[float] = None, unique_key: Optional[str] = None, *,
-                result_ttl: None = None) -> None: ...
+                result_ttl: None = None, **options: Any) -> Optional[TaskHandle]: ...
 
     @overload
     def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None,
                 unique_for: Optional[float] = None, unique_key: Optional[str] = None, *,
-                result_ttl: float) -> TaskHandle: ...
+                result_ttl: float, **options: Any) -> TaskHandle: ...
 
     def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None,
                 unique_for: Optional[float] = None, unique_key: Optional[str] = None, *,
-                result_ttl: Optional[float] = None) -> Optional[TaskHandle]:
+                result_ttl: Optional[float] = None, **options: Any) -> Optional[TaskHandle]:
         """Enqueue a task: its blob and its notification go into the queue in one atomic command.
 
         With `delay` or `at`, the task waits in the queue's scheduled set until it is due; workers and
@@ -144,9 +145,12 @@ class Queue(QueueBase):
                 seconds (rounded up) after it ended, and the call returns its handle. Its blob carries an
                 id option, which keakon/delayed 1.x cannot read; an untracked task's blob is unchanged.
                 With `unique_for` too, the lock is the untracked task's digest.
+            **options: Any other option `TaskOptions` takes, by name (`max_retries=5`, `time_limit=30`).
+                Every option given here wins over the task's own (`PyTask(..., delay=10)`), which apply
+                too.
 
         Returns:
-            None; with `result_ttl`, the task's `TaskHandle`.
+            None; with `result_ttl` (given here or the task's), the task's `TaskHandle`.
 
         Raises:
             TaskTooLargeError: The blob is over `max_task_size`; nothing was written.
@@ -157,17 +161,19 @@ class Queue(QueueBase):
             QueueFullError: Redis refused the write for want of memory; nothing was written.
             NotReplicatedError: With `wait_replicas`: fewer replicas acknowledged the task in time (it is
                 on the primary).
-            ValueError: Both `delay` and `at`; a due time that is infinite or NaN; a `result_ttl` that is
-                not a positive number. Nothing was written.
-            TypeError: `unique_for` or `result_ttl` with a GoTask: a go-delayed worker would never release
-                the lock or write the record.
+            ValueError: An option's value it cannot take (both `delay` and `at`; NaN, infinite, negative or
+                over ten years), naming the option. Nothing was written.
+            TypeError: An unknown option; `unique_for` or `result_ttl` with a GoTask: a go-delayed worker
+                would never release the lock or write the record.
         """
-        if unique_for is not None:
-            return self._enqueue_unique(task, delay, at, unique_for, unique_key, result_ttl)
-        if result_ttl is not None:
-            return self.enqueue_many((task,), delay, at, result_ttl=result_ttl)[0]
+        task, chosen = with_given(task, delay=delay, at=at, unique_for=unique_for, unique_key=unique_key,
+                                  result_ttl=result_ttl, **options)
+        if chosen.unique_for is not None:
+            return self._enqueue_unique(task, chosen)
+        if chosen.result_ttl is not None:
+            return self._enqueue_tracked_batch([task], chosen)[0]
         blobs = blobs_of((task,), self.max_task_size)
-        due = due_time(delay, at)
+        due = due_time(chosen)
         with refused_when_full(self.name):
             if due is None:
                 self._enqueue(blobs=blobs)
@@ -178,11 +184,9 @@ class Queue(QueueBase):
         self._replicated()
         return None
 
-    def _enqueue_unique(self, task: Task, delay: Optional[float], at: Optional[datetime.datetime],
-                        unique_for: float, unique_key: Optional[str],
-                        result_ttl: Optional[float]) -> Optional[TaskHandle]:
-        track = None if result_ttl is None else (tracking.new_id(), tracking.ttl_seconds(result_ttl))
-        call = unique_call(self.keys, task, delay, at, unique_for, unique_key, self.max_task_size, track)
+    def _enqueue_unique(self, task: Task, options: TaskOptions) -> Optional[TaskHandle]:
+        track = None if options.result_ttl is None else (tracking.new_id(), tracking.ttl_seconds(options.result_ttl))
+        call = unique_call(self.keys, task, options, self.max_task_size, track)
         with refused_when_full(self.name):
             reply = self._enqueue_unique_script(**call)
         check_unique(reply, call)
@@ -191,15 +195,16 @@ class Queue(QueueBase):
 
     @overload
     def enqueue_many(self, tasks: Iterable[Task], delay: Optional[float] = None,
-                     at: Optional[datetime.datetime] = None, *, result_ttl: None = None) -> int: ...
+                     at: Optional[datetime.datetime] = None, *, result_ttl: None = None, **options: Any) -> int: ...
 
     @overload
     def enqueue_many(self, tasks: Iterable[Task], delay: Optional[float] = None,
-                     at: Optional[datetime.datetime] = None, *, result_ttl: float) -> List[TaskHandle]: ...
+                     at: Optional[datetime.datetime] = None, *, result_ttl: float,
+                     **options: Any) -> List[TaskHandle]: ...
 
     def enqueue_many(self, tasks: Iterable[Task], delay: Optional[float] = None,
                      at: Optional[datetime.datetime] = None, *,
-                     result_ttl: Optional[float] = None) -> Union[int, List[TaskHandle]]:
+                     result_ttl: Optional[float] = None, **options: Any) -> Union[int, List[TaskHandle]]:
         """Enqueue many tasks in one atomic round trip: all of them, or none.
 
         Args:
@@ -207,6 +212,8 @@ class Queue(QueueBase):
             delay: Seconds to wait before they are due, as for `enqueue`.
             at: When they are due, as for `enqueue`.
             result_ttl: Track each task (PyTasks only), as for `enqueue`.
+            **options: Other options by name, as for `enqueue`. The tasks' own options apply too, but
+                a batch goes in with one `delay`, `at` and `result_ttl`, and no `unique_for`.
 
         Returns:
             How many tasks were enqueued; with `result_ttl`, their `TaskHandle`s, in order.
@@ -216,25 +223,31 @@ class Queue(QueueBase):
             TaskArgumentError: An argument msgpack cannot write; nothing was written.
             QueueFullError: Redis refused the write for want of memory; nothing was written.
             NotReplicatedError: With `wait_replicas`: fewer replicas acknowledged the tasks in time.
-            ValueError: As for `enqueue`.
-            TypeError: `result_ttl` with a GoTask among the tasks.
+            ValueError: As for `enqueue`; tasks whose own `delay`, `at` or `result_ttl` differ.
+            TypeError: `result_ttl` with a GoTask among the tasks; a task with `unique_for`.
         """
-        if result_ttl is not None:
-            ttl = tracking.ttl_seconds(result_ttl)
-            ids, call = tracked_call(self.keys, tasks, due_time(delay, at), ttl, self.max_task_size)
-            if ids:
-                with refused_when_full(self.name):
-                    self._enqueue_tracked(**call)
-                self._replicated()
-            return [TaskHandle(self, task_id) for task_id in ids]
-        blobs = blobs_of(tasks, self.max_task_size)
-        due = due_time(delay, at)
+        return self._enqueue_batch(*batch_of(tasks, delay=delay, at=at, result_ttl=result_ttl, **options))
+
+    def _enqueue_batch(self, written: List[Task], chosen: TaskOptions) -> Union[int, List[TaskHandle]]:
+        """Enqueue tasks as written, with the options that say how (see producer.batch_of)."""
+        if chosen.result_ttl is not None:
+            return self._enqueue_tracked_batch(written, chosen)
+        blobs = blobs_of(written, self.max_task_size)
         if blobs:
             with refused_when_full(self.name), self.conn.pipeline(transaction=True) as pipe:
-                stage_enqueue(pipe, self.keys, blobs, due)
+                stage_enqueue(pipe, self.keys, blobs, due_time(chosen))
                 pipe.execute()
             self._replicated()
         return len(blobs)
+
+    def _enqueue_tracked_batch(self, written: List[Task], chosen: TaskOptions) -> List[TaskHandle]:
+        ttl = tracking.ttl_seconds(chosen.result_ttl or 0)
+        ids, call = tracked_call(self.keys, written, due_time(chosen), ttl, self.max_task_size)
+        if ids:
+            with refused_when_full(self.name):
+                self._enqueue_tracked(**call)
+            self._replicated()
+        return [TaskHandle(self, task_id) for task_id in ids]
 
     # Tracked tasks
 
@@ -465,16 +478,16 @@ class AsyncQueue:
     @overload
     async def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None,
                       unique_for: Optional[float] = None, unique_key: Optional[str] = None, *,
-                      result_ttl: None = None) -> None: ...
+                      result_ttl: None = None, **options: Any) -> Optional[AsyncTaskHandle]: ...
 
     @overload
     async def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None,
                       unique_for: Optional[float] = None, unique_key: Optional[str] = None, *,
-                      result_ttl: float) -> AsyncTaskHandle: ...
+                      result_ttl: float, **options: Any) -> AsyncTaskHandle: ...
 
     async def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None,
                       unique_for: Optional[float] = None, unique_key: Optional[str] = None, *,
-                      result_ttl: Optional[float] = None) -> Optional[AsyncTaskHandle]:
+                      result_ttl: Optional[float] = None, **options: Any) -> Optional[AsyncTaskHandle]:
         """Enqueue a task: at once, later, unique or tracked, as `Queue.enqueue`.
 
         Args:
@@ -485,6 +498,7 @@ class AsyncQueue:
                 running, for at most this many seconds (PyTasks only).
             unique_key: With `unique_for`: every task with this key is a duplicate.
             result_ttl: Track the task (a PyTask): its record is kept this many seconds after it ended.
+            **options: Other options by name, as for `Queue.enqueue`.
 
         Returns:
             None; with `result_ttl`, the task's `AsyncTaskHandle`.
@@ -497,17 +511,19 @@ class AsyncQueue:
             ValueError: As for `Queue.enqueue`.
             TypeError: `unique_for` or `result_ttl` with a GoTask.
         """
-        if unique_for is not None:
-            track = None if result_ttl is None else (tracking.new_id(), tracking.ttl_seconds(result_ttl))
-            call = unique_call(self.keys, task, delay, at, unique_for, unique_key, self.max_task_size, track)
+        task, chosen = with_given(task, delay=delay, at=at, unique_for=unique_for, unique_key=unique_key,
+                                  result_ttl=result_ttl, **options)
+        if chosen.unique_for is not None:
+            track = None if chosen.result_ttl is None else (tracking.new_id(), tracking.ttl_seconds(chosen.result_ttl))
+            call = unique_call(self.keys, task, chosen, self.max_task_size, track)
             with refused_when_full(self.name):
                 reply = await self._enqueue_unique(**call)
             check_unique(reply, call)
             return None if track is None else AsyncTaskHandle(self, track[0])
-        if result_ttl is not None:
-            return (await self.enqueue_many((task,), delay, at, result_ttl=result_ttl))[0]
+        if chosen.result_ttl is not None:
+            return (await self._enqueue_tracked_batch([task], chosen))[0]
         blobs = blobs_of((task,), self.max_task_size)
-        due = due_time(delay, at)
+        due = due_time(chosen)
         with refused_when_full(self.name):
             if due is None:
                 await self._enqueue(blobs=blobs)
@@ -519,16 +535,17 @@ class AsyncQueue:
 
     @overload
     async def enqueue_many(self, tasks: Iterable[Task], delay: Optional[float] = None,
-                           at: Optional[datetime.datetime] = None, *, result_ttl: None = None) -> int: ...
+                           at: Optional[datetime.datetime] = None, *, result_ttl: None = None, **options: Any) -> int: ...
 
     @overload
     async def enqueue_many(self, tasks: Iterable[Task], delay: Optional[float] = None,
                            at: Optional[datetime.datetime] = None, *,
-                           result_ttl: float) -> List[AsyncTaskHandle]: ...
+                           result_ttl: float, **options: Any) -> List[AsyncTaskHandle]: ...
 
     async def enqueue_many(self, tasks: Iterable[Task], delay: Optional[float] = None,
                            at: Optional[datetime.datetime] = None, *,
-                           result_ttl: Optional[float] = None) -> Union[int, List[AsyncTaskHandle]]:
+                           result_ttl: Optional[float] = None,
+                           **options: Any) -> Union[int, List[AsyncTaskHandle]]:
         """Enqueue many tasks in one atomic round trip, as `Queue.enqueue_many`.
 
         Args:
@@ -536,6 +553,7 @@ class AsyncQueue:
             delay: Seconds to wait before they are due.
             at: When they are due.
             result_ttl: Track each task (PyTasks only).
+            **options: Other options by name, as for `Queue.enqueue_many`.
 
         Returns:
             How many tasks were enqueued; with `result_ttl`, their `AsyncTaskHandle`s, in order.
@@ -547,21 +565,27 @@ class AsyncQueue:
             ValueError: As for `Queue.enqueue`.
             TypeError: `result_ttl` with a GoTask among the tasks.
         """
-        if result_ttl is not None:
-            ttl = tracking.ttl_seconds(result_ttl)
-            ids, call = tracked_call(self.keys, tasks, due_time(delay, at), ttl, self.max_task_size)
-            if ids:
-                with refused_when_full(self.name):
-                    await self._enqueue_tracked(**call)
-            return [AsyncTaskHandle(self, task_id) for task_id in ids]
-        blobs = blobs_of(tasks, self.max_task_size)
-        due = due_time(delay, at)
+        return await self._enqueue_batch(*batch_of(tasks, delay=delay, at=at, result_ttl=result_ttl, **options))
+
+    async def _enqueue_batch(self, written: List[Task], chosen: TaskOptions) -> Union[int, List[AsyncTaskHandle]]:
+        """Enqueue tasks as written, with the options that say how (see producer.batch_of)."""
+        if chosen.result_ttl is not None:
+            return await self._enqueue_tracked_batch(written, chosen)
+        blobs = blobs_of(written, self.max_task_size)
         if blobs:
             with refused_when_full(self.name):
                 async with self.conn.pipeline(transaction=True) as pipe:
-                    stage_enqueue(pipe, self.keys, blobs, due)
+                    stage_enqueue(pipe, self.keys, blobs, due_time(chosen))
                     await pipe.execute()
         return len(blobs)
+
+    async def _enqueue_tracked_batch(self, written: List[Task], chosen: TaskOptions) -> List[AsyncTaskHandle]:
+        ttl = tracking.ttl_seconds(chosen.result_ttl or 0)
+        ids, call = tracked_call(self.keys, written, due_time(chosen), ttl, self.max_task_size)
+        if ids:
+            with refused_when_full(self.name):
+                await self._enqueue_tracked(**call)
+        return [AsyncTaskHandle(self, task_id) for task_id in ids]
 
     def task(self, task_id: str) -> AsyncTaskHandle:
         """The handle of a tracked task of this queue, by its id, as `Queue.task`.
