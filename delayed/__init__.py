@@ -19,6 +19,7 @@ _EXPORTS = {
     "PyTask": "wire.task",
     "GoTask": "wire.task",
     "Float32": "wire.task",
+    "TaskOptions": "wire.options",
     "connect": "protocol.connection",
     "connect_async": "protocol.connection",
     "delayed": "delay",
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     from .protocol.queue import AsyncQueue, Queue
     from .scheduler import Periodic, Scheduler
     from .sweeper import Sweeper
+    from .wire.options import TaskOptions
     from .wire.tracking import Cancel, TaskInfo
     from .wire.task import Float32, GoTask, PyTask
     from .worker.loop import Worker

@@ -10,6 +10,7 @@ import inspect
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Optional, TypeVar, Union, cast, overload
 
 from .protocol.queue import AsyncQueue, Queue
+from .wire.options import make
 from .wire.task import PyTask
 from .protocol.handles import AsyncTaskHandle, TaskHandle
 
@@ -50,28 +51,29 @@ if TYPE_CHECKING:
 
     class Decorator(Protocol):
         @overload
-        def __call__(self, func: Callable[P, R], *, retry: int = 0) -> DelayedFunction[P, R]: ...
+        def __call__(self, func: Callable[P, R], *, retry: int = 0, **options: Any) -> DelayedFunction[P, R]: ...
 
         @overload
-        def __call__(self, func: None = None, *, retry: int = 0) -> Callable[[Callable[P, R]], DelayedFunction[P, R]]: ...
+        def __call__(self, func: None = None, *, retry: int = 0, result_ttl: float,
+                     **options: Any) -> Callable[[Callable[P, R]], TrackedFunction[P, R]]: ...
 
         @overload
         def __call__(self, func: None = None, *, retry: int = 0,
-                     result_ttl: float) -> Callable[[Callable[P, R]], TrackedFunction[P, R]]: ...
+                     **options: Any) -> Callable[[Callable[P, R]], DelayedFunction[P, R]]: ...
 
     class AsyncDecorator(Protocol):
         @overload
-        def __call__(self, func: Callable[P, R], *, retry: int = 0) -> AsyncDelayedFunction[P, R]: ...
+        def __call__(self, func: Callable[P, R], *, retry: int = 0, **options: Any) -> AsyncDelayedFunction[P, R]: ...
 
         @overload
         def __call__(
-            self, func: None = None, *, retry: int = 0
-        ) -> Callable[[Callable[P, R]], AsyncDelayedFunction[P, R]]: ...
-
-        @overload
-        def __call__(
-            self, func: None = None, *, retry: int = 0, result_ttl: float
+            self, func: None = None, *, retry: int = 0, result_ttl: float, **options: Any
         ) -> Callable[[Callable[P, R]], AsyncTrackedFunction[P, R]]: ...
+
+        @overload
+        def __call__(
+            self, func: None = None, *, retry: int = 0, **options: Any
+        ) -> Callable[[Callable[P, R]], AsyncDelayedFunction[P, R]]: ...
 
 
 @overload
@@ -99,9 +101,14 @@ def delayed(queue: Union[Queue, AsyncQueue]) -> Union[Decorator, AsyncDecorator]
         queue: The queue the calls go to: a `Queue` or an `AsyncQueue`.
 
     Returns:
-        The decorator. Its options: `retry`, the PyTask's `retry` (default 0); and `result_ttl`, which
-            tracks each call: `f.delay(...)` then returns its `TaskHandle` (an `AsyncTaskHandle` on an
-            AsyncQueue), typed as such. Without it, `f.delay(...)` returns None.
+        The decorator. It takes every option `TaskOptions` takes, by name (`@d(retry=3)`,
+            `@d(max_retries=5, time_limit=30)`, `@d(unique_for=60)`), checked as it decorates: each call
+            is enqueued with them. With `result_ttl`, which tracks each call, `f.delay(...)` returns its
+            `TaskHandle` (an `AsyncTaskHandle` on an AsyncQueue), typed as such; without it, None.
+
+    Raises:
+        ValueError: An option's value it cannot take, naming the option (as the decorator is applied).
+        TypeError: An unknown option.
 
     Example:
         ```python title="tasks.py"
@@ -122,22 +129,22 @@ def delayed(queue: Union[Queue, AsyncQueue]) -> Union[Decorator, AsyncDecorator]
     """
     asynchronous = inspect.iscoroutinefunction(queue.enqueue)
 
-    def decorate(func: Optional[Callable[..., Any]] = None, *, retry: int = 0,
-                 result_ttl: Optional[float] = None) -> Any:
+    def decorate(func: Optional[Callable[..., Any]] = None, **given: Any) -> Any:
+        options = make(**given)
         if func is None:
-            return functools.partial(decorate, retry=retry, result_ttl=result_ttl)
+            return functools.partial(decorate, **given)
         task_func = func
 
         if asynchronous:
             async_queue = cast(AsyncQueue, queue)
 
             async def delay_async(*args: Any, **kwargs: Any) -> Optional[AsyncTaskHandle]:
-                return await async_queue.enqueue(PyTask(task_func, args, kwargs, retry), result_ttl=result_ttl)
+                return await async_queue.enqueue(PyTask(task_func, args, kwargs, options=options))
 
             delay: Callable[..., Any] = delay_async
         else:
             def delay_sync(*args: Any, **kwargs: Any) -> Optional[TaskHandle]:
-                return cast(Queue, queue).enqueue(PyTask(task_func, args, kwargs, retry), result_ttl=result_ttl)
+                return cast(Queue, queue).enqueue(PyTask(task_func, args, kwargs, options=options))
 
             delay = delay_sync
 

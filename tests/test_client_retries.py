@@ -149,7 +149,7 @@ def test_a_lost_unique_enqueue_reply_is_not_a_duplicate_of_itself(conn, proxy):
     [blob] = conn.lrange("q", 1, -1)
     task = PyTask.deserialize(blob)
     assert (task.func_path, task.args) == ("m:f", [1])
-    assert conn.get(f"q_unique:{task.options['unique_key']}").decode() == task.options["unique_token"]  # its own lock
+    assert conn.get(f"q_unique:{task.options.unique_key}").decode() == task.options.unique_token  # its own lock
     with pytest.raises(DuplicateTaskError):  # and the lock does its job
         queue.enqueue(ONE, unique_for=60)
 

@@ -114,7 +114,7 @@ def test_a_sweeper_moves_due_tasks_for_queues_no_python_worker_drains(conn, redi
 
 
 def scheduled_attempts(conn):
-    return [PyTask.deserialize(member[8:]).options.get("attempt") for member in conn.zrange("q_scheduled", 0, -1)]
+    return [PyTask.deserialize(member[8:]).options.attempt for member in conn.zrange("q_scheduled", 0, -1)]
 
 
 def test_a_failed_attempt_waits_its_backoff_in_the_scheduled_set(conn, queue, run_worker):
@@ -132,7 +132,7 @@ def test_retries_with_backoff_end_in_the_dead_letter_list(conn, queue, run_worke
     wait_for(lambda: queue.dead.count(), what="a dead letter")
     assert conn.get("boom") == b"3"  # the first run and two retries
     [entry] = queue.dead.list()
-    assert entry["reason"] == "failed" and PyTask.deserialize(entry["task"]).options["attempt"] == 2
+    assert entry["reason"] == "failed" and PyTask.deserialize(entry["task"]).options.attempt == 2
 
 
 def test_skip_retry_dead_letters_at_once(conn, queue, run_worker):

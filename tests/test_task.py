@@ -5,6 +5,7 @@ import msgpack
 import pytest
 
 from delayed.errors import MalformedTaskError, TaskArgumentError
+from delayed.wire.options import TaskOptions
 from delayed.wire.task import Float32, GoTask, PyTask, decode_task, func_path_of
 
 from . import tasks
@@ -124,14 +125,14 @@ def test_malformed_blobs_raise_with_a_reason(blob):
 def test_options_ride_in_a_fifth_element_only_when_set():
     assert PyTask("m:f", time_limit=2.5).serialize() == msgpack.packb(["m:f", [], {}, 0, {"time_limit": 2.5}])
     task = PyTask.deserialize(PyTask("m:f", [1], retry=2, options={"time_limit": 3, "future": "kept"}).serialize())
-    assert (task.time_limit, task.options["future"]) == (3, "kept")
-    assert task.with_retry(1).options == task.options
+    assert (task.time_limit, task.options.unknown["future"]) == (3, "kept")
+    assert task.with_retry(1).options == task.options.replace(retry=1)
     assert PyTask("m:f", [1]).serialize() == msgpack.packb(["m:f", [1]])
 
 
-@pytest.mark.parametrize("limit", [0, -1, "5", True])
-def test_a_time_limit_must_be_a_positive_number(limit):
-    with pytest.raises(TypeError):
+@pytest.mark.parametrize("limit, error", [(0, ValueError), (-1, ValueError), ("5", TypeError), (True, TypeError)])
+def test_a_time_limit_must_be_a_positive_number(limit, error):
+    with pytest.raises(error, match="time_limit"):
         PyTask("m:f", time_limit=limit)
     with pytest.raises(MalformedTaskError):
         decode_task(msgpack.packb(["m:f", [], {}, 0, {"time_limit": limit}]))
@@ -143,10 +144,11 @@ def test_options_must_be_a_map_with_string_keys():
             decode_task(msgpack.packb(["m:f", [], {}, 0, options]))
 
 
-@pytest.mark.parametrize("options", [{"max_retries": -1}, {"max_retries": 1.5}, {"attempt": True},
-                                     {"backoff": -2}, {"backoff": [1]}])
-def test_retry_options_are_checked(options):
-    with pytest.raises(TypeError):
+@pytest.mark.parametrize("options, error", [({"max_retries": -1}, ValueError), ({"max_retries": 1.5}, TypeError),
+                                            ({"attempt": True}, TypeError), ({"backoff": -2}, ValueError),
+                                            ({"backoff": [1]}, TypeError)])
+def test_retry_options_are_checked(options, error):
+    with pytest.raises(error, match=next(iter(options))):
         PyTask("m:f", options=options)
     with pytest.raises(MalformedTaskError):
         decode_task(msgpack.packb(["m:f", [], {}, 0, options]))
@@ -156,7 +158,7 @@ def test_retry_options_round_trip_and_are_kept_by_with_options():
     task = PyTask("m:f", max_retries=3, backoff="m:curve")
     assert task.serialize() == msgpack.packb(["m:f", [], {}, 0, {"max_retries": 3, "backoff": "m:curve"}])
     assert PyTask.deserialize(task.with_options(attempt=1).serialize()).options == \
-        {"max_retries": 3, "backoff": "m:curve", "attempt": 1}
+        TaskOptions(max_retries=3, backoff="m:curve", attempt=1)
 
 
 def test_float32_is_written_as_msgpack_float32_wherever_it_sits():

@@ -15,6 +15,7 @@ from delayed import AsyncQueue, DuplicateTaskError, GoTask, PyTask, Queue, Worke
 from delayed.errors import TaskFailedError, TaskNotFoundError
 from delayed.worker.holding import Claim, Holding
 from delayed.runtime.lifecycle import Lifecycle
+from delayed.wire.options import TaskOptions
 from delayed.wire.task import decode_task
 from delayed.protocol.handles import AsyncTaskHandle, TaskHandle
 from delayed.wire.tracking import pack_result
@@ -60,7 +61,7 @@ def test_a_tracked_task_is_pending_then_done_with_its_result(conn, queue, run_wo
     before = time.time()
     handle = queue.enqueue(PyTask("tests.tasks:add", [1, 2]), result_ttl=60)
     assert isinstance(handle, TaskHandle) and len(handle.id) == 32
-    assert decode_task(conn.lindex("q", 0)).options == {"id": handle.id}
+    assert decode_task(conn.lindex("q", 0)).options == TaskOptions(id=handle.id)
     assert conn.exists("q_tracked")
     info = handle.info()
     assert (info.status, info.func, info.attempts, info.expires_in) == ("pending", "tests.tasks:add", 0, None)
@@ -195,8 +196,9 @@ def test_the_record_expires_result_ttl_after_the_end(queue, run_worker):
 
 
 def test_bad_result_ttls_and_go_tasks_are_refused(queue):
-    for ttl in (0, -1, float("inf"), float("nan"), "60"):
-        with pytest.raises(ValueError, match="result_ttl must be a positive number"):
+    for ttl, error in ((0, ValueError), (-1, ValueError), (float("inf"), ValueError), (float("nan"), ValueError),
+                       (10 ** 20, ValueError), ("60", TypeError)):
+        with pytest.raises(error, match="^result_ttl must be"):
             queue.enqueue(PyTask("m:f"), result_ttl=ttl)
     with pytest.raises(TypeError, match="PyTasks"):
         queue.enqueue(GoTask("main.F"), result_ttl=60)
@@ -288,7 +290,7 @@ def test_cancel_removes_a_pending_task_and_one_notification(conn, queue):
     result = queue.cancel(second.id)
     assert result and result.status == "pending" and result.reason == f"cancelled task {second.id} (pending) in q"
     assert conn.llen("q") == conn.llen("q_noti") == 1
-    assert decode_task(conn.lindex("q", 0)).options["id"] == first.id
+    assert decode_task(conn.lindex("q", 0)).options.id == first.id
     before = time.time()
     info = second.info()
     read = time.time()
@@ -305,7 +307,7 @@ def test_cancel_refuses_a_task_a_worker_is_taking(conn, queue):
     assert not taking and taking.reason == f"task {head.id} is being taken by a worker: too late to cancel"
     assert queue.cancel(behind.id)
     assert conn.llen("q") == 1 and conn.llen("q_noti") == 0
-    assert decode_task(conn.lpop("q")).options["id"] == head.id  # the worker's pop finds its task
+    assert decode_task(conn.lpop("q")).options.id == head.id  # the worker's pop finds its task
 
 
 def test_cancel_a_scheduled_task_even_once_moved_into_the_queue(conn, queue):
@@ -449,13 +451,13 @@ def test_the_id_ends_the_blob_whatever_options_come_after_it(conn, queue):
     handle = queue.enqueue(PyTask("m:f", [b"\x00\xff" * 100, None], {"x": 2 ** 63}, max_retries=3), result_ttl=60)
     blob = conn.lindex("q", 0)
     assert blob.endswith(b"\xa2id\xd9\x20" + handle.id.encode())
-    retried = decode_task(blob).with_options(attempt=1)  # a retry adds its attempt after the id
-    assert list(retried.options) == ["max_retries", "id", "attempt"]
+    retried = decode_task(blob).with_options(attempt=1)  # a retry adds its attempt, and the id stays last
+    assert list(msgpack.unpackb(retried.serialize())[4]) == ["max_retries", "attempt", "id"]
     assert retried.serialize().endswith(handle.id.encode()) and decode_task(retried.serialize()) == retried
     WorkerOps(queue).claim_batch((), ("delayed-py-" + "4" * 32,))
     assert handle.status() == "running"  # bytes arguments too (Redis's cmsgpack cannot read msgpack bin)
 
 
 def test_a_tracked_id_must_be_32_hex_digits():
-    with pytest.raises(TypeError, match="a tracked task's id must be 32 hex digits, got 'mine'"):
+    with pytest.raises(ValueError, match="id must be 32 hex digits, got 'mine'"):
         PyTask("m:f", options={"id": "mine"})

@@ -223,7 +223,7 @@ def describe_task(blob: bytes, length: Optional[int] = None) -> Row:
     if isinstance(task, GoTask):
         return {"go": True, "func": preview.value(task.func_path), "payload": preview.value(task.args)}
     return {"func": preview.value(task.func_path), "args": preview.value(task.args),
-            "kwargs": preview.value(task.kwargs), "retry": task.retry, "options": preview.value(task.options)}
+            "kwargs": preview.value(task.kwargs), "retry": task.retry, "options": preview.value(task.options.wire_map())}
 
 
 def _describe_head(head: bytes, length: int) -> Row:

@@ -15,7 +15,7 @@ import redis
 
 from . import admin
 from ..wire import preview
-from ..runtime.command import (CommandError, add_connection_options, check_queue_names, connect_checked, positive,
+from ..runtime.command import (CommandError, add_connection_options, add_task_options, check_queue_names, connect_checked, positive, task_options_of,
                                quiet_on_closed_pipe, run_command)
 from ..scheduler.cli import main as scheduler_main
 from ..sweeper.cli import main as sweeper_main
@@ -274,12 +274,10 @@ def _enqueue(conn: redis.Redis, args: argparse.Namespace) -> None:
             raise CommandError(f"--kwargs is not JSON: {exc}", status=2) from None
         if kwargs is not None and not isinstance(kwargs, dict):
             raise CommandError(f"--kwargs must be a JSON object, got {args.kwargs}", status=2)
-        task = PyTask(args.func, values, kwargs, args.retry)
-    if args.go and args.result_ttl is not None:
-        raise CommandError("--result-ttl tracks PyTasks only: a go-delayed worker would not write the record", status=2)
+        task = PyTask(args.func, values, kwargs)
     try:
-        handle = Queue(args.queue, conn).enqueue(task, delay=args.delay, result_ttl=args.result_ttl)
-    except TaskTooLargeError as exc:
+        handle = Queue(args.queue, conn).enqueue(task, **task_options_of(args))
+    except (TaskTooLargeError, TypeError, ValueError) as exc:  # too large, or options a GoTask cannot take
         raise CommandError(str(exc), status=2) from None
     except QueueFullError as exc:
         raise CommandError(str(exc)) from None
@@ -375,14 +373,6 @@ def _named_queues(args: argparse.Namespace) -> List[str]:
     """The queues a command names: its --queue (once, or repeated) and pause's or resume's NAMEs."""
     named = getattr(args, "queue", None)
     return [*([named] if isinstance(named, str) else named or []), *getattr(args, "names", [])]
-
-
-def _retry(text: str) -> int:
-    """--retry: how many more runs after a failure; -1 retries forever (keakon/delayed's meaning)."""
-    count = int(text)
-    if count < -1:
-        raise argparse.ArgumentTypeError(f"must be -1 (forever) or more, got {text}")
-    return count
 
 
 COMMANDS = {"stats": _stats, "workers": _workers, "dead": _dead, "scheduled": _scheduled, "enqueue": _enqueue,
@@ -490,11 +480,7 @@ def parser() -> argparse.ArgumentParser:
     enqueue.add_argument("args", metavar="ARG", nargs="*", help="arguments, as JSON when they parse, else strings")
     enqueue.add_argument("--queue", default="default", help="the queue to enqueue into (default: %(default)s)")
     enqueue.add_argument("--kwargs", metavar="JSON", help='keyword arguments, e.g. \'{"b": 2}\'')
-    enqueue.add_argument("--retry", type=_retry, default=0, help="runs after a failure; -1: forever (default: 0)")
-    enqueue.add_argument("--delay", type=positive(float), metavar="SECONDS", help="hold it this long first")
-    enqueue.add_argument("--result-ttl", type=positive(float), metavar="SECONDS",
-                         help="track it (prints its id, for `delayed task ID`): its record is kept this long after "
-                              "it ended (PyTasks only)")
+    add_task_options(enqueue)
     enqueue.add_argument("--go", action="store_true", help="a GoTask for a go-delayed worker")
 
     task = commands.add_parser("task", parents=[common], help="a tracked task's status, result or error")

@@ -2,9 +2,7 @@
 their shared core, and what its plans send: the blobs, due times and scheduled-set members of an
 enqueue, the arguments of the enqueue scripts, and the MULTI that enqueues a batch."""
 import contextlib
-import datetime
 import hashlib
-import math
 import os
 import time
 from typing import Any, Dict, Generic, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
@@ -16,13 +14,15 @@ from ..errors import DuplicateTaskError, NotReplicatedError, QueueFullError, Tas
 from ..wire import tracking
 from ..wire.keys import QueueKeys, scheduled_nonce
 from ..wire.tracking import Cancel, TaskInfo
-from ..wire.task import ID_OPTION, GoTask, PyTask
+from ..wire.options import NO_OPTIONS, PUBLIC, Place, TaskOptions, make, place_of
+from ..wire.task import GoTask, PyTask
 from .calls import Call, Command, Pipeline, Plan, RunScript
 from .connection import is_cluster, refused_for_memory
 from .scripts import Script
 
 Task = Union[PyTask, GoTask]
 
+PUBLIC_NAMES = frozenset(PUBLIC)
 DEFAULT_MAX_TASK_SIZE = 1024 * 1024
 """Bytes; larger blobs are refused at enqueue and dead-lettered when found in a queue."""
 
@@ -48,18 +48,68 @@ def blobs_of(tasks: Iterable[Task], max_task_size: int) -> List[bytes]:
     return blobs
 
 
-def due_time(delay: Optional[float], at: Optional[datetime.datetime]) -> Optional[float]:
-    """The unix time a task becomes due, or None to enqueue it now (no delay, or one already past)."""
-    if delay is not None and at is not None:
-        raise ValueError("give delay or at, not both")
-    if at is not None:
-        due = at.timestamp()  # a naive datetime is taken as local time
-    elif delay is not None:
-        due = time.time() + delay
+def with_given(task: Task, **given: Any) -> Tuple[Task, TaskOptions]:
+    """What an enqueue writes: the task, with the options given to enqueue that ride in its blob, and
+    its options: the task's own, with those given (None: not given) winning. Every option is checked
+    by TaskOptions (ValueError or TypeError naming it)."""
+    return _applied(task, _winner(given))
+
+
+def _winner(given: Dict[str, Any]) -> Optional[TaskOptions]:
+    """The options given to an enqueue (None: not given), checked; None if none was given."""
+    chosen = {name: value for name, value in given.items() if value is not None}
+    if chosen:
+        return make(**chosen)
+    if given.keys() - PUBLIC_NAMES:
+        make(**given)  # a misspelled option is refused even when None
+    return None
+
+
+def _applied(task: Task, winner: Optional[TaskOptions]) -> Tuple[Task, TaskOptions]:
+    if winner is None:
+        return task, task.options
+    options = task.options.merged(winner)
+    if any(place_of(name) is not Place.ENQUEUE for name in winner.given()):
+        if isinstance(task, GoTask):
+            task = GoTask(task.func_path, task.args, options=options)  # refuses what its blob cannot carry
+        else:
+            task = PyTask(task.func_path, task.args, task.kwargs, options=options)
+    return task, options
+
+
+def batch_of(tasks: Iterable[Task], **given: Any) -> Tuple[List[Task], TaskOptions]:
+    """enqueue_many's tasks as it writes them, and the options that say how: one due time and one
+    result_ttl for the whole batch. Unique tasks go one at a time, through enqueue."""
+    winner = _winner(given)
+    written: List[Task] = []
+    shared: Optional[TaskOptions] = None
+    shared_how: Dict[str, Any] = {}
+    for task in tasks:
+        if winner is None and task.options is NO_OPTIONS:  # most batches: nothing to merge or compare
+            options, how = NO_OPTIONS, {}
+        else:
+            task, options = _applied(task, winner)
+            how = options.given(Place.ENQUEUE)
+            if "unique_for" in how:
+                raise TypeError("enqueue_many takes no unique task (unique_for): enqueue those one at a time")
+        if shared is None:
+            shared, shared_how = options, how
+        elif how != shared_how:
+            raise ValueError(f"enqueue_many enqueues a batch with one delay, at and result_ttl, and {task.func_path} "
+                             f"has {how or 'none'} where another has {shared_how or 'none'}: give them to "
+                             "enqueue_many, or enqueue the tasks apart")
+        written.append(task)
+    return written, shared or NO_OPTIONS
+
+
+def due_time(options: TaskOptions) -> Optional[float]:
+    """The unix time a task becomes due (its delay or at), or None to enqueue it now (none, or one past)."""
+    if options.at is not None:
+        due = options.at.timestamp()  # a naive datetime is taken as local time
+    elif options.delay is not None:
+        due = time.time() + options.delay
     else:
         return None
-    if not math.isfinite(due):  # inf would park the task forever; nan would be due never and always
-        raise ValueError(f"a task's due time must be finite, got delay={delay!r}, at={at!r}")
     return due if due > time.time() else None
 
 
@@ -69,21 +119,20 @@ def scheduled_members(blobs: Sequence[bytes], due: float, kind: str = "delayed")
     return {scheduled_nonce(kind) + blob: due for blob in blobs}
 
 
-def unique_call(keys: QueueKeys, task: Task, delay: Optional[float], at: Optional[datetime.datetime],
-                 unique_for: float, unique_key: Optional[str], max_task_size: int,
-                 track: Optional[Tuple[str, int]] = None) -> Dict[str, Any]:
-    """The enqueue_unique script's arguments: the lock is keyed by unique_key, or by the
-    task's own digest; the task carries the lock's key and token so its worker can release it.
-    track: (task id, record ttl) of a tracked task (the digest is the untracked task's)."""
+def unique_call(keys: QueueKeys, task: Task, options: TaskOptions, max_task_size: int,
+                track: Optional[Tuple[str, int]] = None) -> Dict[str, Any]:
+    """The enqueue_unique script's arguments, for options with unique_for: the lock is keyed by
+    unique_key, or by the task's own digest; the task carries the lock's key and token so its worker
+    can release it. track: (task id, record ttl) of a tracked task (the digest is the untracked task's)."""
     if not isinstance(task, PyTask):
         raise TypeError("unique_for is for PyTasks: a go-delayed worker would never release the lock")
-    key = unique_key or hashlib.sha1(task.serialize()).hexdigest()
+    assert options.unique_for is not None
+    key = options.unique_key or hashlib.sha1(task.serialize()).hexdigest()
     token = os.urandom(8).hex()
-    tracked = {} if track is None else {ID_OPTION: track[0]}
-    [blob] = blobs_of((task.with_options(unique_key=key, unique_token=token, **tracked),), max_task_size)
-    due = due_time(delay, at)
+    [blob] = blobs_of((task.with_options(unique_key=key, unique_token=token, id=track and track[0]),), max_task_size)
+    due = due_time(options)
     member = b"" if due is None else next(iter(scheduled_members((blob,), due)))
-    return dict(lock=keys.unique(key), lock_ms=max(1, int(unique_for * 1000)), token=token, blob=blob,
+    return dict(lock=keys.unique(key), lock_ms=max(1, int(options.unique_for * 1000)), token=token, blob=blob,
                 due="" if due is None else due, member=member,
                 tracking_keys=() if track is None else (keys.tracked, keys.task(track[0])),
                 tracking_args=() if track is None else (task.func_path, track[1]))
@@ -98,7 +147,7 @@ def tracked_call(keys: QueueKeys, tasks: Iterable[Task], due: Optional[float], t
             raise TypeError("result_ttl is for PyTasks: a go-delayed worker would not write the record")
         ids.append(tracking.new_id())
         func_paths.append(task.func_path)
-        tracked.append(task.with_options(**{ID_OPTION: ids[-1]}))
+        tracked.append(task.with_options(id=ids[-1]))
     blobs = blobs_of(tracked, max_task_size)
     members = [b""] * len(blobs) if due is None else list(scheduled_members(blobs, due))
     per_task = [item for entry in zip(func_paths, blobs, members) for item in entry]
@@ -184,34 +233,37 @@ class Producer(Generic[H]):
     def task(self, task_id: str) -> H:
         raise NotImplementedError  # each face gives its own handle
 
-    def _plan_enqueue(self, tasks: Iterable[Task], one: bool, delay: Optional[float] = None,
-                      at: Optional[datetime.datetime] = None, unique_for: Optional[float] = None,
-                      unique_key: Optional[str] = None, result_ttl: Optional[float] = None) -> Plan[Any]:
+    def _plan_enqueue(self, tasks: Iterable[Task], one: bool, **given: Any) -> Plan[Any]:
         """enqueue's arguments (one task) and enqueue_many's, read here and nowhere else, as the plan that
-        enqueues: what enqueue returns (None, or a handle) if one, else what enqueue_many returns."""
-        if unique_for is not None:
+        enqueues: what enqueue returns (None, or a handle) if one, else what enqueue_many returns.
+        given: the options given by name (None: not given; see with_given and batch_of)."""
+        if one:
             [task] = tasks
-            track = None if result_ttl is None else (tracking.new_id(), tracking.ttl_seconds(result_ttl))
-            call = unique_call(self.keys, task, delay, at, unique_for, unique_key, self.max_task_size, track)
+            task, chosen = with_given(task, **given)
+            written = [task]
+        else:
+            written, chosen = batch_of(tasks, **given)
+        if chosen.unique_for is not None:  # one task: batch_of refuses unique ones
+            track = None if chosen.result_ttl is None else (tracking.new_id(), tracking.ttl_seconds(chosen.result_ttl))
+            call = unique_call(self.keys, task, chosen, self.max_task_size, track)
             with refused_when_full(self.name):
                 reply = yield RunScript(ENQUEUE_UNIQUE, call)
             check_unique(reply, call)
             yield from self._plan_replicated()
             return None if track is None else self.task(track[0])
-        if result_ttl is not None:
-            ttl = tracking.ttl_seconds(result_ttl)
-            ids, call = tracked_call(self.keys, tasks, due_time(delay, at), ttl, self.max_task_size)
+        if chosen.result_ttl is not None:
+            ttl = tracking.ttl_seconds(chosen.result_ttl)
+            ids, call = tracked_call(self.keys, written, due_time(chosen), ttl, self.max_task_size)
             if ids:
                 with refused_when_full(self.name):
                     yield RunScript(ENQUEUE_TRACKED, call)
                 yield from self._plan_replicated()
             handles = [self.task(task_id) for task_id in ids]
             return handles[0] if one else handles
-        blobs = blobs_of(tasks, self.max_task_size)
-        due = due_time(delay, at)
+        blobs = blobs_of(written, self.max_task_size)
         if blobs:
             with refused_when_full(self.name):
-                yield enqueue_call(self.keys, blobs, due)
+                yield enqueue_call(self.keys, blobs, due_time(chosen))
             yield from self._plan_replicated()
         return None if one else len(blobs)
 

@@ -6,7 +6,7 @@ worker and sweeper calls are on its Queue, delayed.queue.Queue (protocol/keakon.
 workers, sweepers and operators are objects of their own: WorkerOps, SweeperOps and DeadLetters
 (queue.dead)."""
 import datetime
-from typing import Iterable, List, Optional, TypeVar, Union, overload
+from typing import Any, Iterable, List, Optional, TypeVar, Union, overload
 
 import redis.asyncio
 
@@ -81,16 +81,16 @@ class Queue(QueueBase):
     @overload
     def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None,
                 unique_for: Optional[float] = None, unique_key: Optional[str] = None, *,
-                result_ttl: None = None) -> None: ...
+                result_ttl: None = None, **options: Any) -> Optional[TaskHandle]: ...
 
     @overload
     def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None,
                 unique_for: Optional[float] = None, unique_key: Optional[str] = None, *,
-                result_ttl: float) -> TaskHandle: ...
+                result_ttl: float, **options: Any) -> TaskHandle: ...
 
     def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None,
                 unique_for: Optional[float] = None, unique_key: Optional[str] = None, *,
-                result_ttl: Optional[float] = None) -> Optional[TaskHandle]:
+                result_ttl: Optional[float] = None, **options: Any) -> Optional[TaskHandle]:
         """Enqueue a task: its blob and its notification go into the queue in one atomic command.
 
         With `delay` or `at`, the task waits in the queue's scheduled set until it is due; workers and
@@ -111,9 +111,12 @@ class Queue(QueueBase):
                 seconds (rounded up) after it ended, and the call returns its handle. Its blob carries an
                 id option, which keakon/delayed 1.x cannot read; an untracked task's blob is unchanged.
                 With `unique_for` too, the lock is the untracked task's digest.
+            **options: Any other option `TaskOptions` takes, by name (`max_retries=5`, `time_limit=30`).
+                Every option given here wins over the task's own (`PyTask(..., delay=10)`), which apply
+                too.
 
         Returns:
-            None; with `result_ttl`, the task's `TaskHandle`.
+            None; with `result_ttl` (given here or the task's), the task's `TaskHandle`.
 
         Raises:
             TaskTooLargeError: The blob is over `max_task_size`; nothing was written.
@@ -124,24 +127,26 @@ class Queue(QueueBase):
             QueueFullError: Redis refused the write for want of memory; nothing was written.
             NotReplicatedError: With `wait_replicas`: fewer replicas acknowledged the task in time (it is
                 on the primary).
-            ValueError: Both `delay` and `at`; a due time that is infinite or NaN; a `result_ttl` that is
-                not a positive number. Nothing was written.
-            TypeError: `unique_for` or `result_ttl` with a GoTask: a go-delayed worker would never release
-                the lock or write the record.
+            ValueError: An option's value it cannot take (both `delay` and `at`; NaN, infinite, negative or
+                over ten years), naming the option. Nothing was written.
+            TypeError: An unknown option; `unique_for` or `result_ttl` with a GoTask: a go-delayed worker
+                would never release the lock or write the record.
         """
-        return self._run(self._plan_enqueue((task,), True, delay, at, unique_for, unique_key, result_ttl))
+        return self._run(self._plan_enqueue((task,), True, delay=delay, at=at, unique_for=unique_for,
+                                            unique_key=unique_key, result_ttl=result_ttl, **options))
 
     @overload
     def enqueue_many(self, tasks: Iterable[Task], delay: Optional[float] = None,
-                     at: Optional[datetime.datetime] = None, *, result_ttl: None = None) -> int: ...
+                     at: Optional[datetime.datetime] = None, *, result_ttl: None = None, **options: Any) -> int: ...
 
     @overload
     def enqueue_many(self, tasks: Iterable[Task], delay: Optional[float] = None,
-                     at: Optional[datetime.datetime] = None, *, result_ttl: float) -> List[TaskHandle]: ...
+                     at: Optional[datetime.datetime] = None, *, result_ttl: float,
+                     **options: Any) -> List[TaskHandle]: ...
 
     def enqueue_many(self, tasks: Iterable[Task], delay: Optional[float] = None,
                      at: Optional[datetime.datetime] = None, *,
-                     result_ttl: Optional[float] = None) -> Union[int, List[TaskHandle]]:
+                     result_ttl: Optional[float] = None, **options: Any) -> Union[int, List[TaskHandle]]:
         """Enqueue many tasks in one atomic round trip: all of them, or none.
 
         Args:
@@ -149,6 +154,8 @@ class Queue(QueueBase):
             delay: Seconds to wait before they are due, as for `enqueue`.
             at: When they are due, as for `enqueue`.
             result_ttl: Track each task (PyTasks only), as for `enqueue`.
+            **options: Other options by name, as for `enqueue`. The tasks' own options apply too, but
+                a batch goes in with one `delay`, `at` and `result_ttl`, and no `unique_for`.
 
         Returns:
             How many tasks were enqueued; with `result_ttl`, their `TaskHandle`s, in order.
@@ -158,10 +165,10 @@ class Queue(QueueBase):
             TaskArgumentError: An argument msgpack cannot write; nothing was written.
             QueueFullError: Redis refused the write for want of memory; nothing was written.
             NotReplicatedError: With `wait_replicas`: fewer replicas acknowledged the tasks in time.
-            ValueError: As for `enqueue`.
-            TypeError: `result_ttl` with a GoTask among the tasks.
+            ValueError: As for `enqueue`; tasks whose own `delay`, `at` or `result_ttl` differ.
+            TypeError: `result_ttl` with a GoTask among the tasks; a task with `unique_for`.
         """
-        return self._run(self._plan_enqueue(tasks, False, delay, at, result_ttl=result_ttl))
+        return self._run(self._plan_enqueue(tasks, False, delay=delay, at=at, result_ttl=result_ttl, **options))
 
     # Tracked tasks
 
@@ -311,16 +318,16 @@ class AsyncQueue(Producer[AsyncTaskHandle]):
     @overload
     async def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None,
                       unique_for: Optional[float] = None, unique_key: Optional[str] = None, *,
-                      result_ttl: None = None) -> None: ...
+                      result_ttl: None = None, **options: Any) -> Optional[AsyncTaskHandle]: ...
 
     @overload
     async def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None,
                       unique_for: Optional[float] = None, unique_key: Optional[str] = None, *,
-                      result_ttl: float) -> AsyncTaskHandle: ...
+                      result_ttl: float, **options: Any) -> AsyncTaskHandle: ...
 
     async def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None,
                       unique_for: Optional[float] = None, unique_key: Optional[str] = None, *,
-                      result_ttl: Optional[float] = None) -> Optional[AsyncTaskHandle]:
+                      result_ttl: Optional[float] = None, **options: Any) -> Optional[AsyncTaskHandle]:
         """Enqueue a task: at once, later, unique or tracked, as `Queue.enqueue`.
 
         Args:
@@ -331,9 +338,10 @@ class AsyncQueue(Producer[AsyncTaskHandle]):
                 running, for at most this many seconds (PyTasks only).
             unique_key: With `unique_for`: every task with this key is a duplicate.
             result_ttl: Track the task (a PyTask): its record is kept this many seconds after it ended.
+            **options: Other options by name, as for `Queue.enqueue`.
 
         Returns:
-            None; with `result_ttl`, the task's `AsyncTaskHandle`.
+            None; with `result_ttl` (given here or the task's), the task's `AsyncTaskHandle`.
 
         Raises:
             TaskTooLargeError: The blob is over `max_task_size`; nothing was written.
@@ -342,22 +350,24 @@ class AsyncQueue(Producer[AsyncTaskHandle]):
             QueueFullError: Redis refused the write for want of memory; nothing was written.
             NotReplicatedError: With `wait_replicas`: fewer replicas acknowledged the task in time.
             ValueError: As for `Queue.enqueue`.
-            TypeError: `unique_for` or `result_ttl` with a GoTask.
+            TypeError: As for `Queue.enqueue`.
         """
-        return await self._run(self._plan_enqueue((task,), True, delay, at, unique_for, unique_key, result_ttl))
+        return await self._run(self._plan_enqueue((task,), True, delay=delay, at=at, unique_for=unique_for,
+                                                  unique_key=unique_key, result_ttl=result_ttl, **options))
 
     @overload
     async def enqueue_many(self, tasks: Iterable[Task], delay: Optional[float] = None,
-                           at: Optional[datetime.datetime] = None, *, result_ttl: None = None) -> int: ...
+                           at: Optional[datetime.datetime] = None, *, result_ttl: None = None, **options: Any) -> int: ...
 
     @overload
     async def enqueue_many(self, tasks: Iterable[Task], delay: Optional[float] = None,
                            at: Optional[datetime.datetime] = None, *,
-                           result_ttl: float) -> List[AsyncTaskHandle]: ...
+                           result_ttl: float, **options: Any) -> List[AsyncTaskHandle]: ...
 
     async def enqueue_many(self, tasks: Iterable[Task], delay: Optional[float] = None,
                            at: Optional[datetime.datetime] = None, *,
-                           result_ttl: Optional[float] = None) -> Union[int, List[AsyncTaskHandle]]:
+                           result_ttl: Optional[float] = None,
+                           **options: Any) -> Union[int, List[AsyncTaskHandle]]:
         """Enqueue many tasks in one atomic round trip, as `Queue.enqueue_many`.
 
         Args:
@@ -365,6 +375,7 @@ class AsyncQueue(Producer[AsyncTaskHandle]):
             delay: Seconds to wait before they are due.
             at: When they are due.
             result_ttl: Track each task (PyTasks only).
+            **options: Other options by name, as for `Queue.enqueue_many`.
 
         Returns:
             How many tasks were enqueued; with `result_ttl`, their `AsyncTaskHandle`s, in order.
@@ -374,10 +385,11 @@ class AsyncQueue(Producer[AsyncTaskHandle]):
             TaskArgumentError: An argument msgpack cannot write; nothing was written.
             QueueFullError: Redis refused the write for want of memory; nothing was written.
             NotReplicatedError: With `wait_replicas`: fewer replicas acknowledged the tasks in time.
-            ValueError: As for `Queue.enqueue`.
-            TypeError: `result_ttl` with a GoTask among the tasks.
+            ValueError: As for `Queue.enqueue_many`.
+            TypeError: As for `Queue.enqueue_many`.
         """
-        return await self._run(self._plan_enqueue(tasks, False, delay, at, result_ttl=result_ttl))
+        return await self._run(self._plan_enqueue(tasks, False, delay=delay, at=at, result_ttl=result_ttl,
+                                                  **options))
 
     def task(self, task_id: str) -> AsyncTaskHandle:
         """The handle of a tracked task of this queue, by its id, as `Queue.task`.

@@ -12,7 +12,7 @@ from ..wire import dead_letter
 from ..wire import tracking
 from ..wire.keys import WORKER_ID_PREFIX
 from ..wire.tracking import Tracked
-from ..wire.task import CRASHES_OPTION, PyTask
+from ..wire.task import PyTask
 from .base import QueueBase
 from .connection import is_cluster
 from .scripts import Script
@@ -189,9 +189,9 @@ class SweeperOps:
             letter = dead_letter.record(reason=exc.reason, error=f"its worker died holding it; {exc}", blob=blob,
                                         queue=self.queue.name, worker=worker_id, func=exc.func_path)
             return CrashLoop(worker_id, blob, 1, self._bury_crashed(worker_id, blob, letter, 1), exc.reason)
-        crashes = task.options.get(CRASHES_OPTION, 0) + 1
+        crashes = task.options.crashes + 1
         if crashes <= max_crashes:
-            return task.with_options(**{CRASHES_OPTION: crashes}).serialize()
+            return task.with_options(crashes=crashes).serialize()
         letter = dead_letter.crash_loop(blob, self.queue.name, worker_id, crashes, max_crashes)
         return CrashLoop(worker_id, blob, crashes, self._bury_crashed(worker_id, blob, letter, crashes))
 

@@ -9,7 +9,7 @@ import socket
 import sys
 import threading
 import time
-from typing import Callable, Dict, Optional, Sequence, TypeVar
+from typing import Any, Callable, Dict, Optional, Sequence, TypeVar
 
 import redis
 from redis.exceptions import RedisClusterException
@@ -21,6 +21,7 @@ from ..protocol.eviction import eviction_policy
 from ..protocol.dead_letters import DEFAULT_DEAD_MAX, DEFAULT_DEAD_MAX_AGE
 from ..protocol.sweeper_ops import DEFAULT_MAX_CRASHES
 from ..wire.keys import check_queue_name
+from ..wire.options import PUBLIC, from_text, help_of
 from . import cmdline
 from .exiting import exit_abandoning_threads
 from .lifecycle import Lifecycle
@@ -274,3 +275,28 @@ def add_metrics_host_option(parser: argparse.ArgumentParser, flag: str, port_fla
     parser.add_argument(flag, default=METRICS_HOST, metavar="HOST",
                         help=f"the address {port_flag} listens on (default: %(default)s, this machine only); "
                              "0.0.0.0 (or ::) for every address, so that a Prometheus on another host can scrape it")
+
+
+def add_task_options(parser: argparse.ArgumentParser) -> None:
+    """Every option a user gives a task, as --its-name (`delayed enqueue --max-retries 5`): their names,
+    help, parsing and checks are TaskOptions' (delayed.wire.options), so the CLI refuses what the library
+    refuses, in one line (exit status 2)."""
+    for name in PUBLIC:
+        help_text, metavar = help_of(name)
+        parser.add_argument("--" + name.replace("_", "-"), dest=name, type=_option_type(name), metavar=metavar,
+                            help=help_text)
+
+
+def _option_type(name: str) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            return from_text(name, text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    parse.__name__ = name  # argparse names the type in some messages
+    return parse
+
+
+def task_options_of(args: argparse.Namespace) -> Dict[str, Any]:
+    """The task options add_task_options parsed (None: not given)."""
+    return {name: getattr(args, name) for name in PUBLIC}

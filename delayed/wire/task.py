@@ -3,36 +3,32 @@
 PyTask: msgpack array [func_path, args, kwargs, retry], trailing defaults dropped
 the way keakon/delayed drops them (retry 0, then empty kwargs, then empty args);
 go-delayed's NewPyTask writes [func_path, args|nil, kwargs|nil], which decodes too.
-Our options (time_limit, max_retries, backoff, attempt, unique_key, unique_token, crashes, and a
-tracked task's id) ride in a fifth element, a map, written only when set:
-keakon/delayed 1.x cannot read such a blob, so a task without options stays byte-identical (until one
-of our workers dies holding it: the sweeper then counts the crash in it, see CRASHES_OPTION).
-A tracked task's id (32 hex digits) is always the map's last entry, so the blob ends with
-TRACKED_TAIL and the id: scripts find it there without decoding the blob (Redis's cmsgpack
-cannot read msgpack bin, which bytes arguments are).
+The options a worker acts on (see delayed.wire.options.TaskOptions: time_limit, max_retries, backoff,
+attempt, unique_key, unique_token, crashes, and a tracked task's id) ride in a fifth element, a map,
+written only when set: keakon/delayed 1.x cannot read such a blob, so a task without options stays
+byte-identical (until one of our workers dies holding it: the sweeper then counts the crash in it).
+A tracked task's id (32 hex digits) is always the map's last entry, so the blob starts with
+WITH_OPTIONS and ends with TRACKED_TAIL and the id: scripts find it there without decoding the blob
+(Redis's cmsgpack cannot read msgpack bin, which bytes arguments are).
 GoTask: msgpack array [func_path, payload] where payload is a bin holding the
 msgpack of the argument, exactly what go-delayed's NewGoTask(func_path, arg...)
 writes: one argument as itself, several as an array, none as msgpack nil.
 go-delayed's NewGoTask(func_path, nil) writes [func_path, nil]: that decodes as a GoTask too.
 """
-import re
-from functools import partial
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import msgpack
 
 from ..errors import MalformedTaskError, TaskArgumentError
+from .options import NO_OPTIONS, Place, TaskOptions, make, place_of
 from .preview import brief
 
 FUNC_PATH_SEP = ":"
-ID_OPTION = "id"
-"""The option a tracked task's id rides in (see delayed.wire.tracking)."""
-CRASHES_OPTION = "crashes"
-"""How many times our workers died holding the task: the sweeper adds one as it requeues it, and
-dead-letters it past its --max-crashes (see SweeperOps.sweep). In the task, so identical tasks count apart."""
+WITH_OPTIONS = b"\x95"
+"""A PyTask blob with options starts so: a five-element msgpack array."""
 TRACKED_TAIL = b"\xa2id\xd9\x20"
-"""What comes before the id at the end of a tracked blob: the key "id" (fixstr), then a str8 of 32 bytes."""
-_ID = re.compile(r"[0-9a-f]{32}")
+"""What comes before the id at the end of a tracked blob: the key "id" (fixstr), then a str8 of 32 bytes.
+(protocol/lua/tracking.lua's track.key reads the same bytes: tests/test_task_options.py pins both.)"""
 _GO_NO_ARGUMENT = msgpack.packb(None)  # go-delayed marshals its empty variadic slice as nil
 
 
@@ -151,12 +147,14 @@ def _unpack(blob: bytes) -> Any:
 
 
 class PyTask:
-    """A call of a Python function: its path, its arguments, and how to retry it.
+    """A call of a Python function: its path, its arguments, and its options (how to retry it, ...).
 
     Its blob is keakon/delayed 1.x's: a msgpack array `[func_path, args, kwargs, retry]` with trailing
-    defaults dropped as keakon drops them; go-delayed's `NewPyTask` writes one too. Options
-    (`max_retries`, `backoff`, `time_limit`, and those of unique and tracked tasks) ride in a fifth
-    element, written only when set: keakon/delayed 1.x cannot read such a blob.
+    defaults dropped as keakon drops them; go-delayed's `NewPyTask` writes one too. The options a
+    worker acts on (`max_retries`, `backoff`, `time_limit`, and those of unique and tracked tasks)
+    ride in a fifth element, written only when set: keakon/delayed 1.x cannot read such a blob. The
+    options that say how it is enqueued (`delay`, `at`, `unique_for`, `unique_key`, `result_ttl`) stay
+    with the task object, for `enqueue` to honour.
 
     A run that raises `SkipRetry`, or whose arguments do not fit the function, is not retried. A task
     out of retries goes to the dead letters (reason `failed`, or `timed_out`).
@@ -166,30 +164,24 @@ class PyTask:
             level of an importable module (not `__main__`), and the worker must allow it.
         args: Positional arguments: a list or a tuple of values msgpack can write.
         kwargs: Keyword arguments: a dict with string keys.
-        retry: How many more times to run the task after it raises, requeued at once. -1 retries
-            forever (keakon's meaning), but not in a hot loop: each retry waits 0.1 s, 0.2 s, 0.4 s ...
-            doubling up to 60 s.
-        max_retries: Retry with backoff instead: up to this many more runs after it raises, each
-            waiting in the scheduled set first.
-        backoff: With `max_retries`, the wait before each next attempt: seconds; or the
-            `"module:func"` path of an allowed function that takes the attempt number (1, 2, ...) and
-            returns seconds. Default: Sidekiq's exponential curve with jitter (16-35 s after the first
-            failure, 31-61 s after the second, about 5 minutes after the fourth).
-        time_limit: Seconds the call may run before the worker fails it; wins over the worker's
-            `time_limit`.
-        options: The options as a blob carries them; delayed sets them (`with_options`), you need not.
+        retry: How many more times to run the task after it raises, requeued at once (the `retry`
+            option, positional as in keakon/delayed 1.x).
+        options: A `TaskOptions` (or a blob's options map): the task's options.
+        **given: Options by name, as `TaskOptions` takes them (`max_retries=5`, `time_limit=30`,
+            `delay=10`, `result_ttl=3600`, ...); they win over `options`.
 
     Raises:
-        ValueError: `func` is a function that is not at the top level of an importable module.
-        TypeError: `args` is not a list or a tuple, `kwargs` is not a dict, or an option makes no sense
-            (a `time_limit` that is not a positive number, a negative `max_retries`, ...).
+        ValueError: `func` is a function that is not at the top level of an importable module; an
+            option's value it cannot take (NaN, negative, out of range), naming the option.
+        TypeError: `args` is not a list or a tuple, `kwargs` is not a dict, an option of the wrong type
+            or an unknown one.
 
     Attributes:
         func_path (str): The function's path, `"module.path:func"`.
         args (Sequence): The positional arguments (a list once decoded).
         kwargs (dict): The keyword arguments.
         retry (int): The retries left, as `retry` above.
-        options (dict): The options the blob carries (empty for most tasks).
+        options (TaskOptions): The task's options.
 
     Example:
         ```python
@@ -200,7 +192,7 @@ class PyTask:
         ```
     """
 
-    __slots__ = ("func_path", "args", "kwargs", "retry", "options", "_data")
+    __slots__ = ("func_path", "args", "kwargs", "options", "_data")
 
     def __init__(
         self,
@@ -209,50 +201,58 @@ class PyTask:
         kwargs: Optional[Dict[str, Any]] = None,
         retry: int = 0,
         *,
-        max_retries: Optional[int] = None,
-        backoff: Union[None, float, str] = None,
-        time_limit: Optional[float] = None,
-        options: Optional[Dict[str, Any]] = None,
+        options: Union[None, TaskOptions, Mapping[str, Any]] = None,
+        **given: Any,
     ) -> None:
         func_path = func if isinstance(func, str) else func_path_of(func)
         if args is not None and not isinstance(args, (list, tuple)):
             raise TypeError(f"args must be a list or a tuple, not {type(args).__name__}")
         if kwargs is not None and not isinstance(kwargs, dict):
             raise TypeError(f"kwargs must be a dict, not {type(kwargs).__name__}")
-        merged = dict(options or {})
-        for name, value in (("max_retries", max_retries), ("backoff", backoff), ("time_limit", time_limit)):
-            if value is not None:
-                merged[name] = value
-        _check_options(merged, TypeError)
-        self._fill(func_path, args, kwargs, retry, merged, None)
+        if options is None:
+            base = NO_OPTIONS
+        elif isinstance(options, TaskOptions):
+            base = options
+        else:
+            base = TaskOptions.from_wire(options)
+        if retry:
+            given.setdefault("retry", retry)
+        if given:
+            make(**given)  # names checked as the public entry points check them
+            base = base.replace(**given)
+        self._fill(func_path, args, kwargs, base, None)
 
-    def _fill(self, func_path: str, args: Optional[Sequence[Any]], kwargs: Optional[Dict[str, Any]], retry: int,
-              options: Dict[str, Any], data: Optional[bytes]) -> None:
+    def _fill(self, func_path: str, args: Optional[Sequence[Any]], kwargs: Optional[Dict[str, Any]],
+              options: TaskOptions, data: Optional[bytes]) -> None:
         """Set the fields, once __init__ or decode_task has checked them."""
         self.func_path = func_path
         self.args = () if args is None else args
         self.kwargs = {} if kwargs is None else kwargs
-        self.retry = retry
-        self.options: Dict[str, Any] = options
+        self.options = options
         self._data: Optional[bytes] = data
 
     @classmethod
-    def _decoded(cls, func_path: str, args: Optional[Sequence[Any]], kwargs: Optional[Dict[str, Any]], retry: int,
-                 options: Dict[str, Any], data: bytes) -> "PyTask":
+    def _decoded(cls, func_path: str, args: Optional[Sequence[Any]], kwargs: Optional[Dict[str, Any]],
+                 options: TaskOptions, data: bytes) -> "PyTask":
         """A PyTask from fields decode_task has checked: the worker's hot path checks them once, not twice."""
         task = cls.__new__(cls)
-        task._fill(func_path, args, kwargs, retry, options, data)
+        task._fill(func_path, args, kwargs, options, data)
         return task
+
+    @property
+    def retry(self) -> int:
+        """The retries left (the `retry` option)."""
+        return self.options.retry
 
     @property
     def time_limit(self) -> Optional[float]:
         """The task's own time limit in seconds (its `time_limit` option), or None."""
-        return self.options.get("time_limit")
+        return self.options.time_limit
 
     def serialize(self) -> bytes:
         """The task's blob, made once and cached.
 
-        A task without options is byte-identical to keakon/delayed 1.x's blob.
+        A task without options in its blob is byte-identical to keakon/delayed 1.x's blob.
 
         Returns:
             The msgpack bytes a queue stores.
@@ -261,14 +261,12 @@ class PyTask:
             TaskArgumentError: An argument msgpack cannot write; it names the argument and its type.
         """
         if self._data is None:
-            fields: tuple = (self.func_path, self.args, self.kwargs, self.retry)
-            if self.options:
-                options = self.options
-                if ID_OPTION in options and next(reversed(options)) != ID_OPTION:  # the id goes last
-                    options = {name: value for name, value in options.items() if name != ID_OPTION}
-                    options[ID_OPTION] = self.options[ID_OPTION]
-                fields += (options,)
-            elif self.retry == 0:
+            retry = self.options.retry
+            fields: tuple = (self.func_path, self.args, self.kwargs, retry)
+            carried = self.options.wire_map() if self.options is not NO_OPTIONS else None
+            if carried:
+                fields += (carried,)
+            elif retry == 0:
                 fields = fields[:3]
                 if not self.kwargs:
                     fields = fields[:2]
@@ -312,24 +310,27 @@ class PyTask:
         Returns:
             A new task; this one is unchanged.
         """
-        return PyTask(self.func_path, self.args, self.kwargs, retry, options=self.options)
+        return self.with_options(retry=retry)
 
-    def with_options(self, **options: Any) -> "PyTask":
-        """The same call with some options replaced: what a retry with backoff schedules.
+    def with_options(self, **changes: Any) -> "PyTask":
+        """The same call with some options changed (any `TaskOptions` field, state ones included): what
+        a retry with backoff schedules, what a producer tracks.
 
         Args:
-            **options: The options to set.
+            **changes: The options to set.
 
         Returns:
             A new task; this one is unchanged.
         """
-        return PyTask(self.func_path, self.args, self.kwargs, self.retry, options={**self.options, **options})
+        return PyTask(self.func_path, self.args, self.kwargs, options=self.options.replace(**changes))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, PyTask) and self.serialize() == other.serialize()
 
     def __repr__(self) -> str:  # bounded: a task's arguments may be as deep or as large as msgpack allows
-        options = f", options={brief(self.options)}" if self.options else ""
+        given = self.options.given()
+        given.pop("retry", None)
+        options = f", options={brief(given)}" if given else ""
         return (f"PyTask({brief(self.func_path)}, args={brief(self.args)}, kwargs={brief(self.kwargs)}, "
                 f"retry={self.retry}{options})")
 
@@ -348,17 +349,34 @@ class GoTask:
         args: go-delayed's `arg`: the value itself for a one-argument function, a list for several
             (a Go struct is a list of its fields, in order), None for none. Wrap a value for a Go
             `float32` in `Float32`.
+        options: A `TaskOptions`: only those that say how it is enqueued (`delay`, `at`) apply,
+            since go-delayed's blob carries no options.
+        **given: Those options by name (`delay=10`); they win over `options`.
+
+    Raises:
+        TypeError: An option go-delayed's blob has no room for (`max_retries`, `time_limit`, ...), or
+            an unknown one.
+        ValueError: An option's value it cannot take, naming the option.
 
     Attributes:
         func_path (str): The handler's name.
         args (Any): The argument, as given (or as decoded).
+        options (TaskOptions): The task's options.
     """
 
-    __slots__ = ("func_path", "args", "_data")
+    __slots__ = ("func_path", "args", "options", "_data")
 
-    def __init__(self, func_path: str, args: Any = None) -> None:
+    def __init__(self, func_path: str, args: Any = None, *, options: Optional[TaskOptions] = None,
+                 **given: Any) -> None:
         self.func_path = func_path
         self.args = args
+        chosen = (options or NO_OPTIONS).replace(**given) if given else (options or NO_OPTIONS)
+        if given:
+            make(**given)
+        carried = [name for name in chosen.given() if place_of(name) is not Place.ENQUEUE]
+        if carried:
+            raise TypeError(f"a GoTask carries no {carried[0]}: go-delayed's blob has no room for options")
+        self.options = chosen
         self._data: Optional[bytes] = None
 
     def serialize(self) -> bytes:
@@ -435,30 +453,13 @@ def decode_task(data: bytes) -> Union[PyTask, GoTask]:
         problem = f"task retry must be an integer, got {brief(retry)}"
     elif options is not None and not (type(options) is dict and all(type(k) is str for k in options)):
         problem = f"task options must be a map with string keys, got {brief(options)}"
-    elif not options:  # most tasks
-        return PyTask._decoded(func_path, args, kwargs, retry, {}, data)
+    elif not options and retry == 0:  # most tasks
+        return PyTask._decoded(func_path, args, kwargs, NO_OPTIONS, data)
     else:
-        _check_options(options, partial(MalformedTaskError, func_path=func_path))
-        return PyTask._decoded(func_path, args, kwargs, retry, options, data)
+        try:
+            checked = TaskOptions.from_wire(options or {}, retry)
+        except (TypeError, ValueError) as exc:
+            problem = str(exc)
+        else:
+            return PyTask._decoded(func_path, args, kwargs, checked, data)
     raise MalformedTaskError(problem, func_path=func_path)
-
-
-def _check_options(options: Dict[str, Any], error: Callable[[str], Exception]) -> None:
-    """Options we act on must make sense; unknown ones (from a newer producer) are carried along."""
-    limit = options.get("time_limit")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0):
-        raise error(f"time_limit must be a positive number of seconds, got {brief(limit)}")
-    for name in ("max_retries", "attempt", CRASHES_OPTION):
-        count = options.get(name)
-        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
-            raise error(f"{name} must be a whole number, 0 or more, got {brief(count)}")
-    for name in ("unique_key", "unique_token"):
-        if name in options and not isinstance(options[name], str):
-            raise error(f"{name} must be a string, got {brief(options[name])}")
-    if ID_OPTION in options and not (isinstance(options[ID_OPTION], str) and _ID.fullmatch(options[ID_OPTION])):
-        raise error(f"a tracked task's id must be 32 hex digits, got {brief(options[ID_OPTION])}")
-    backoff = options.get("backoff")
-    if backoff is not None and (isinstance(backoff, bool) or not isinstance(backoff, (int, float, str))
-                                or (not isinstance(backoff, str) and backoff < 0)):
-        raise error(f"backoff must be seconds or a 'module:func' path, got {brief(backoff)}")
-

@@ -16,7 +16,7 @@ import msgpack
 
 from ..errors import TaskFailedError
 from .strenum import StrEnum
-from .task import TRACKED_TAIL
+from .task import TRACKED_TAIL, WITH_OPTIONS
 
 
 class Status(StrEnum):
@@ -47,7 +47,6 @@ class Status(StrEnum):
 
 
 ENDED = (Status.DONE, Status.FAILED, Status.DEAD, Status.CANCELLED)
-_WITH_OPTIONS = b"\x95"  # a five-element msgpack array: a PyTask blob with options
 
 
 def new_id() -> str:
@@ -56,16 +55,14 @@ def new_id() -> str:
 
 
 def ttl_seconds(result_ttl: float) -> int:
-    """result_ttl as the whole seconds a record's expiry takes (rounded up); ValueError unless positive."""
-    if isinstance(result_ttl, bool) or not isinstance(result_ttl, (int, float)) or not 0 < result_ttl < math.inf:
-        raise ValueError(f"result_ttl must be a positive number of seconds, got {result_ttl!r}")
+    """result_ttl (checked by TaskOptions) as the whole seconds a record's expiry takes: rounded up."""
     return math.ceil(result_ttl)
 
 
 def task_id(blob: bytes) -> Optional[str]:
     """The tracked id at the end of a blob (see delayed.task), or None: what the scripts' track.key
     reads, for the settlements Python writes without a decoded task (dead-lettered blobs, give-backs)."""
-    if blob[:1] != _WITH_OPTIONS or blob[-37:-32] != TRACKED_TAIL:
+    if blob[:1] != WITH_OPTIONS or blob[-37:-32] != TRACKED_TAIL:
         return None
     return blob[-32:].decode("ascii", errors="replace")
 

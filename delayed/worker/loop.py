@@ -36,7 +36,8 @@ from ..protocol.worker_ops import DEFAULT_DEQUEUE_TIMEOUT, DEFAULT_KEEP_ALIVE_TI
 from .retry import backoff_seconds
 from .slots import CALLERS as SLOT_CALLERS
 from .slots import Job, Slots
-from ..wire.task import ID_OPTION, PyTask
+from ..wire.options import NO_OPTIONS
+from ..wire.task import PyTask
 from .time_limit import TimeLimitExceeded, can_enforce, within
 from .time_limit import call as call_limited
 from ..wire.tracking import Status, Tracked
@@ -511,7 +512,7 @@ class Worker:
             return self._unrunnable(prepared, queue)
         task, func = prepared
         limit = task.time_limit or self.time_limit
-        started = time.monotonic() if self._timed or ID_OPTION in task.options else 0.0
+        started = time.monotonic() if self._timed or task.options.id is not None else 0.0
         try:
             if self._is_coroutine(func):
                 result = self._event_loop().run_until_complete(within(func(*task.args, **task.kwargs), limit))
@@ -567,14 +568,14 @@ class Worker:
         if observe is not None:
             observe(queue.name, task.func_path, OUTCOMES[type(settlement)], ran)
         if self.log_tasks:
-            task_logger.info("task %s %s %s in %.1f ms", task.options.get(ID_OPTION, "-"), task.func_path,
+            task_logger.info("task %s %s %s in %.1f ms", task.options.id or "-", task.func_path,
                              OUTCOMES[type(settlement)], ran * 1000)
         options = task.options
-        if not options:  # most tasks: nothing more to carry
+        if options is NO_OPTIONS:  # most tasks: nothing more to carry
             return settlement
-        if "unique_key" in options and isinstance(settlement, (Release, Bury)):
-            settlement = replace(settlement, lock=(options["unique_key"], options.get("unique_token", "")))
-        task_id = options.get(ID_OPTION)
+        if options.unique_key is not None and isinstance(settlement, (Release, Bury)):
+            settlement = replace(settlement, lock=(options.unique_key, options.unique_token or ""))
+        task_id = options.id
         if task_id is not None:
             settlement = self._track(settlement, task_id, result, outcome, ran, queue)
         return settlement
@@ -608,12 +609,12 @@ class Worker:
             return self._bury(queue, task.serialize(), Reason.BAD_ARGUMENTS, error, task.func_path)
         if isinstance(exc, SkipRetry):
             pass
-        elif "max_retries" in task.options:
-            attempt = task.options.get("attempt", 0) + 1
-            if attempt <= task.options["max_retries"]:
-                delay = backoff_seconds(task.options.get("backoff"), attempt, self.allowlist.resolve)
+        elif task.options.max_retries is not None:
+            attempt = task.options.attempt + 1
+            if attempt <= task.options.max_retries:
+                delay = backoff_seconds(task.options.backoff, attempt, self.allowlist.resolve)
                 logger.error("task %s failed (attempt %d of %d); next attempt in %.1f s", task.func_path,
-                             attempt, task.options["max_retries"] + 1, delay, exc_info=exc)
+                             attempt, task.options.max_retries + 1, delay, exc_info=exc)
                 return Reschedule(task.with_options(attempt=attempt).serialize(), time.time() + delay)
         elif task.retry < 0:
             delay = self._forever.next_delay(task.serialize())

@@ -33,7 +33,8 @@ local function tracking(prefix)
     end
 
     -- The record key of a tracked blob, or nil. A tracked blob has options (a five-element msgpack
-    -- array: first byte 0x95) whose last entry is its id, 32 hex digits (see delayed/task.py): it ends
+    -- array: first byte 0x95) whose last entry is its id, 32 hex digits (see delayed/wire/task.py, whose
+    -- WITH_OPTIONS and TRACKED_TAIL these are; tests/test_task_options.py pins both): it ends
     -- with "id" (a2 69 64), a str8 of 32 bytes (d9 20), and the id. Nothing is decoded (Redis's
     -- cmsgpack cannot read msgpack bin, which a bytes argument is).
     function track.key(blob)
