@@ -9,6 +9,7 @@ from typing import Any, Callable, List, Optional, Sequence
 
 from ..protocol.producer import DEFAULT_MAX_TASK_SIZE
 from ..protocol.queue import Queue
+from ..protocol.worker_ops import DEFAULT_KEEP_ALIVE_TIMEOUT
 from ..runtime.command import (Command, CommandError, add_dead_options, add_eviction_option,
                                add_max_crashes_option, add_metrics_host_option, client, check_queue_names,
                                connect_unless_stopped, metrics_unavailable, positive)
@@ -28,7 +29,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=positive(int), default=1,
                         help="tasks each process runs at once: plain functions each in a thread, coroutine "
                              "functions on one event loop (default: %(default)s)")
-    parser.add_argument("--keep-alive-timeout", type=positive(float), default=60,
+    parser.add_argument("--keep-alive-timeout", type=positive(float), default=DEFAULT_KEEP_ALIVE_TIMEOUT,
                         help="seconds a dead worker's task waits before a sweep requeues it "
                              "(default: %(default)s); refreshed every quarter of it")
     parser.add_argument("--sweep-interval", type=positive(float, zero=True), default=DEFAULT_SWEEP_INTERVAL,
@@ -115,9 +116,9 @@ def _worker(args: argparse.Namespace) -> int:
 
         def make_worker(on_online: Optional[Callable[[], Any]] = None) -> Worker:
             conn = client(args)
-            queues = [Queue(name, conn, keep_alive_timeout=args.keep_alive_timeout, max_task_size=args.max_task_size,
-                            dead_max=args.dead_max, dead_max_age=args.dead_max_age) for name in queue_names]
-            return Worker(queues, allowlist, keep_alive_interval=args.keep_alive_timeout / 4,
+            queues = [Queue(name, conn, max_task_size=args.max_task_size, dead_max=args.dead_max,
+                            dead_max_age=args.dead_max_age) for name in queue_names]
+            return Worker(queues, allowlist, keep_alive_timeout=args.keep_alive_timeout,
                           batch=args.batch, time_limit=args.time_limit, threads=args.threads,
                           log_tasks=args.log_tasks,
                           observe=task_metrics.TaskMetrics() if args.metrics_port else None, burst=args.burst,
