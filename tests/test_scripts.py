@@ -5,7 +5,8 @@ from importlib import resources
 
 import pytest
 
-from delayed.protocol.scripts import Script
+from delayed.protocol.producer import ENQUEUE
+from delayed.protocol.scripts import Script, Scripts
 from delayed.wire.keys import QueueKeys
 
 from .conftest import ROOT
@@ -29,41 +30,32 @@ def test_every_script_has_one_typed_call_and_every_call_a_script():
     assert _scripts_made_in_the_protocol() == {path.stem for path in LUA.glob("*.lua")} - LIBRARIES
 
 
-LAZY_PRODUCER = "delayed/protocol/queue.py"
-"""Queue still binds its producer scripts on first use (cached_property), until its producer core binds them
-in its constructor as the rest of the tree does."""
-
-
 def _bound_another_way():
-    """Where delayed/ binds a script other than as scripts.py says, in the constructor of the object that runs
-    it (`self._NAME = SCRIPT.bind(...)` in an __init__): a bind anywhere else (per call, on first use), or a
-    script registered on a connection or bound without Script.bind. As "path:line: code"."""
+    """Where delayed/ binds a script other than as scripts.py says, through a Scripts: a Script.bind of
+    its own, or a script registered on a connection or bound without Script.bind. As "path:line: code"."""
     found = []
     for path in sorted((ROOT / "delayed").rglob("*.py")):
         where = str(path.relative_to(ROOT))
         source = path.read_text()
-        tree = ast.parse(source)
-        in_constructors = {id(node.value) for function in ast.walk(tree)
-                           if isinstance(function, ast.FunctionDef) and function.name == "__init__"
-                           for node in ast.walk(function)
-                           if isinstance(node, ast.Assign) and len(node.targets) == 1
-                           and isinstance(node.targets[0], ast.Attribute)
-                           and getattr(node.targets[0].value, "id", "") == "self"}
-        for node in ast.walk(tree):
+        for node in ast.walk(ast.parse(source)):
             if not isinstance(node, ast.Call) or where == "delayed/protocol/scripts.py":
                 continue
-            called = node.func
-            name = getattr(called, "attr", getattr(called, "id", ""))
-            binds = name == "bind" and (getattr(called.value, "id", "").isupper()  # SCRIPT.bind(...)
-                                        or getattr(getattr(called.value, "func", None), "id", "") == "Script")
-            if binds and id(node) not in in_constructors and where != LAZY_PRODUCER \
-                    or name in ("register_script", "BoundScript"):
+            name = getattr(node.func, "attr", getattr(node.func, "id", ""))
+            binds = name == "bind" and getattr(node.func.value, "id", "") != "sock"  # a socket's bind is no script's
+            if binds or name in ("register_script", "BoundScript"):
                 found.append(f"{where}:{node.lineno}: {ast.get_source_segment(source, node)}")
     return found
 
 
-def test_every_script_is_bound_in_the_constructor_of_the_object_that_runs_it():
+def test_every_script_is_bound_through_the_scripts_of_its_connection():
     assert _bound_another_way() == []
+
+
+def test_a_script_is_bound_once_per_connection_and_queue_and_only_once_it_runs(conn):
+    scripts = Scripts(conn, QueueKeys.of("q"))
+    assert scripts[ENQUEUE] is scripts[ENQUEUE] and scripts._bound.keys() == {ENQUEUE}
+    scripts[ENQUEUE](blobs=[b"a"])
+    assert conn.lrange("q", 0, -1) == [b"a"]
 
 
 @pytest.mark.parametrize("name", sorted({path.stem for path in LUA.glob("*.lua")} - LIBRARIES))

@@ -7,7 +7,7 @@ from typing import Optional, Tuple
 import redis
 
 from ..wire.keys import SCHEDULED_PREFIX_BYTES, QueueKeys
-from .scripts import Script
+from .scripts import Script, Scripts
 
 SCHEDULED_TASK = Script("scheduled_task")
 _REF = re.compile(r"(-?(?:inf|[0-9]+(?:\.[0-9]+)?(?:e[-+]?[0-9]+)?)):([0-9a-f]{%d}):([0-9a-f]{40})"
@@ -25,7 +25,7 @@ class ScheduledTasks:
     """Operators' changes to the scheduled tasks of queue `name` on conn, each task named by its ref."""
 
     def __init__(self, conn: redis.Redis, name: str) -> None:
-        self._scheduled_task = SCHEDULED_TASK.bind(conn, QueueKeys.of(name))
+        self._scripts = Scripts(conn, QueueKeys.of(name))
 
     def run_now(self, ref: str) -> bool:
         """Move the scheduled task ref names into the queue now, with its notification (a tracked one's
@@ -42,7 +42,7 @@ class ScheduledTasks:
         if parsed is None:
             return False
         due, nonce, digest = parsed
-        return bool(self._scheduled_task(action=action, due=due, nonce=nonce, digest=digest))
+        return bool(self._scripts[SCHEDULED_TASK](action=action, due=due, nonce=nonce, digest=digest))
 
 
 def _parse(ref: str) -> Optional[Tuple[str, bytes, str]]:

@@ -11,13 +11,14 @@ takes a sequence, spread in place (none, one or many values). A misspelled scrip
 import-time error (each is a module-level constant, SCRIPT = Script("name")), and a misspelled
 argument fails at its first call, before anything is sent.
 
-A script is bound one way: in the constructor of the object that runs it, once for its connection
-and queue (`self._enqueue = ENQUEUE.bind(conn, keys)`), never on first use nor per call. Binding
-costs a SHA1 of the source and the key layout, about 14 µs, which a worker's per-task calls must
-not pay again; a constructor shows in one place every script an object runs; and the same line
-serves a redis-py and a redis.asyncio client. An object that serves many queues binds without keys
-and names them per call (periodic.Ticks); reads that get their connection and queue per call make
-their object per call (inspect, scheduled). tests/test_scripts.py finds a script bound any other way.
+A script is bound one way: through the Scripts of the connection and queue it runs on,
+`self._scripts[ENQUEUE](blobs=...)`, which binds it the first time it runs there and keeps it. A bind
+costs a SHA1 of the source and the key layout, about 14 µs: a worker's per-task calls must not pay
+it again, and an object must not pay it for the scripts it never runs (a Queue that only enqueues
+runs none of its dead letters' six). One mechanism serves objects that live long (WorkerOps, the
+producer's executors) and reads that get their connection and queue per call (inspect), on redis-py
+and redis.asyncio clients alike. An object that serves many queues binds without keys and names
+them per call (periodic.Ticks). tests/test_scripts.py finds a script bound any other way.
 """
 import re
 from importlib import resources
@@ -55,6 +56,20 @@ class Script:
 
     def __repr__(self) -> str:
         return f"Script({self.name!r}, KEYS: {' '.join(self.keys)}, ARGV: {' '.join(self.args)})"
+
+
+class Scripts:
+    """The scripts run on one connection (and queue: keys), each bound the first time it runs and kept."""
+
+    def __init__(self, conn: Any, keys: Optional[QueueKeys] = None) -> None:
+        self._conn, self._keys = conn, keys
+        self._bound: Dict[Script, BoundScript] = {}
+
+    def __getitem__(self, script: Script) -> "BoundScript":
+        bound = self._bound.get(script)
+        if bound is None:
+            bound = self._bound[script] = script.bind(self._conn, self._keys)
+        return bound
 
 
 class BoundScript:
