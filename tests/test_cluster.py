@@ -5,7 +5,8 @@ import redis
 import redis.cluster
 
 from delayed import PyTask, Queue
-from delayed.protocol.connection import connect, sent_once
+from delayed.protocol.connection import connect
+from delayed.protocol.send_once import sent_once
 from delayed.protocol.worker_ops import WorkerOps
 
 from .conftest import WAIT, wait_for

@@ -6,7 +6,8 @@ from typing import Any, TypeVar
 import redis
 
 from ..wire.keys import QueueKeys, check_queue_name
-from .connection import is_cluster, sent_once
+from .connection import is_cluster
+from .send_once import sent_once
 from .dead_letters import DEFAULT_DEAD_MAX, DEFAULT_DEAD_MAX_AGE, DeadLetters
 from .calls import Executor, Plan
 from .handles import TaskHandle
@@ -24,7 +25,7 @@ def queue_keys(name: str, conn: Any) -> QueueKeys:
 
 class QueueBase(Producer[TaskHandle]):
     """A go-delayed queue on a redis-py connection: its keys, the client its commands go through
-    (each sent once: see connection.sent_once), its settings and its dead letters (`dead`).
+    (each sent once: see send_once.sent_once), its settings and its dead letters (`dead`).
     Queue documents the arguments."""
 
     def __init__(

@@ -10,10 +10,10 @@ call raises is thrown into the plan where it yielded, so a plan's own `with` and
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, Generator, Mapping, Optional, Tuple, TypeVar, Union
+from typing import Any, Generator, Mapping, Optional, Tuple, TypeVar, Union
 
 from ..wire.keys import QueueKeys
-from .scripts import BoundScript, Script
+from .scripts import Script, Scripts
 
 T = TypeVar("T")
 
@@ -55,26 +55,12 @@ Plan = Generator[Call, Any, T]
 """A plan yields calls, is sent each one's reply, and returns its result."""
 
 
-class _Scripts:
-    """The scripts an executor ran, each bound once to its connection and queue."""
-
-    def __init__(self, conn: Any, keys: QueueKeys) -> None:
-        self._conn, self._keys = conn, keys
-        self._bound: Dict[Script, BoundScript] = {}
-
-    def __getitem__(self, script: Script) -> BoundScript:
-        bound = self._bound.get(script)
-        if bound is None:
-            bound = self._bound[script] = script.bind(self._conn, self._keys)
-        return bound
-
-
 class Executor:
     """Runs plans on a redis-py client, one call at a time."""
 
     def __init__(self, conn: Any, keys: QueueKeys) -> None:
         self.conn = conn
-        self._scripts = _Scripts(conn, keys)
+        self._scripts = Scripts(conn, keys)
 
     def run(self, plan: Plan[T]) -> T:
         """Send each call the plan yields and return what it returns; a call's error is thrown into it."""
@@ -109,7 +95,7 @@ class AsyncExecutor:
 
     def __init__(self, conn: Any, keys: QueueKeys) -> None:
         self.conn = conn
-        self._scripts = _Scripts(conn, keys)
+        self._scripts = Scripts(conn, keys)
 
     async def run(self, plan: Plan[T]) -> T:
         """Await each call the plan yields and return what it returns; a call's error is thrown into it."""

@@ -17,7 +17,8 @@ from ..wire.tracking import Cancel, TaskInfo
 from ..wire.options import NO_OPTIONS, PUBLIC, Place, TaskOptions, make, place_of
 from ..wire.task import GoTask, PyTask
 from .calls import Call, Command, Pipeline, Plan, RunScript
-from .connection import is_cluster, refused_for_memory
+from .connection import is_cluster
+from .redis_errors import refused_for_memory
 from .scripts import Script
 
 Task = Union[PyTask, GoTask]

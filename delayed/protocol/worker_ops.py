@@ -10,7 +10,7 @@ from ..wire.tracking import Tracked
 from .base import QueueBase
 from .connection import is_cluster
 from .producer import scheduled_members
-from .scripts import Script
+from .scripts import Script, Scripts
 
 DEQUEUE = Script("dequeue")
 CLAIM_BATCH = Script("claim_batch")
@@ -73,15 +73,7 @@ class WorkerOps:
     def __init__(self, queue: QueueBase, keep_alive_timeout: float = DEFAULT_KEEP_ALIVE_TIMEOUT) -> None:
         self.queue = queue
         self.keep_alive_timeout = keep_alive_timeout
-        conn, keys = queue.conn, queue.keys
-        self._dequeue = DEQUEUE.bind(conn, keys)
-        self._claim_batch = CLAIM_BATCH.bind(conn, keys)
-        self._give_back = GIVE_BACK.bind(conn, keys)
-        self._unlock = UNLOCK.bind(conn, keys)
-        self._requeue = REQUEUE.bind(conn, keys)
-        self._reschedule = RESCHEDULE.bind(conn, keys)
-        self._keep_alive_script = KEEP_ALIVE.bind(conn, keys)
-        self._note_claims = NOTE_CLAIMS.bind(conn, keys)
+        self._scripts = Scripts(queue.conn, queue.keys)
 
     def claim(self, worker_id: str, timeout: float = DEFAULT_DEQUEUE_TIMEOUT) -> Optional[bytes]:
         """Wait for a task and hold it as `worker_id`'s.
@@ -111,7 +103,7 @@ class WorkerOps:
         Returns:
             The task's raw blob, or None if the queue was empty.
         """
-        return self._dequeue(worker_id=worker_id)
+        return self._scripts[DEQUEUE](worker_id=worker_id)
 
     def claim_batch(self, release_ids: Sequence[str], claim_ids: Sequence[str],
                     tracked: Mapping[str, Tracked] = {}, worker: Optional[str] = None,
@@ -134,13 +126,13 @@ class WorkerOps:
         notes = {"info": self.queue.keys.worker_info(worker or ""), "unnoted_count": len(unnoted), "unnoted": unnoted}
         if tracked:
             untracked = [worker_id for worker_id in release_ids if worker_id not in tracked]
-            reply = self._claim_batch(
+            reply = self._scripts[CLAIM_BATCH](
                 records=[self.queue.keys.task(done.task_id) for done in tracked.values()],
                 released_count=len(untracked), tracked_count=len(tracked), released=untracked,
                 results=[item for worker_id, done in tracked.items()
                          for item in (worker_id, done.result, done.note, done.seconds)], claim_ids=claim_ids, **notes)
         else:  # the hot path: nothing tracked to release
-            reply = self._claim_batch(records=(), released_count=len(release_ids), tracked_count=0,
+            reply = self._scripts[CLAIM_BATCH](records=(), released_count=len(release_ids), tracked_count=0,
                                       released=release_ids, results=(), claim_ids=claim_ids, **notes)
         return Claimed(bool(reply[0]), [(reply[i].decode(), reply[i + 1]) for i in range(1, len(reply), 2)])
 
@@ -155,7 +147,7 @@ class WorkerOps:
         Returns:
             True; False if the worker has no description (it never wrote one, or its keys lapsed).
         """
-        return bool(self._note_claims(info=self.queue.keys.worker_info(worker),
+        return bool(self._scripts[NOTE_CLAIMS](info=self.queue.keys.worker_info(worker),
                                       claims=[item for worker_id, age in claims for item in (worker_id, int(age * 1000))]))
 
     def give_back(self, held: Sequence[Tuple[str, bytes]]) -> int:
@@ -177,7 +169,7 @@ class WorkerOps:
             if task_id is not None:
                 records.append(self.queue.keys.task(task_id))
             per_task += (worker_id, blob, 0 if task_id is None else GIVE_BACK_FIXED_KEYS + len(records))
-        return self._give_back(records=records, held=per_task)
+        return self._scripts[GIVE_BACK](records=records, held=per_task)
 
     def unlock(self, locks: Sequence[Tuple[str, str]]) -> int:
         """Release unique tasks' locks, each only if it is still that task's (its token matches).
@@ -188,7 +180,7 @@ class WorkerOps:
         Returns:
             How many locks were released.
         """
-        return self._unlock(locks=[self.queue.keys.unique(key) for key, _ in locks], tokens=[token for _, token in locks])
+        return self._scripts[UNLOCK](locks=[self.queue.keys.unique(key) for key, _ in locks], tokens=[token for _, token in locks])
 
     def release(self, worker_id: str) -> None:
         """Forget the task the worker holds: it is done, and counted.
@@ -216,7 +208,7 @@ class WorkerOps:
         Returns:
             True; False, and nothing done, if the worker no longer holds `claimed`.
         """
-        return bool(self._requeue(record=_record(self.queue.keys, tracked), worker_id=worker_id,
+        return bool(self._scripts[REQUEUE](record=_record(self.queue.keys, tracked), worker_id=worker_id,
                                   claimed=claimed, blob=blob, error=_error(tracked)))
 
     def reschedule(self, claimed: bytes, blob: bytes, due: float, worker_id: str,
@@ -236,7 +228,7 @@ class WorkerOps:
             True; False, and nothing done, if the worker no longer holds `claimed`.
         """
         [member] = scheduled_members((blob,), due, "retry")
-        return bool(self._reschedule(record=_record(self.queue.keys, tracked), worker_id=worker_id,
+        return bool(self._scripts[RESCHEDULE](record=_record(self.queue.keys, tracked), worker_id=worker_id,
                                      claimed=claimed, due=due, member=member, error=_error(tracked)))
 
     def try_online(self, worker_ids: Sequence[str], about: Sequence[str] = ()) -> bool:
@@ -268,7 +260,7 @@ class WorkerOps:
 
     def _keep_alive(self, action: str, worker_ids: Sequence[str], about: Sequence[str]) -> bool:
         now = time.time()
-        return bool(self._keep_alive_script(info=self.queue.keys.worker_info(worker_ids[0]), ids=worker_ids,
+        return bool(self._scripts[KEEP_ALIVE](info=self.queue.keys.worker_info(worker_ids[0]), ids=worker_ids,
                                             ttl_ms=self._keep_alive_ms, now=now, lapse_at=now + self.keep_alive_timeout,
                                             action=action, about=about))
 

@@ -10,20 +10,16 @@ from typing import Any, Callable, List, Optional, Sequence
 from ..protocol.producer import DEFAULT_MAX_TASK_SIZE
 from ..protocol.queue import Queue
 from ..protocol.worker_ops import DEFAULT_KEEP_ALIVE_TIMEOUT
-from ..runtime.command import (CommandError, add_connection_options, add_dead_options, add_eviction_option,
+from ..runtime.command import (Command, CommandError, add_dead_options, add_eviction_option,
                                add_max_crashes_option, add_metrics_host_option, client, check_queue_names,
-                               connect_unless_stopped, metrics_unavailable, positive, run_command)
+                               connect_unless_stopped, metrics_unavailable, positive)
 from ..runtime.lifecycle import Lifecycle
 from . import metrics as task_metrics
 from .allowlist import Allowlist, submodule_names
 from .loop import DEFAULT_BATCH, DEFAULT_SWEEP_INTERVAL, Worker
 from .supervisor import Supervisor
 
-def parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m delayed.worker",
-        description="Run PyTasks from a go-delayed queue, calling only functions defined in MODULE...")
-    add_connection_options(parser)
+def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queue", action="append", dest="queues", metavar="NAME",
                         help="a queue to serve; repeat for several, in priority order: the first one's tasks "
                              "always go first, the next one's only while those before it are empty "
@@ -64,7 +60,6 @@ def parser() -> argparse.ArgumentParser:
     add_eviction_option(parser)
     parser.add_argument("modules", metavar="MODULE", nargs="+",
                         help="module whose public functions tasks may call")
-    return parser
 
 
 def _allowlist(names: Sequence[str]) -> Allowlist:
@@ -141,5 +136,7 @@ def _worker(args: argparse.Namespace) -> int:
         return worker.run(handle_signals=False)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    return run_command("delayed.worker", _worker, parser(), argv)
+COMMAND = Command("delayed.worker", "python -m delayed.worker",
+                  "Run PyTasks from a go-delayed queue, calling only functions defined in MODULE...", _arguments, _worker)
+parser = COMMAND.parser
+main = COMMAND.main

@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Se
 
 import redis
 
-from ..protocol.connection import error_text
+from ..protocol.redis_errors import error_text
 from ..runtime.backoff import OutageBackoff
 from ..wire import worker_info
 from ..wire.dead_letter import Letter
