@@ -120,8 +120,10 @@ def test_retry_minus_one_backs_off_instead_of_looping_hot(conn, queue, run_worke
     gaps = [later - earlier for earlier, later in zip(runs, runs[1:])]
     assert all(gap >= 0.1 * 2 ** n for n, gap in enumerate(gaps)), gaps  # 0.1, 0.2, 0.4, 0.8 s (once 7,418 runs in 3 s)
     # still there, byte-identical to keakon's blob: waiting in the scheduled set, queued or running
-    scheduled = [member[8:] for member in conn.zrange("q_scheduled", 0, -1)]  # after 8 random bytes
-    assert scheduled + conn.lrange("q", 0, -1) + conn.hvals("q_processing") == [task.serialize()]
+    with conn.pipeline(transaction=True) as pipe:  # one snapshot: each move between the three is atomic
+        pipe.zrange("q_scheduled", 0, -1).lrange("q", 0, -1).hvals("q_processing")
+        members, queued, held = pipe.execute()
+    assert [member[8:] for member in members] + queued + held == [task.serialize()]  # after 8 random bytes
 
 
 def test_stop_while_redis_is_unreachable_stops_going_online(redis_server):
