@@ -1,4 +1,6 @@
-"""keakon/delayed 1.x's import path of Queue: the queue lives in delayed.protocol.queue."""
-from .protocol.queue import AsyncQueue, Queue
+"""keakon/delayed 1.x's import path of Queue: its Queue, with keakon's worker and sweeper calls
+(delayed.protocol.keakon), and AsyncQueue."""
+from .protocol.keakon import KeakonQueue as Queue
+from .protocol.queue import AsyncQueue
 
 __all__ = ["AsyncQueue", "Queue"]

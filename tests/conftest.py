@@ -80,6 +80,10 @@ def conn(redis_server):
     client.close()
 
 
+WORKER_TIMING = dict(dequeue_timeout=0.05, keep_alive_timeout=5, keep_alive_interval=1)
+"""A test worker's timing: an idle claim waits 50 ms, so a stop is quick; its keys live 5 s."""
+
+
 @pytest.fixture
 def run_worker(queue):
     """Start a Worker on the test module's `queue` fixture in a thread (options such as threads=N go
@@ -87,7 +91,7 @@ def run_worker(queue):
     started = []
 
     def start(allow=("tests.tasks",), **options):
-        worker = Worker(queue, allow, keep_alive_interval=1, **options)
+        worker = Worker(queue, allow, **{**WORKER_TIMING, **options})
         thread = threading.Thread(target=worker.run)
         thread.start()
         started.append((worker, thread))
@@ -106,8 +110,8 @@ def start_worker(conn):
     started = []
 
     def start(*names, **options):
-        queues = [Queue(name, conn, dequeue_timeout=0.05, keep_alive_timeout=5) for name in names]
-        worker = Worker(queues, ["tests.tasks"], keep_alive_interval=1, **options)
+        queues = [Queue(name, conn) for name in names]
+        worker = Worker(queues, ["tests.tasks"], **{**WORKER_TIMING, **options})
         thread = threading.Thread(target=worker.run)
         thread.start()
         started.append((worker, thread))

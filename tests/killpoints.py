@@ -93,9 +93,9 @@ def done(plain: redis.Redis, role: str) -> bool:
 
 
 def run_worker(client: KillingRedis, plain: redis.Redis, role: str) -> None:
-    queue = Queue(QUEUE, client, dequeue_timeout=0.05, keep_alive_timeout=30)
+    queue = Queue(QUEUE, client)
     worker = Worker(queue, ["tests.tasks"], keep_alive_interval=1000,  # no refresh during the scenario
-                    threads=THREADS.get(role, 1))
+                    threads=THREADS.get(role, 1), dequeue_timeout=0.05, keep_alive_timeout=30)
 
     def stop_when_done() -> None:
         while not done(plain, role):

@@ -46,8 +46,8 @@ def main() -> int:
         (args.pid_dir / f"{slot}.pid").write_text(str(os.getpid()))
         if slot == args.slow_build:
             time.sleep(3)
-        return Worker(Queue("default", connect(args.redis_url), keep_alive_timeout=1), ["tests.tasks"],
-                      keep_alive_interval=0.25, batch=1)
+        return Worker(Queue("default", connect(args.redis_url)), ["tests.tasks"],
+                      keep_alive_interval=0.25, batch=1, keep_alive_timeout=1)
 
     return Supervisor(make_worker, args.concurrency).run()
 

@@ -156,7 +156,7 @@ def test_stats_counts_the_workers_that_workers_lists_go_delayeds_included(conn, 
 
 
 def test_workers_lists_our_live_workers(conn, redis_server, busy):
-    worker = Worker(Queue("q", conn, dequeue_timeout=0.05), ["tests.tasks"])
+    worker = Worker(Queue("q", conn), ["tests.tasks"], dequeue_timeout=0.05)
     thread = threading.Thread(target=worker.run)
     thread.start()
     try:

@@ -5,7 +5,8 @@ import redis
 import redis.cluster
 
 from delayed import PyTask, Queue
-from delayed.protocol.connection import connect, sent_once
+from delayed.protocol.connection import connect
+from delayed.protocol.send_once import sent_once
 from delayed.protocol.worker_ops import WorkerOps
 
 from .conftest import WAIT, wait_for
@@ -181,7 +182,7 @@ def test_a_worker_with_several_ids_goes_offline_on_a_cluster(cluster):
     DEL of several keys, and the worker died on its graceful stop with RedisClusterException."""
     queue = Queue("{offline}", connect(cluster.url))
     ids = queue.keys.worker_ids(3)
-    queue.keep_alive(ids)
+    WorkerOps(queue).keep_alive(ids)
     check = nodes_client(cluster)
     assert sum(check.exists(worker_id) for worker_id in ids) == 3 and check.zcard("{offline}_workers") == 1
     WorkerOps(queue).go_offline(ids)

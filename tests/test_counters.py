@@ -9,7 +9,8 @@ import time
 import pytest
 import redis.asyncio
 
-from delayed import AsyncQueue, DuplicateTaskError, PyTask, Queue
+from delayed import AsyncQueue, DuplicateTaskError, PyTask
+from delayed.queue import Queue
 from delayed.ops import admin
 from delayed.wire.dead_letter import record
 from delayed.wire.keys import new_worker_id
@@ -77,7 +78,7 @@ def test_go_delayed_producers_and_releases_do_not_count(conn, queue):
     blob = PyTask("m:f", [1]).serialize()
     conn.rpush("q", blob)  # go-delayed's producer: two pushes of its own
     conn.rpush("q_noti", "1")
-    assert WorkerOps(queue).claim() == blob
+    assert WorkerOps(queue).claim(queue.worker_id) == blob
     conn.hdel("q_processing", queue.worker_id)  # go-delayed's release: a bare HDEL
     assert conn.exists("q_counts") == 0
 

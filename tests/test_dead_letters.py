@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from delayed import PyTask, Queue
+from delayed import PyTask
+from delayed.queue import Queue
 from delayed.sweeper.cli import parser as sweeper_parser
 from delayed.wire.dead_letter import record as legacy_record_fields
 from delayed.wire.keys import new_worker_id
@@ -45,7 +46,7 @@ def queue(conn):
 def bury(queue, task, reason="failed"):
     """Claim the next task and dead-letter it, as a worker does."""
     queue.enqueue(task)
-    held = WorkerOps(queue).claim()
+    held = WorkerOps(queue).claim(queue.worker_id)
     assert queue.dead.bury(queue.worker_id, held, legacy_record_fields(reason=reason, error="e", blob=held, queue="q",
                                                                        worker=queue.worker_id, func=task.func_path))
 
@@ -211,7 +212,7 @@ def test_show_and_requeue_of_one_letter_do_not_download_the_list(conn, redis_ser
     letter = legacy_record_fields(reason="failed", error="e", blob=b"x" * 20_000, queue="q", worker=None)
     for _ in range(300):
         queue.enqueue(PyTask("m:f", ["x" * 20_000]))
-        assert queue.dead.bury(queue.worker_id, WorkerOps(queue).claim(), letter)
+        assert queue.dead.bury(queue.worker_id, WorkerOps(queue).claim(queue.worker_id), letter)
     [first] = queue.dead.list(count=1)
 
     def sent(*args):

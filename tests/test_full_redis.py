@@ -12,7 +12,7 @@ import redis
 import redis.asyncio
 
 from delayed import AsyncQueue, PyTask, Queue, QueueFullError
-from delayed.protocol.connection import error_text
+from delayed.protocol.redis_errors import error_text
 from delayed.wire.keys import new_worker_id
 from delayed.testing import RedisServer
 from delayed.protocol.worker_ops import WorkerOps

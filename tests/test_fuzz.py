@@ -159,11 +159,11 @@ def test_every_reader_survives_any_blob_where_readers_find_blobs(conn, redis_ser
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.data_too_large, HealthCheck.too_slow])
 def test_a_queue_full_of_garbage_is_drained_into_dead_letters(conn, garbage):
     conn.flushall()
-    queue = Queue("fuzz", conn, dequeue_timeout=0.05)
+    queue = Queue("fuzz", conn)
     conn.rpush("fuzz", *garbage)
     conn.rpush("fuzz_noti", *[1] * len(garbage))
     queue.enqueue(PyTask("tests.tasks:record", ["sentinel"]))
-    worker = Worker(queue, ["tests.tasks"], keep_alive_interval=1)
+    worker = Worker(queue, ["tests.tasks"], keep_alive_interval=1, dequeue_timeout=0.05)
     thread = threading.Thread(target=worker.run)
     thread.start()
     try:

@@ -18,7 +18,7 @@ ALLOW = ("tests.tasks", "tests.pipeline_tasks")
 
 @pytest.fixture
 def queue(conn):
-    return Queue("q", conn, dequeue_timeout=0.05, keep_alive_timeout=5)
+    return Queue("q", conn)
 
 
 def letters(queue):

@@ -6,7 +6,8 @@ import threading
 import time
 from typing import List
 
-from delayed import PyTask, Queue, Worker
+from delayed import PyTask, Worker
+from delayed.queue import Queue
 from delayed.testing import free_port
 
 from .conftest import WAIT, results, spawn, wait_for
@@ -75,7 +76,7 @@ def test_a_worker_started_beside_other_threads_keeps_its_keys_from_a_thread_not_
     caplog.set_level(logging.INFO, "delayed.worker.keepalive")
     busy = threading.Thread(target=time.sleep, args=(5,), daemon=True)  # another program's thread
     busy.start()
-    worker = Worker(Queue("q", conn, keep_alive_timeout=1), ["tests.tasks"], keep_alive_interval=0.25)
+    worker = Worker(Queue("q", conn), ["tests.tasks"], keep_alive_interval=0.25, keep_alive_timeout=1)
     thread = threading.Thread(target=worker.run, kwargs={"handle_signals": False})
     thread.start()
     try:

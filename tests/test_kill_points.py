@@ -13,7 +13,8 @@ import threading
 
 import pytest
 
-from delayed import Queue, Worker
+from delayed import Worker
+from delayed.queue import Queue
 from delayed.wire.keys import new_worker_id
 
 from .conftest import ROOT, WAIT, wait_for
@@ -37,11 +38,11 @@ def recover(conn, role):
     seen the queue stand still, so it also tops up a notification lost with a killed worker),
     and a worker drains."""
     conn.delete(*conn.keys("delayed-py-*") or ["none"])
-    queue = Queue(QUEUE, conn, dequeue_timeout=0.05)
+    queue = Queue(QUEUE, conn)
     queue.requeue_lost(notify_after=0)
     if role.startswith("producer") and not conn.llen(QUEUE):
         return
-    worker = Worker(queue, ["tests.tasks"], keep_alive_interval=1)
+    worker = Worker(queue, ["tests.tasks"], keep_alive_interval=1, dequeue_timeout=0.05)
     thread = threading.Thread(target=worker.run)
     thread.start()
     try:

@@ -56,7 +56,7 @@ def test_the_worker_goes_through_the_lifecycle_and_stops_outside_the_handler(con
     # run() in the main thread, as the command line runs it: the handler only sets a flag, the
     # lifecycle's watcher thread logs and stops the worker, and run() returns the exit status.
     caplog.set_level(logging.INFO)
-    worker = Worker(Queue("default", conn, dequeue_timeout=0.1), ["tests.tasks"], keep_alive_interval=1)
+    worker = Worker(Queue("default", conn), ["tests.tasks"], keep_alive_interval=1, dequeue_timeout=0.1)
     assert worker.lifecycle.state == STARTING
     before = signal.getsignal(signal.SIGHUP)
     seen = []

@@ -16,7 +16,7 @@ import delayed
 from delayed import GoTask, PyTask, Queue
 from delayed.ops import admin
 from delayed.ops.cli import main
-from delayed.protocol.connection import redacted
+from delayed.protocol.redaction import redacted
 from delayed.wire.dead_letter import record
 from delayed.testing import RedisServer, free_port
 

@@ -7,7 +7,8 @@ import time
 import pytest
 import redis.asyncio
 
-from delayed import AsyncQueue, GoTask, PyTask, Queue, TaskArgumentError, TaskTooLargeError, delayed
+from delayed import AsyncQueue, GoTask, PyTask, TaskArgumentError, TaskTooLargeError, delayed
+from delayed.queue import Queue
 from delayed.wire.dead_letter import record
 from delayed.wire.keys import new_worker_id
 from delayed.protocol.worker_ops import WorkerOps
@@ -52,7 +53,7 @@ def test_dequeue_times_out_with_none(queue):
 def test_a_notification_without_a_task_is_harmless(conn, queue):
     # go-delayed's script would HSET `false` here and error; ours returns nothing and holds nothing.
     conn.rpush("q_noti", 1)
-    assert WorkerOps(queue).claim() is None
+    assert WorkerOps(queue).claim(queue.worker_id) is None
     assert conn.hlen("q_processing") == 0
 
 
@@ -83,9 +84,9 @@ def test_a_task_msgpack_cannot_write_is_refused_before_touching_redis(conn, queu
 
 def test_requeue_releases_and_enqueues_atomically(conn, queue):
     queue.enqueue(PyTask("m:f", retry=2))
-    held = WorkerOps(queue).claim()
+    held = WorkerOps(queue).claim(queue.worker_id)
     retried = PyTask.deserialize(held).with_retry(1).serialize()
-    assert WorkerOps(queue).requeue(held, retried)
+    assert WorkerOps(queue).requeue(held, retried, queue.worker_id)
     assert conn.lrange("q", 0, -1) == [retried]
     assert conn.llen("q_noti") == 1
     assert conn.hlen("q_processing") == 0
@@ -93,7 +94,7 @@ def test_requeue_releases_and_enqueues_atomically(conn, queue):
 
 def test_bury_appends_the_record_and_releases(conn, queue):
     queue.enqueue(PyTask("m:f"))
-    held = WorkerOps(queue).claim()
+    held = WorkerOps(queue).claim(queue.worker_id)
     assert queue.dead.bury(queue.worker_id, held, {"record": b'{"reason": "x"}', "task": held})
     [(_, fields)] = conn.xrange("q_dead_letters")
     assert fields == {b"record": b'{"reason": "x"}', b"task": held}
@@ -104,9 +105,9 @@ def test_retry_and_bury_are_fenced_once_a_sweeper_took_the_task(conn, queue):
     # The worker's keep-alive lapsed mid-task (it never went online here), a sweeper
     # requeued its task, another worker may be running it: this one must not add a copy.
     queue.enqueue(PyTask("m:f", retry=1))
-    held = WorkerOps(queue).claim()
+    held = WorkerOps(queue).claim(queue.worker_id)
     assert queue.requeue_lost() == 1
-    assert not WorkerOps(queue).requeue(held, PyTask("m:f").serialize())
+    assert not WorkerOps(queue).requeue(held, PyTask("m:f").serialize(), queue.worker_id)
     assert not queue.dead.bury(queue.worker_id, held, record(reason="failed", error="e", blob=held, queue="q", worker=None))
     assert conn.lrange("q", 0, -1) == [PyTask("m:f", retry=1, options={"crashes": 1}).serialize()]  # one crash counted
     assert conn.llen("q_noti") == 1 and not conn.exists("q_dead_letters")
@@ -124,21 +125,21 @@ def test_dequeue_without_a_worker_id_raises_before_it_takes_a_notification(conn)
 
 
 def test_keep_alive_key_is_the_bare_worker_id(conn, queue):
-    assert WorkerOps(queue).try_online()
+    assert WorkerOps(queue, queue.keep_alive_timeout).try_online([queue.worker_id])
     assert queue.worker_id.startswith("delayed-py-") and len(queue.worker_id) == len("delayed-py-") + 32
     assert 0 < conn.pttl(queue.worker_id) <= 5000
-    assert not WorkerOps(queue).try_online()  # a live worker's id cannot be claimed again
-    WorkerOps(queue).go_offline()
+    assert not WorkerOps(queue).try_online([queue.worker_id])  # a live worker's id cannot be claimed again
+    WorkerOps(queue).go_offline([queue.worker_id])
     assert not conn.exists(queue.worker_id)
 
 
 def test_requeue_lost_moves_only_dead_workers_tasks(conn, queue):
     queue.enqueue_many([PyTask("m:dead"), PyTask("m:alive")])
-    WorkerOps(queue).claim()                                  # held by a worker that never went online: dead
+    WorkerOps(queue).claim(queue.worker_id)                                  # held by a worker that never went online: dead
     alive = Queue("q", conn, dequeue_timeout=0.1)
     alive.worker_id = new_worker_id()
-    assert WorkerOps(alive).try_online()
-    WorkerOps(alive).claim()
+    assert WorkerOps(alive).try_online([alive.worker_id])
+    WorkerOps(alive).claim(alive.worker_id)
     assert queue.requeue_lost() == 1
     assert conn.lrange("q", 0, -1) == [PyTask("m:dead", options={"crashes": 1}).serialize()]
     assert conn.llen("q_noti") == 1
@@ -192,7 +193,7 @@ def test_a_moving_queue_is_not_topped_up(conn, queue):
 
 def test_requeued_task_runs_after_the_worker_that_held_it_died(conn, queue):
     queue.enqueue(PyTask("m:f", [7]))
-    WorkerOps(queue).claim()                                  # the holder has no keep-alive key
+    WorkerOps(queue).claim(queue.worker_id)                                  # the holder has no keep-alive key
     queue.requeue_lost()
     other = Queue("q", conn, dequeue_timeout=0.1)
     other.worker_id = new_worker_id()
@@ -277,7 +278,7 @@ def test_a_claim_whose_reply_was_lost_is_delivered_again_not_overwritten(conn, q
     assert conn.llen("q_noti") == 0
     queue.worker_id = "a"
     conn.rpush("q_noti", 1)
-    assert WorkerOps(queue).claim() == blobs[0]     # the single claim, too, re-delivers what "a" holds
+    assert WorkerOps(queue).claim(queue.worker_id) == blobs[0]     # the single claim, too, re-delivers what "a" holds
 
 
 def test_a_claim_id_that_still_holds_a_task_leaves_the_head_of_the_queue_to_the_next_id(conn, queue):

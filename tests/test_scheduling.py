@@ -17,7 +17,7 @@ from .conftest import WAIT, results, spawn, wait_for
 
 @pytest.fixture
 def queue(conn):
-    return Queue("q", conn, dequeue_timeout=0.05)
+    return Queue("q", conn)
 
 
 def test_a_delayed_task_waits_in_the_scheduled_set_until_due(conn, queue):
@@ -86,7 +86,7 @@ def test_async_queue_schedules_too(conn, redis_server):
 def test_a_worker_runs_a_delayed_task_when_it_is_due(conn, queue):
     queue.enqueue(PyTask("tests.tasks:record", ["later"]), delay=1.0)
     queue.enqueue(PyTask("tests.tasks:record", ["now"]))
-    worker = Worker(queue, ["tests.tasks"])
+    worker = Worker(queue, ["tests.tasks"], dequeue_timeout=0.05)
     thread = threading.Thread(target=worker.run)
     started = time.monotonic()
     thread.start()
@@ -151,8 +151,7 @@ def test_the_default_backoff_is_exponential_with_jitter():
 
 def test_reschedule_is_fenced(conn, queue):
     queue.enqueue(PyTask("m:f", max_retries=1))
-    queue.worker_id = "w"
     held = WorkerOps(queue).claim_batch([], ["w"]).tasks[0][1]
-    assert not WorkerOps(queue).reschedule(b"another blob", held, time.time())
-    assert WorkerOps(queue).reschedule(held, held, time.time() + 60)
+    assert not WorkerOps(queue).reschedule(b"another blob", held, time.time(), "w")
+    assert WorkerOps(queue).reschedule(held, held, time.time() + 60, "w")
     assert conn.zcard("q_scheduled") == 1 and conn.hlen("q_processing") == 0

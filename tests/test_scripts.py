@@ -5,7 +5,8 @@ from importlib import resources
 
 import pytest
 
-from delayed.protocol.scripts import Script
+from delayed.protocol.producer import ENQUEUE
+from delayed.protocol.scripts import Script, Scripts
 from delayed.wire.keys import QueueKeys
 
 from .conftest import ROOT
@@ -27,6 +28,34 @@ def _scripts_made_in_the_protocol():
 
 def test_every_script_has_one_typed_call_and_every_call_a_script():
     assert _scripts_made_in_the_protocol() == {path.stem for path in LUA.glob("*.lua")} - LIBRARIES
+
+
+def _bound_another_way():
+    """Where delayed/ binds a script other than as scripts.py says, through a Scripts: a Script.bind of
+    its own, or a script registered on a connection or bound without Script.bind. As "path:line: code"."""
+    found = []
+    for path in sorted((ROOT / "delayed").rglob("*.py")):
+        where = str(path.relative_to(ROOT))
+        source = path.read_text()
+        for node in ast.walk(ast.parse(source)):
+            if not isinstance(node, ast.Call) or where == "delayed/protocol/scripts.py":
+                continue
+            name = getattr(node.func, "attr", getattr(node.func, "id", ""))
+            binds = name == "bind" and getattr(node.func.value, "id", "") != "sock"  # a socket's bind is no script's
+            if binds or name in ("register_script", "BoundScript"):
+                found.append(f"{where}:{node.lineno}: {ast.get_source_segment(source, node)}")
+    return found
+
+
+def test_every_script_is_bound_through_the_scripts_of_its_connection():
+    assert _bound_another_way() == []
+
+
+def test_a_script_is_bound_once_per_connection_and_queue_and_only_once_it_runs(conn):
+    scripts = Scripts(conn, QueueKeys.of("q"))
+    assert scripts[ENQUEUE] is scripts[ENQUEUE] and scripts._bound.keys() == {ENQUEUE}
+    scripts[ENQUEUE](blobs=[b"a"])
+    assert conn.lrange("q", 0, -1) == [b"a"]
 
 
 @pytest.mark.parametrize("name", sorted({path.stem for path in LUA.glob("*.lua")} - LIBRARIES))

@@ -14,7 +14,7 @@ from .conftest import results, wait_for
 
 @pytest.fixture
 def queue(conn):
-    return Queue("q", conn, dequeue_timeout=0.05, keep_alive_timeout=5)
+    return Queue("q", conn)
 
 
 def dead(conn):

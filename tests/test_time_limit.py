@@ -12,7 +12,7 @@ from .conftest import results, wait_for
 
 @pytest.fixture
 def queue(conn):
-    return Queue("q", conn, dequeue_timeout=0.05, keep_alive_timeout=5)
+    return Queue("q", conn)
 
 
 def test_an_alarm_that_lands_after_the_call_returned_does_not_time_it_out(conn, queue):

@@ -28,7 +28,7 @@ from .conftest import WAIT, results, spawn, wait_for
 
 @pytest.fixture
 def queue(conn):
-    return Queue("q", conn, dequeue_timeout=0.05)
+    return Queue("q", conn)
 
 
 def record_of(conn, handle):

@@ -11,7 +11,7 @@ from .conftest import results, wait_for
 
 @pytest.fixture
 def queue(conn):
-    return Queue("q", conn, dequeue_timeout=0.05)
+    return Queue("q", conn)
 
 
 def test_an_identical_task_is_refused_while_the_first_is_queued(conn, queue):

@@ -10,7 +10,8 @@ import time
 import msgpack
 import pytest
 
-from delayed import GoTask, PyTask, Queue, Worker
+from delayed import GoTask, PyTask, Worker
+from delayed.queue import Queue
 from delayed.ops import admin
 from delayed.runtime.lifecycle import Lifecycle
 from delayed.worker.allowlist import Allowlist
@@ -22,7 +23,7 @@ from .conftest import WAIT, results, wait_for
 
 @pytest.fixture
 def queue(conn):
-    return Queue("q", conn, dequeue_timeout=0.05, keep_alive_timeout=5, max_task_size=4096)
+    return Queue("q", conn, max_task_size=4096)
 
 
 def dead(conn):
@@ -119,8 +120,10 @@ def test_retry_minus_one_backs_off_instead_of_looping_hot(conn, queue, run_worke
     gaps = [later - earlier for earlier, later in zip(runs, runs[1:])]
     assert all(gap >= 0.1 * 2 ** n for n, gap in enumerate(gaps)), gaps  # 0.1, 0.2, 0.4, 0.8 s (once 7,418 runs in 3 s)
     # still there, byte-identical to keakon's blob: waiting in the scheduled set, queued or running
-    scheduled = [member[8:] for member in conn.zrange("q_scheduled", 0, -1)]  # after 8 random bytes
-    assert scheduled + conn.lrange("q", 0, -1) + conn.hvals("q_processing") == [task.serialize()]
+    with conn.pipeline(transaction=True) as pipe:  # one snapshot: each move between the three is atomic
+        pipe.zrange("q_scheduled", 0, -1).lrange("q", 0, -1).hvals("q_processing")
+        members, queued, held = pipe.execute()
+    assert [member[8:] for member in members] + queued + held == [task.serialize()]  # after 8 random bytes
 
 
 def test_stop_while_redis_is_unreachable_stops_going_online(redis_server):
@@ -231,6 +234,23 @@ def test_the_allowlist_lists_only_functions_defined_in_the_module():
 def test_a_worker_without_an_allowlist_is_refused_with_a_clear_error(queue):
     with pytest.raises(TypeError, match="Worker needs allow="):
         Worker(queue)
+
+
+def test_a_workers_timing_is_its_own_and_keakons_queue_settings_do_not_reach_it(conn, run_worker):
+    queue = Queue("q", conn, dequeue_timeout=30, keep_alive_timeout=600)  # keakon's, for its own dequeue()
+    worker = Worker(queue, ["tests.tasks"], keep_alive_timeout=8)
+    assert worker.keep_alive_interval == 2  # a quarter of its keep-alive timeout, unless given
+    worker = run_worker(keep_alive_timeout=3, keep_alive_interval=1)
+    wait_for(lambda: worker.id and conn.exists(worker.id), what="the worker online")
+    assert 0 < conn.pttl(worker.id) <= 3000
+
+
+@pytest.mark.parametrize("timing", [{"dequeue_timeout": 0}, {"dequeue_timeout": float("inf")},
+                                    {"keep_alive_timeout": -1}, {"keep_alive_timeout": float("nan")}])
+def test_a_worker_refuses_timing_that_is_not_a_positive_number_of_seconds(queue, timing):
+    [name] = timing
+    with pytest.raises(ValueError, match=f"{name} must be a positive number of seconds"):
+        Worker(queue, ["tests.tasks"], **timing)
 
 
 def test_keakon_setup_logger_shows_delayed_logs(queue, capsys):

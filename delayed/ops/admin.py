@@ -9,7 +9,7 @@ import redis
 from ..wire import preview, worker_info
 from ..protocol import inspect, samples
 from ..protocol.discovery import queue_names  # noqa: F401  (the operating views find queues here)
-from ..protocol import scheduled as scheduled_ops
+from ..protocol.scheduled import ScheduledTasks
 from ..wire.dead_letter import MAX_ERROR, check_ids, id_order
 from ..errors import DeadLetterError, MalformedTaskError
 from ..wire.keys import COUNTED_EVENTS, GO_WORKER_ID
@@ -397,12 +397,12 @@ def _attempt(options: Any) -> Tuple[Optional[int], Optional[int]]:
 def run_scheduled(conn: redis.Redis, name: str, ref: str) -> bool:
     """Move the scheduled task ref names into the queue now, with its notification; False if it is no
     longer scheduled (moved when due, cancelled, or run or deleted by someone else)."""
-    return scheduled_ops.run_now(conn, name, ref)
+    return ScheduledTasks(conn, name).run_now(ref)
 
 
 def delete_scheduled(conn: redis.Redis, name: str, ref: str) -> bool:
     """Delete the scheduled task ref names; False if it is no longer scheduled."""
-    return scheduled_ops.delete(conn, name, ref)
+    return ScheduledTasks(conn, name).delete(ref)
 
 
 def pending(conn: redis.Redis, name: str, start: int = 0, count: int = 50) -> List[Row]:

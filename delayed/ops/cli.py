@@ -8,6 +8,7 @@ import logging
 import re
 import sys
 import time
+from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -15,26 +16,57 @@ import redis
 
 from . import admin
 from ..wire import preview
-from ..runtime.command import (CommandError, add_connection_options, add_task_options, check_queue_names, connect_checked, positive, task_options_of,
+from ..runtime.command import (Command, CommandError, add_connection_options, add_task_options, check_queue_names, connect_checked, positive, task_options_of,
                                quiet_on_closed_pipe, run_command)
-from ..scheduler.cli import main as scheduler_main
-from ..sweeper.cli import main as sweeper_main
-from ..worker.cli import main as worker_main
-from ..protocol.connection import error_text
+from ..scheduler import cli as scheduler_cli
+from ..sweeper import cli as sweeper_cli
+from ..worker import cli as worker_cli
+from ..protocol.redis_errors import error_text
 from ..runtime.backoff import OutageBackoff
-from .contract.cli import main as contract_main
-from .dashboard.cli import main as dashboard_main
+from .contract import cli as contract_cli
+from .dashboard import cli as dashboard_cli
 from ..errors import DeadLetterError
 from ..errors import QueueFullError, TaskNotFoundError, TaskTooLargeError
 from ..protocol.eviction import eviction_policy
 from ..protocol.inspect import task_queues
-from .metrics.cli import main as metrics_main
+from .metrics import cli as metrics_cli
 from ..protocol.queue import Queue
 from ..wire.dead_letter import REASONS, UNDECODABLE
 from ..wire.task import GoTask, PyTask
 
 DEAD_REASONS = [reason.value for reason in REASONS] + [UNDECODABLE]
 """What --reason takes: the reasons a letter can have (see delayed.wire.dead_letter)."""
+
+
+Handler = Callable[[redis.Redis, argparse.Namespace], None]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """A command of `delayed` that operates the queues, as one registration (see operation): its name, its
+    line in --help, the arguments its parser takes, and its handler, which runs on a checked connection.
+    common: its parser takes the options every command takes (_common); a command of actions (`dead list`)
+    gives them to each action's parser instead."""
+
+    name: str
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Handler
+    common: bool = True
+
+
+OPERATIONS: Dict[str, Operation] = {}
+"""`delayed`'s own commands, in the order --help lists them: the order they are registered in."""
+
+
+def operation(name: str, help: str, arguments: Callable[[argparse.ArgumentParser], None],
+              common: bool = True) -> Callable[[Handler], Handler]:
+    """Register the handler below as `delayed NAME`, with the function that adds its arguments."""
+    def register(run: Handler) -> Handler:
+        OPERATIONS[name] = Operation(name, help, arguments, run, common)
+        return run
+
+    return register
 
 
 def table(rows: List[Dict[str, Any]], columns: Sequence[str], whole: Sequence[str] = ()) -> str:
@@ -97,6 +129,17 @@ def _latency(row: Dict[str, Any]) -> str:
     return f"{'' if row['latency_measured'] else '~'}{row['latency']}s"
 
 
+def _stats_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--queue", action="append", help="a queue (repeatable; default: every queue found)")
+    parser.add_argument("--watch", type=positive(float), metavar="SECONDS",
+                        help="refresh every SECONDS until Ctrl-C, with rates (tasks/s in, out, net change, "
+                        "dead letters), riding out Redis outages")
+    parser.add_argument("--go-wait", type=positive(float), default=300, metavar="SECONDS",
+                        help="flag a GoTask that has stood this long at the head of its queue, untaken by any "
+                             "go-delayed worker, as our sweeper saw it (default: %(default)s)")
+
+
+@operation("stats", "per queue: pending, processing, scheduled, dead, live workers", _stats_arguments)
 def _stats(conn: redis.Redis, args: argparse.Namespace) -> None:
     policy = eviction_policy(conn)
     if policy.evicts:  # said, not refused: stats only reads
@@ -124,10 +167,61 @@ def _stats(conn: redis.Redis, args: argparse.Namespace) -> None:
         time.sleep(args.watch)
 
 
+def _workers_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--queue", action="append", help="a queue (repeatable; default: every queue found)")
+
+
+@operation("workers", "live workers (ours with their host and pid), go-delayed's that hold a task too, and how many "
+           "tasks each holds", _workers_arguments)
 def _workers(conn: redis.Redis, args: argparse.Namespace) -> None:
     _show(args, admin.workers(conn, _names(conn, args)), ("queue", "worker", "host", "pid", "expires_in", "holding", "go"))
 
 
+LETTERS_QUEUE = ("the queue whose dead letters (default: the one holding the letters, found among every queue's: "
+                 "as `delayed task` finds a task's)")
+
+
+def _dead_arguments(parser: argparse.ArgumentParser) -> None:
+    """dead's actions, each with the common options."""
+    common = _common(defaults=True)
+    actions = parser.add_subparsers(dest="action", required=True)
+    for name, help_text in (("list", "the oldest dead letters of every queue, with their ids and queues"),
+                            ("show", "one dead letter in full"), ("requeue", "move dead letters back into their queue"),
+                            ("delete", "delete dead letters"), ("purge", "delete every dead letter of a queue")):
+        action = actions.add_parser(name, parents=[common], help=help_text)
+        if name == "list":
+            action.add_argument("--queue", action="append",
+                                help="a queue (repeatable; default: every queue found, their letters merged oldest "
+                                     "first)")
+            action.add_argument("--after", metavar="ID", help="start after this letter (default: the oldest)")
+            action.add_argument("--limit", type=positive(int), default=20, metavar="N",
+                                help="letters shown (more when letters of several queues share the last id); if "
+                                     "more remain, stderr says how to page on (default: %(default)s)")
+        elif name == "show":
+            action.add_argument("--queue", help=LETTERS_QUEUE)
+            action.add_argument("id", metavar="ID", help="the letter's id, as dead list shows it")
+            action.add_argument("--raw", action="store_true", help="write the task's bytes, whole, to stdout (without "
+                                f"it, a preview: the task's first {admin.PREVIEW_BYTES // 1024} KiB, values cut short)")
+        elif name in ("requeue", "delete"):
+            action.add_argument("--queue", help=LETTERS_QUEUE + ("; needed with --all" if name == "requeue" else ""))
+            action.add_argument("ids", metavar="ID", nargs="*" if name == "requeue" else "+",
+                                help="a letter's id, as dead list shows it (repeatable)")
+            if name == "requeue":
+                action.add_argument("--all", action="store_true", help="every letter of the queue (those written "
+                                    "meanwhile stay), or every one --reason and --func name, in chunks")
+        else:
+            action.add_argument("--queue", required=True, help="the queue whose dead letters to delete")
+            action.add_argument("--yes", action="store_true", help="really delete them (without it, a purge with "
+                                "--reason or --func says how many letters it would delete)")
+        if name in ("requeue", "purge"):
+            action.add_argument("--reason", choices=DEAD_REASONS, default="",
+                                help="only the letters with this reason (with --all)" if name == "requeue" else
+                                "only the letters with this reason, in chunks (those written meanwhile stay)")
+            action.add_argument("--func", metavar="MODULE:FUNC", default="", help="only the letters of this function"
+                                + (" (with --all)" if name == "requeue" else ", in chunks"))
+
+
+@operation("dead", "dead letters: list, show, requeue, delete, purge", _dead_arguments, common=False)
 def _dead(conn: redis.Redis, args: argparse.Namespace) -> None:
     try:
         if args.action == "list":
@@ -224,6 +318,16 @@ def _progress(what: str) -> Callable[[int, int], None]:
     return show
 
 
+def _scheduled_arguments(parser: argparse.ArgumentParser) -> None:
+    """scheduled's one action, list, with the common options."""
+    scheduled_actions = parser.add_subparsers(dest="action", required=True)
+    listing = scheduled_actions.add_parser("list", parents=[_common(defaults=True)], help="the next tasks to become due")
+    listing.add_argument("--queue", default="default", help="the queue whose scheduled tasks (default: %(default)s)")
+    listing.add_argument("--limit", type=positive(int), default=20, metavar="N",
+                         help="tasks shown, the next due first (default: %(default)s)")
+
+
+@operation("scheduled", "delayed tasks and retries waiting to be due", _scheduled_arguments, common=False)
 def _scheduled(conn: redis.Redis, args: argparse.Namespace) -> None:
     """The next scheduled tasks: JSON rows as admin.scheduled gives them; a table with each task's
     kind, attempt ("2 of 4") and its func and arguments in columns of their own, whole (previews)."""
@@ -259,6 +363,16 @@ def _argument(text: str) -> Any:
 _PY_FUNC_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 
+def _enqueue_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("func", metavar="MODULE:FUNC", help="a Python func path, or a Go one with --go")
+    parser.add_argument("args", metavar="ARG", nargs="*", help="arguments, as JSON when they parse, else strings")
+    parser.add_argument("--queue", default="default", help="the queue to enqueue into (default: %(default)s)")
+    parser.add_argument("--kwargs", metavar="JSON", help='keyword arguments, e.g. \'{"b": 2}\'')
+    add_task_options(parser)
+    parser.add_argument("--go", action="store_true", help="a GoTask for a go-delayed worker")
+
+
+@operation("enqueue", "enqueue a task by hand", _enqueue_arguments)
 def _enqueue(conn: redis.Redis, args: argparse.Namespace) -> None:
     values = [_argument(text) for text in args.args]
     if args.go:
@@ -291,6 +405,15 @@ def _enqueue(conn: redis.Redis, args: argparse.Namespace) -> None:
           ("" if task_id is None else f"; tracked as task {task_id} (delayed task {task_id})"))
 
 
+FOUND_QUEUE = "the queue that tracks it (default: the one holding a record of it, found with one SCAN)"
+
+
+def _tracked_task_arguments(parser: argparse.ArgumentParser) -> None:
+    """A tracked task's id, and its queue (task, cancel)."""
+    parser.add_argument("id", metavar="ID", help="the task's id (its handle's .id)")
+    parser.add_argument("--queue", help=FOUND_QUEUE)
+
+
 def _tracked_queue(conn: redis.Redis, args: argparse.Namespace) -> Queue:
     """The queue of task args.id: --queue if given, else the one whose record of it a SCAN finds."""
     if args.queue is not None:
@@ -305,6 +428,7 @@ def _tracked_queue(conn: redis.Redis, args: argparse.Namespace) -> Queue:
     return Queue(found[0], conn)
 
 
+@operation("task", "a tracked task's status, result or error", _tracked_task_arguments)
 def _task(conn: redis.Redis, args: argparse.Namespace) -> None:
     try:
         info = _tracked_queue(conn, args).task_info(args.id).as_dict()
@@ -336,6 +460,8 @@ def _local_time(timestamp: float) -> str:
         return str(timestamp)
 
 
+@operation("cancel", "cancel a tracked task that waits (scheduled, pending or retrying); a running one is not "
+           "interrupted", _tracked_task_arguments)
 def _cancel(conn: redis.Redis, args: argparse.Namespace) -> None:
     try:
         outcome = _tracked_queue(conn, args).cancel(args.id)
@@ -349,9 +475,22 @@ def _cancel(conn: redis.Redis, args: argparse.Namespace) -> None:
         raise CommandError(outcome.reason)
 
 
+def _queue_names_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("names", metavar="NAME", nargs="+", help="a queue")
+
+
+@operation("pause", "our workers take no new task from these queues (go-delayed's do)", _queue_names_arguments)
 def _pause(conn: redis.Redis, args: argparse.Namespace) -> None:
+    _set_paused(conn, args, True)
+
+
+@operation("resume", "resume paused queues", _queue_names_arguments)
+def _resume(conn: redis.Redis, args: argparse.Namespace) -> None:
+    _set_paused(conn, args, False)
+
+
+def _set_paused(conn: redis.Redis, args: argparse.Namespace, pausing: bool) -> None:
     """pause/resume: each named queue, saying what changed (go-delayed's workers do not pause)."""
-    pausing = args.command == "pause"
     known = admin.queue_names(conn)
     rows = []
     for name in args.names:
@@ -375,13 +514,11 @@ def _named_queues(args: argparse.Namespace) -> List[str]:
     return [*([named] if isinstance(named, str) else named or []), *getattr(args, "names", [])]
 
 
-COMMANDS = {"stats": _stats, "workers": _workers, "dead": _dead, "scheduled": _scheduled, "enqueue": _enqueue,
-            "task": _task, "cancel": _cancel, "pause": _pause, "resume": _pause}
-
-
-RUNNERS: Dict[str, Callable[[Optional[Sequence[str]]], int]] = {
-    "worker": worker_main, "sweeper": sweeper_main, "scheduler": scheduler_main, "metrics": metrics_main,
-    "dashboard": dashboard_main, "contract": contract_main}
+PROGRAMS: Dict[str, Command] = {
+    "worker": worker_cli.COMMAND, "sweeper": sweeper_cli.COMMAND, "scheduler": scheduler_cli.COMMAND,
+    "metrics": metrics_cli.COMMAND, "dashboard": dashboard_cli.COMMAND, "contract": contract_cli.COMMAND}
+"""The programs `delayed NAME` runs, each with the arguments given it (those before NAME too), as
+`python -m delayed.NAME` would."""
 
 
 def _common(defaults: bool) -> argparse.ArgumentParser:
@@ -404,96 +541,20 @@ def front_parser() -> argparse.ArgumentParser:
                "contract (go-delayed handlers' contracts, and typed code: contract go, check, python, gotasks). "
                "`delayed COMMAND --help` for each.")
     front.add_argument("--version", action="version", version=f"%(prog)s {version('delayed')}")
-    front.add_argument("command", choices=[*COMMANDS, *RUNNERS], metavar="COMMAND", nargs="?",
+    front.add_argument("command", choices=[*OPERATIONS, *PROGRAMS], metavar="COMMAND", nargs="?",
                        help="one of the commands below")
     front.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return front
 
 
-FOUND_QUEUE = "the queue that tracks it (default: the one holding a record of it, found with one SCAN)"
-LETTERS_QUEUE = ("the queue whose dead letters (default: the one holding the letters, found among every queue's: "
-                 "as `delayed task` finds a task's)")
-
-
 def parser() -> argparse.ArgumentParser:
+    """`delayed`'s parser of its own commands (OPERATIONS), each with the common options."""
     common = _common(defaults=True)
     top = argparse.ArgumentParser(prog="delayed", description=__doc__)
     commands = top.add_subparsers(dest="command", required=True)
-    stats = commands.add_parser("stats", parents=[common], help="per queue: pending, processing, scheduled, "
-                                "dead, live workers")
-    stats.add_argument("--queue", action="append", help="a queue (repeatable; default: every queue found)")
-    stats.add_argument("--watch", type=positive(float), metavar="SECONDS",
-                       help="refresh every SECONDS until Ctrl-C, with rates (tasks/s in, out, net change, "
-                       "dead letters), riding out Redis outages")
-    stats.add_argument("--go-wait", type=positive(float), default=300, metavar="SECONDS",
-                       help="flag a GoTask that has stood this long at the head of its queue, untaken by any "
-                            "go-delayed worker, as our sweeper saw it (default: %(default)s)")
-    workers = commands.add_parser("workers", parents=[common], help="live workers (ours with their host and pid), go-delayed's that hold a task too, and how many tasks each holds")
-    workers.add_argument("--queue", action="append", help="a queue (repeatable; default: every queue found)")
-
-    dead = commands.add_parser("dead", help="dead letters: list, show, requeue, delete, purge")
-    actions = dead.add_subparsers(dest="action", required=True)
-    for name, help_text in (("list", "the oldest dead letters of every queue, with their ids and queues"),
-                            ("show", "one dead letter in full"), ("requeue", "move dead letters back into their queue"),
-                            ("delete", "delete dead letters"), ("purge", "delete every dead letter of a queue")):
-        action = actions.add_parser(name, parents=[common], help=help_text)
-        if name == "list":
-            action.add_argument("--queue", action="append",
-                                help="a queue (repeatable; default: every queue found, their letters merged oldest "
-                                     "first)")
-            action.add_argument("--after", metavar="ID", help="start after this letter (default: the oldest)")
-            action.add_argument("--limit", type=positive(int), default=20, metavar="N",
-                                help="letters shown (more when letters of several queues share the last id); if "
-                                     "more remain, stderr says how to page on (default: %(default)s)")
-        elif name == "show":
-            action.add_argument("--queue", help=LETTERS_QUEUE)
-            action.add_argument("id", metavar="ID", help="the letter's id, as dead list shows it")
-            action.add_argument("--raw", action="store_true", help="write the task's bytes, whole, to stdout (without "
-                                f"it, a preview: the task's first {admin.PREVIEW_BYTES // 1024} KiB, values cut short)")
-        elif name in ("requeue", "delete"):
-            action.add_argument("--queue", help=LETTERS_QUEUE + ("; needed with --all" if name == "requeue" else ""))
-            action.add_argument("ids", metavar="ID", nargs="*" if name == "requeue" else "+",
-                                help="a letter's id, as dead list shows it (repeatable)")
-            if name == "requeue":
-                action.add_argument("--all", action="store_true", help="every letter of the queue (those written "
-                                    "meanwhile stay), or every one --reason and --func name, in chunks")
-        else:
-            action.add_argument("--queue", required=True, help="the queue whose dead letters to delete")
-            action.add_argument("--yes", action="store_true", help="really delete them (without it, a purge with "
-                                "--reason or --func says how many letters it would delete)")
-        if name in ("requeue", "purge"):
-            action.add_argument("--reason", choices=DEAD_REASONS, default="",
-                                help="only the letters with this reason (with --all)" if name == "requeue" else
-                                "only the letters with this reason, in chunks (those written meanwhile stay)")
-            action.add_argument("--func", metavar="MODULE:FUNC", default="", help="only the letters of this function"
-                                + (" (with --all)" if name == "requeue" else ", in chunks"))
-
-    scheduled = commands.add_parser("scheduled", help="delayed tasks and retries waiting to be due")
-    scheduled_actions = scheduled.add_subparsers(dest="action", required=True)
-    listing = scheduled_actions.add_parser("list", parents=[common], help="the next tasks to become due")
-    listing.add_argument("--queue", default="default", help="the queue whose scheduled tasks (default: %(default)s)")
-    listing.add_argument("--limit", type=positive(int), default=20, metavar="N",
-                         help="tasks shown, the next due first (default: %(default)s)")
-
-    enqueue = commands.add_parser("enqueue", parents=[common], help="enqueue a task by hand")
-    enqueue.add_argument("func", metavar="MODULE:FUNC", help="a Python func path, or a Go one with --go")
-    enqueue.add_argument("args", metavar="ARG", nargs="*", help="arguments, as JSON when they parse, else strings")
-    enqueue.add_argument("--queue", default="default", help="the queue to enqueue into (default: %(default)s)")
-    enqueue.add_argument("--kwargs", metavar="JSON", help='keyword arguments, e.g. \'{"b": 2}\'')
-    add_task_options(enqueue)
-    enqueue.add_argument("--go", action="store_true", help="a GoTask for a go-delayed worker")
-
-    task = commands.add_parser("task", parents=[common], help="a tracked task's status, result or error")
-    task.add_argument("id", metavar="ID", help="the task's id (its handle's .id)")
-    task.add_argument("--queue", help=FOUND_QUEUE)
-    cancel = commands.add_parser("cancel", parents=[common], help="cancel a tracked task that waits "
-                                 "(scheduled, pending or retrying); a running one is not interrupted")
-    cancel.add_argument("id", metavar="ID", help="the task's id (its handle's .id)")
-    cancel.add_argument("--queue", help=FOUND_QUEUE)
-    for name, help_text in (("pause", "our workers take no new task from these queues (go-delayed's do)"),
-                            ("resume", "resume paused queues")):
-        pausing = commands.add_parser(name, parents=[common], help=help_text)
-        pausing.add_argument("names", metavar="NAME", nargs="+", help="a queue")
+    for command in OPERATIONS.values():
+        command.arguments(commands.add_parser(command.name, parents=[common] if command.common else [],
+                                              help=command.help))
     return top
 
 
@@ -508,16 +569,16 @@ def _main(argv: Optional[Sequence[str]]) -> int:
     front = front_parser()
     first = front.parse_args(words)
     if first.command is None:
-        front.error(f"a COMMAND is needed, one of: {', '.join([*COMMANDS, *RUNNERS])}")
+        front.error(f"a COMMAND is needed, one of: {', '.join([*OPERATIONS, *PROGRAMS])}")
     given = words[: len(words) - len(first.rest) - 1]
-    if first.command in RUNNERS:
-        return RUNNERS[first.command]([*first.rest, *given])
+    if first.command in PROGRAMS:
+        return PROGRAMS[first.command].main([*first.rest, *given])
 
     def command(args: argparse.Namespace) -> int:
         try:
             conn = connect_checked(args)
             check_queue_names(conn, _named_queues(args))
-            COMMANDS[args.command](conn, args)
+            OPERATIONS[args.command].run(conn, args)
         except KeyboardInterrupt:
             pass
         except redis.RedisError as exc:  # e.g. --queue naming another program's key: WRONGTYPE

@@ -1,14 +1,19 @@
-"""A queue's keys, connection and settings: what Queue (the producer's face) and the operations of
-workers and sweepers on it share."""
-from typing import Any, Optional
+"""A queue on a redis-py client: its keys, the client its commands go through, its producer settings
+and its dead letters; what Queue (the producer's face) and the operations of workers and sweepers on
+it share."""
+from typing import Any, TypeVar
 
 import redis
-from redis.crc import key_slot
 
 from ..wire.keys import QueueKeys, check_queue_name
-from .connection import is_cluster, sent_once
+from .connection import is_cluster
+from .send_once import sent_once
 from .dead_letters import DEFAULT_DEAD_MAX, DEFAULT_DEAD_MAX_AGE, DeadLetters
-from .producer import DEFAULT_MAX_TASK_SIZE
+from .calls import Executor, Plan
+from .handles import TaskHandle
+from .producer import DEFAULT_MAX_TASK_SIZE, Producer
+
+T = TypeVar("T")
 
 
 def queue_keys(name: str, conn: Any) -> QueueKeys:
@@ -18,45 +23,25 @@ def queue_keys(name: str, conn: Any) -> QueueKeys:
     return QueueKeys.of(name)
 
 
-class QueueBase:
+class QueueBase(Producer[TaskHandle]):
     """A go-delayed queue on a redis-py connection: its keys, the client its commands go through
-    (each sent once: see connection.sent_once), its settings and its dead letters (`dead`).
+    (each sent once: see send_once.sent_once), its settings and its dead letters (`dead`).
     Queue documents the arguments."""
 
     def __init__(
         self,
         name: str,
         conn: redis.Redis,
-        dequeue_timeout: float = 1,
-        keep_alive_timeout: float = 60,
         max_task_size: int = DEFAULT_MAX_TASK_SIZE,
         dead_max: int = DEFAULT_DEAD_MAX,
         dead_max_age: float = DEFAULT_DEAD_MAX_AGE,
         wait_replicas: int = 0,
         wait_timeout_ms: int = 1000,
     ) -> None:
-        self.keys = queue_keys(name, conn)
-        self.conn = sent_once(conn)
-        self.wait_replicas = wait_replicas
-        self.wait_timeout_ms = wait_timeout_ms
-        self.dequeue_timeout = dequeue_timeout
-        self.keep_alive_timeout = keep_alive_timeout
-        self.max_task_size = max_task_size
+        keys = queue_keys(name, conn)
+        super().__init__(keys, sent_once(conn), max_task_size, wait_replicas, wait_timeout_ms)
         self.dead = DeadLetters(self.conn, self.keys, dead_max, dead_max_age)
-        self.worker_id: Optional[str] = None
+        self._executor = Executor(self.conn, self.keys)
 
-    @property
-    def name(self) -> str:
-        return self.keys.name
-
-    @property
-    def slot(self) -> int:
-        """The Redis Cluster hash slot of the queue's keys."""
-        return key_slot(self.name.encode())
-
-    def id_or_own(self, worker_id: Optional[str]) -> str:
-        """worker_id, else the queue's; a worker method called with neither is a bug, said plainly."""
-        chosen = worker_id or self.worker_id
-        if chosen is None:
-            raise ValueError("no worker id: pass one, or set queue.worker_id")
-        return chosen
+    def _run(self, plan: Plan[T]) -> T:
+        return self._executor.run(plan)

@@ -8,7 +8,7 @@ from ..errors import DeadLetterError
 from ..wire import dead_letter
 from ..wire.keys import QueueKeys
 from ..wire.tracking import Tracked
-from .scripts import Script
+from .scripts import Script, Scripts
 
 DEFAULT_DEAD_MAX = 10_000
 """Dead letters kept: writing one trims the oldest past this many (0: no bound)."""
@@ -58,12 +58,7 @@ class DeadLetters:
         self.keys = keys
         self.dead_max = dead_max
         self.dead_max_age = dead_max_age
-        self._bury = BURY.bind(conn, keys)
-        self._peek = PEEK_DEAD.bind(conn, keys)
-        self._requeue = REQUEUE_DEAD.bind(conn, keys)
-        self._bulk_chunk = BULK_DEAD.bind(conn, keys)
-        self._delete = DELETE_DEAD.bind(conn, keys)
-        self._migrate = MIGRATE_DEAD.bind(conn, keys)
+        self._scripts = Scripts(conn, keys)
 
     def bury(self, worker_id: str, claimed: bytes, letter: dead_letter.Letter,
              tracked: Optional[Tracked] = None) -> bool:
@@ -82,7 +77,7 @@ class DeadLetters:
         Returns:
             True; False if the worker no longer held the task.
         """
-        return bool(self._bury(
+        return bool(self._scripts[BURY](
             record=() if tracked is None else (self.keys.task(tracked.task_id),),
             worker_id=worker_id, claimed=claimed, dead_max=self.dead_max,
             dead_max_age_ms=int(self.dead_max_age * 1000), status=tracked.status if tracked else "",
@@ -163,7 +158,7 @@ class DeadLetters:
             dead_letter.check_ids([after])
             if after == dead_letter.LAST_ID:
                 return [], None
-        last, looked, *letters = self._peek(start="-" if after is None else "(" + after, end="+", count=count, head=head,
+        last, looked, *letters = self._scripts[PEEK_DEAD](start="-" if after is None else "(" + after, end="+", count=count, head=head,
                                             scan=scan, filter=dead_letter.letter_filter(reason, func))
         found = [dead_letter.parse(letter_id, _pairs(heads), _pairs(lengths)) for letter_id, heads, lengths in letters]
         return found, (last.decode() if len(found) == count or int(looked) == scan else None)
@@ -174,7 +169,7 @@ class DeadLetters:
             entries = cast(List[Tuple[bytes, Dict[bytes, bytes]]],
                            self.conn.xrange(self.keys.dead_letters, start, end, count))
             return [dead_letter.parse(letter_id, fields) for letter_id, fields in entries]
-        _, _, *letters = self._peek(start=start, end=end, count=count or 0, head=head, scan=0, filter="")
+        _, _, *letters = self._scripts[PEEK_DEAD](start=start, end=end, count=count or 0, head=head, scan=0, filter="")
         return [dead_letter.parse(letter_id, _pairs(heads), _pairs(lengths)) for letter_id, heads, lengths in letters]
 
     def count(self, reason: str = "", func: str = "", through: Optional[str] = None) -> int:
@@ -216,7 +211,7 @@ class DeadLetters:
         """
         dead_letter.check_ids(letter_ids)
         self.migrate()
-        reply = self._requeue(task_field=dead_letter.TASK, letter_ids=letter_ids)
+        reply = self._scripts[REQUEUE_DEAD](task_field=dead_letter.TASK, letter_ids=letter_ids)
         self._check(reply[1:])
         return int(reply[0])
 
@@ -259,7 +254,7 @@ class DeadLetters:
         done = seen = 0
         cursor = "-"
         while True:
-            chunk, looked, last = self._bulk_chunk(action=action, task_field=dead_letter.TASK, after=cursor,
+            chunk, looked, last = self._scripts[BULK_DEAD](action=action, task_field=dead_letter.TASK, after=cursor,
                                                    through=through, filter=spec, most_letters=CHUNK_LETTERS,
                                                    most_bytes=CHUNK_BYTES)
             if not looked:
@@ -282,7 +277,7 @@ class DeadLetters:
         """
         dead_letter.check_ids(letter_ids)
         self.migrate()
-        reply = self._delete(letter_ids=letter_ids)
+        reply = self._scripts[DELETE_DEAD](letter_ids=letter_ids)
         self._check([item for letter_id in reply[1:] for item in (letter_id, b"no such dead letter")])
         return int(reply[0])
 
@@ -331,7 +326,7 @@ class DeadLetters:
             for entry in head:
                 letter = dead_letter.from_legacy(entry)
                 letters += [len(letter), *(item for pair in letter.items() for item in pair)]
-            if self._migrate(count=len(head), hashes=[hashlib.sha1(entry).hexdigest() for entry in head],
+            if self._scripts[MIGRATE_DEAD](count=len(head), hashes=[hashlib.sha1(entry).hexdigest() for entry in head],
                              letters=letters):
                 moved += len(head)
 

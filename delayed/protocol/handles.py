@@ -1,35 +1,44 @@
-"""The handles of tracked tasks that enqueue returns: read a task's record, wait for its result, cancel it."""
-import asyncio
+"""The handles of tracked tasks that enqueue returns: read a task's record, wait for its result, cancel it.
+
+`TaskHandle` and `AsyncTaskHandle` are two faces of one core: what a handle does is planned once
+(`_Handle`, through its queue's plans: see calls.py), and each face runs it with its queue's executor."""
 import math
 import time
-from typing import Any, Awaitable, Iterator, Optional, Protocol
+from typing import Any, Awaitable, Generic, Iterator, Optional, Protocol, TypeVar
 
 from ..wire.tracking import ENDED, Cancel, TaskInfo, outcome
+from .calls import Plan, Sleep
 
 FIRST_POLL, MAX_POLL = 0.005, 0.5
 """result() looks at the record after 5 ms, then twice as long each time, at most every 0.5 s."""
 
+T = TypeVar("T")
+
 
 class Records(Protocol):
-    """What a handle reads through: a Queue."""
+    """What a handle reads through: a Queue's or an AsyncQueue's plans (producer.Producer)."""
 
     @property
     def name(self) -> str: ...
 
-    def task_info(self, task_id: str) -> TaskInfo: ...
+    def _plan_task_info(self, task_id: str) -> Plan[TaskInfo]: ...
 
-    def cancel(self, task_id: str) -> Cancel: ...
+    def _plan_cancel(self, task_id: str) -> Plan[Cancel]: ...
 
 
-class AsyncRecords(Protocol):
-    """What an async handle reads through: an AsyncQueue."""
+class SyncRecords(Records, Protocol):
+    """A Queue: its plans, run by redis-py."""
 
-    @property
-    def name(self) -> str: ...
+    def _run(self, plan: Plan[T]) -> T: ...
 
-    def task_info(self, task_id: str) -> Awaitable[TaskInfo]: ...
 
-    def cancel(self, task_id: str) -> Awaitable[Cancel]: ...
+class AsyncRecords(Records, Protocol):
+    """An AsyncQueue: its plans, awaited on redis.asyncio."""
+
+    def _run(self, plan: Plan[T]) -> Awaitable[T]: ...
+
+
+Q = TypeVar("Q", bound=Records)
 
 
 def _polls(timeout: Optional[float]) -> Iterator[float]:
@@ -44,11 +53,38 @@ def _polls(timeout: Optional[float]) -> Iterator[float]:
         wait = min(2 * wait, MAX_POLL)
 
 
-def _timed_out(task_id: str, info: TaskInfo, timeout: Optional[float]) -> TimeoutError:
-    return TimeoutError(f"task {task_id} still {info.status} after {timeout} s")
+class _Handle(Generic[Q]):
+    """A tracked task on a queue, its operations planned once for both faces."""
+
+    def __init__(self, queue: Q, task_id: str) -> None:
+        self.queue = queue
+        self.id = task_id
+
+    def _plan_info(self) -> Plan[TaskInfo]:
+        return (yield from self.queue._plan_task_info(self.id))
+
+    def _plan_status(self) -> Plan[str]:
+        return (yield from self._plan_info()).status
+
+    def _plan_cancel(self) -> Plan[Cancel]:
+        return (yield from self.queue._plan_cancel(self.id))
+
+    def _plan_result(self, timeout: Optional[float]) -> Plan[Any]:
+        info = yield from self.queue._plan_task_info(self.id)
+        for wait in _polls(timeout):
+            if info.status in ENDED:
+                break
+            yield Sleep(wait)
+            info = yield from self.queue._plan_task_info(self.id)
+        if info.status not in ENDED:
+            raise TimeoutError(f"task {self.id} still {info.status} after {timeout} s")
+        return outcome(info)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.id!r}, queue={self.queue.name!r})"
 
 
-class TaskHandle:
+class TaskHandle(_Handle[SyncRecords]):
     """A tracked task on a Queue: read its status, wait for its result, cancel it.
 
     `Queue.enqueue(..., result_ttl=...)` returns one (and `enqueue_many`, one per task), and so does
@@ -76,10 +112,6 @@ class TaskHandle:
         ```
     """
 
-    def __init__(self, queue: Records, task_id: str) -> None:
-        self.queue = queue
-        self.id = task_id
-
     def info(self) -> TaskInfo:
         """The task's record, read now.
 
@@ -89,7 +121,7 @@ class TaskHandle:
         Raises:
             TaskNotFoundError: The record expired (or the id was never tracked).
         """
-        return self.queue.task_info(self.id)
+        return self.queue._run(self._plan_info())
 
     def status(self) -> str:
         """The task's status, read now: `"pending"`, `"running"`, `"done"`, ... (see `TaskInfo`).
@@ -100,7 +132,7 @@ class TaskHandle:
         Raises:
             TaskNotFoundError: The record expired (or the id was never tracked).
         """
-        return self.info().status
+        return self.queue._run(self._plan_status())
 
     def result(self, timeout: Optional[float] = None) -> Any:
         """Wait for the task to end, and return what it returned.
@@ -120,15 +152,7 @@ class TaskHandle:
             TimeoutError: The task had not ended within `timeout` seconds.
             TaskNotFoundError: The record expired (or the id was never tracked).
         """
-        info = self.info()
-        for wait in _polls(timeout):
-            if info.status in ENDED:
-                break
-            time.sleep(wait)
-            info = self.info()
-        if info.status not in ENDED:
-            raise _timed_out(self.id, info, timeout)
-        return outcome(info)
+        return self.queue._run(self._plan_result(timeout))
 
     def cancel(self) -> Cancel:
         """Cancel the task if it waits: `queue.cancel(handle.id)`. A running task is not interrupted.
@@ -139,13 +163,10 @@ class TaskHandle:
         Raises:
             TaskNotFoundError: The record expired (or the id was never tracked).
         """
-        return self.queue.cancel(self.id)
-
-    def __repr__(self) -> str:
-        return f"TaskHandle({self.id!r}, queue={self.queue.name!r})"
+        return self.queue._run(self._plan_cancel())
 
 
-class AsyncTaskHandle:
+class AsyncTaskHandle(_Handle[AsyncRecords]):
     """A tracked task on an AsyncQueue: `TaskHandle` with coroutines, e.g. `await handle.result()`.
 
     `AsyncQueue.enqueue(..., result_ttl=...)` returns one, and so does `queue.task(id)`.
@@ -154,10 +175,6 @@ class AsyncTaskHandle:
         id (str): The task's id, 32 hex digits.
         queue (AsyncQueue): The queue the task was enqueued to.
     """
-
-    def __init__(self, queue: AsyncRecords, task_id: str) -> None:
-        self.queue = queue
-        self.id = task_id
 
     async def info(self) -> TaskInfo:
         """The task's record, read now.
@@ -168,7 +185,7 @@ class AsyncTaskHandle:
         Raises:
             TaskNotFoundError: The record expired (or the id was never tracked).
         """
-        return await self.queue.task_info(self.id)
+        return await self.queue._run(self._plan_info())
 
     async def status(self) -> str:
         """The task's status, read now (see `TaskHandle.status`).
@@ -179,7 +196,7 @@ class AsyncTaskHandle:
         Raises:
             TaskNotFoundError: The record expired (or the id was never tracked).
         """
-        return (await self.info()).status
+        return await self.queue._run(self._plan_status())
 
     async def result(self, timeout: Optional[float] = None) -> Any:
         """Wait for the task to end, and return what it returned, as `TaskHandle.result`.
@@ -195,15 +212,7 @@ class AsyncTaskHandle:
             TimeoutError: The task had not ended within `timeout` seconds.
             TaskNotFoundError: The record expired (or the id was never tracked).
         """
-        info = await self.info()
-        for wait in _polls(timeout):
-            if info.status in ENDED:
-                break
-            await asyncio.sleep(wait)
-            info = await self.info()
-        if info.status not in ENDED:
-            raise _timed_out(self.id, info, timeout)
-        return outcome(info)
+        return await self.queue._run(self._plan_result(timeout))
 
     async def cancel(self) -> Cancel:
         """Cancel the task if it waits, as `TaskHandle.cancel`.
@@ -214,7 +223,4 @@ class AsyncTaskHandle:
         Raises:
             TaskNotFoundError: The record expired (or the id was never tracked).
         """
-        return await self.queue.cancel(self.id)
-
-    def __repr__(self) -> str:
-        return f"AsyncTaskHandle({self.id!r}, queue={self.queue.name!r})"
+        return await self.queue._run(self._plan_cancel())

@@ -11,7 +11,7 @@ import redis
 
 from .connection import is_cluster
 from .scheduled import ref_of
-from .scripts import Script
+from .scripts import Script, Scripts
 from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, GO_WORKER_ID,
                          LEGACY_PERIODIC_KEY, NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_PREFIX_BYTES, SCHEDULED_SUFFIX,
                          TASK_INFIX, WORKERS_SUFFIX, QueueKeys, scheduled_kind)
@@ -115,7 +115,7 @@ class Record(NamedTuple):
 def task_record(conn: redis.Redis, name: str, task_id: str, head: int) -> Optional[Record]:
     """The record of a tracked task of the queue, its blob cut to its first head bytes; None if there is
     none. One script call, never a whole blob."""
-    reply = cast(List[Any], PEEK_RECORD.bind(conn)(record=QueueKeys.of(name).task(task_id), head=head))
+    reply = cast(List[Any], Scripts(conn)[PEEK_RECORD](record=QueueKeys.of(name).task(task_id), head=head))
     fields = dict(zip(reply[2::2], reply[3::2]))
     if not fields:
         return None
@@ -212,7 +212,7 @@ def head_wait(conn: redis.Redis, name: str) -> Optional[HeadWait]:
     tracked and its record is there (since its record's due, else enqueued); else a lower bound, since
     a sweep first saw it at the head, if the queue's head_since marker names this head (by its sha1);
     else None. One script call (lua/waiting_since.lua)."""
-    reply = cast(Optional[List[bytes]], WAITING_SINCE.bind(conn, QueueKeys.of(name))())
+    reply = cast(Optional[List[bytes]], Scripts(conn, QueueKeys.of(name))[WAITING_SINCE]())
     if not reply:
         return None
     kind, since_text, now_text = reply
@@ -282,7 +282,7 @@ def live_holders(conn: redis.Redis, name: str, limit: int, head: int) -> List[Tu
     (at most limit, read with HSCAN in a script) whose worker's keep-alive key (its bare id) exists, go-delayed's
     workers included; a task whose keep-alive is gone is a lapsed worker's, which a sweeper will
     requeue: left out. Two round trips, never a whole blob."""
-    reply = cast(List[object], PEEK_PROCESSING.bind(conn, QueueKeys.of(name))(limit=limit, head=head))
+    reply = cast(List[object], Scripts(conn, QueueKeys.of(name))[PEEK_PROCESSING](limit=limit, head=head))
     held = [(cast(bytes, reply[i]).decode(errors="replace"), cast(bytes, reply[i + 2]), cast(int, reply[i + 1]))
             for i in range(0, len(reply), 3)]
     with conn.pipeline(transaction=False) as pipe:
@@ -348,7 +348,7 @@ def periodic_ticks(conn: redis.Redis, names: Sequence[str], limit: int) -> List[
 def pending_heads(conn: redis.Redis, name: str, start: int, count: int, head: int) -> List[Tuple[bytes, int]]:
     """At most count tasks of the queue from position start (0: the next a worker takes), in order, each
     cut to its first head bytes: (head, its full length). One round trip, never a whole blob."""
-    reply = cast(List[object], PEEK_QUEUE.bind(conn, QueueKeys.of(name))(start=start, count=count, head=head))
+    reply = cast(List[object], Scripts(conn, QueueKeys.of(name))[PEEK_QUEUE](start=start, count=count, head=head))
     return [(cast(bytes, reply[i + 1]), cast(int, reply[i])) for i in range(0, len(reply), 2)]
 
 
@@ -383,8 +383,7 @@ class Scheduled(NamedTuple):
 def next_scheduled(conn: redis.Redis, name: str, count: int, start: int, head: int) -> List[Scheduled]:
     """count scheduled tasks of the queue, in the order they are due, from position start (0: due
     soonest), each cut to its first head bytes. One round trip, never a whole blob."""
-    peek = PEEK_SCHEDULED.bind(conn, QueueKeys.of(name))
-    reply = cast(List[List[object]], peek(start=start, count=count, head=head))
+    reply = cast(List[List[object]], Scripts(conn, QueueKeys.of(name))[PEEK_SCHEDULED](start=start, count=count, head=head))
     return [Scheduled(cast(bytes, blob_head), cast(int, length), float(cast(bytes, due)),
                       ref_of(cast(bytes, due).decode(), cast(bytes, nonce), cast(bytes, digest).decode()),
                       scheduled_kind(cast(bytes, nonce)))

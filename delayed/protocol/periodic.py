@@ -5,7 +5,7 @@ from typing import Any, Dict, Sequence
 
 from ..wire.keys import LEGACY_PERIODIC_KEY, QueueKeys
 from .connection import is_cluster
-from .scripts import Script
+from .scripts import Script, Scripts
 
 TICK = Script("tick")
 
@@ -27,7 +27,7 @@ class Ticks:
     def __init__(self, conn: Any) -> None:
         self._conn = conn
         self._cluster = is_cluster(conn)
-        self._tick = TICK.bind(conn)
+        self._scripts = Scripts(conn)
         self._legacy: Sequence[str] = () if self._cluster else (LEGACY_PERIODIC_KEY,)
 
     def clocks(self, queues: Sequence[QueueKeys]) -> Dict[str, float]:
@@ -48,7 +48,7 @@ class Ticks:
         """Claim entry's tick (unix seconds) on keys' queue, enqueueing blob if enqueue (else the tick
         is claimed and skipped); TAKEN if another replica claimed it first, EARLY if it is still to come
         by Redis's clock."""
-        return Claim(self._tick(periodic=keys.periodic, name=keys.name, noti=keys.noti, counts=keys.counts,
+        return Claim(self._scripts[TICK](periodic=keys.periodic, name=keys.name, noti=keys.noti, counts=keys.counts,
                                 legacy=self._legacy, entry=entry, tick=repr(tick), blob=blob,
                                 enqueue=int(enqueue)))
 

@@ -1,20 +1,24 @@
-"""What producers send: the blobs, due times and scheduled-set members of an enqueue, the
-arguments of the enqueue scripts, and the MULTI that enqueues a batch; shared by Queue and AsyncQueue."""
+"""The producer's operations, each planned once (see calls.py) for Queue and AsyncQueue: `Producer`,
+their shared core, and what its plans send: the blobs, due times and scheduled-set members of an
+enqueue, the arguments of the enqueue scripts, and the MULTI that enqueues a batch."""
 import contextlib
 import hashlib
 import os
 import time
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Generic, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import redis
+from redis.crc import key_slot
 
-from ..errors import DuplicateTaskError, QueueFullError, TaskNotFoundError, TaskTooLargeError
+from ..errors import DuplicateTaskError, NotReplicatedError, QueueFullError, TaskNotFoundError, TaskTooLargeError
 from ..wire import tracking
 from ..wire.keys import QueueKeys, scheduled_nonce
-from ..wire.tracking import TaskInfo
+from ..wire.tracking import Cancel, TaskInfo
 from ..wire.options import NO_OPTIONS, PUBLIC, Place, TaskOptions, make, place_of
 from ..wire.task import GoTask, PyTask
-from .connection import refused_for_memory
+from .calls import Call, Command, Pipeline, Plan, RunScript
+from .connection import is_cluster
+from .redis_errors import refused_for_memory
 from .scripts import Script
 
 Task = Union[PyTask, GoTask]
@@ -29,6 +33,7 @@ ENQUEUE = Script("enqueue")
 ENQUEUE_UNIQUE = Script("enqueue_unique")
 ENQUEUE_TRACKED = Script("enqueue_tracked")
 CANCEL = Script("cancel")
+MOVE_DUE = Script("move_due")
 
 
 def blobs_of(tasks: Iterable[Task], max_task_size: int) -> List[bytes]:
@@ -183,14 +188,133 @@ def refused_when_full(queue: str) -> Iterator[None]:
                              "the task was not enqueued; drain the queues or give Redis more memory") from None
 
 
-def stage_enqueue(pipe: Any, keys: QueueKeys, blobs: Sequence[bytes], due: Optional[float]) -> None:
-    """Queue a batch's commands on a MULTI pipeline: the blobs and one notification each (or, with
-    a due time, the blobs into the scheduled set), then their count added to "enqueued".
+def enqueue_call(keys: QueueKeys, blobs: Sequence[bytes], due: Optional[float]) -> Call:
+    """The one round trip that enqueues blobs: the enqueue script for one task due now; else a MULTI of
+    the blobs and one notification each (or, with a due time, the blobs into the scheduled set), then
+    their count added to "enqueued".
 
-    (A script would be one command, but Lua's unpack() tops out near 8,000 values.)"""
+    (A script would be one command for a batch too, but Lua's unpack() tops out near 8,000 values.)"""
+    if due is None and len(blobs) == 1:
+        return RunScript(ENQUEUE, {"blobs": blobs})
+    staged: Tuple[Command, ...]
     if due is None:
-        pipe.rpush(keys.name, *blobs)
-        pipe.rpush(keys.noti, *([NOTIFICATION] * len(blobs)))
+        staged = (Command("rpush", (keys.name, *blobs)), Command("rpush", (keys.noti, *[NOTIFICATION] * len(blobs))))
     else:
-        pipe.zadd(keys.scheduled, scheduled_members(blobs, due))
-    pipe.hincrby(keys.counts, "enqueued", len(blobs))
+        staged = (Command("zadd", (keys.scheduled, scheduled_members(blobs, due))),)
+    return Pipeline((*staged, Command("hincrby", (keys.counts, "enqueued", len(blobs)))))
+
+
+H = TypeVar("H")
+"""The task handle a face gives: TaskHandle (Queue) or AsyncTaskHandle (AsyncQueue)."""
+
+
+class Producer(Generic[H]):
+    """What Queue and AsyncQueue share: a queue's keys, client and producer settings, and every producer
+    operation as a plan (the `_plan_` methods). A face runs a plan with its executor and gives its own
+    task handles (`task`); the arguments are documented on Queue."""
+
+    def __init__(self, keys: QueueKeys, conn: Any, max_task_size: int, wait_replicas: int,
+                 wait_timeout_ms: int) -> None:
+        self.keys = keys
+        self.conn = conn
+        self.max_task_size = max_task_size
+        self.wait_replicas = wait_replicas
+        self.wait_timeout_ms = wait_timeout_ms
+
+    @property
+    def name(self) -> str:
+        """The queue's name."""
+        return self.keys.name
+
+    @property
+    def slot(self) -> int:
+        """The Redis Cluster hash slot of the queue's keys."""
+        return key_slot(self.name.encode())
+
+    def task(self, task_id: str) -> H:
+        raise NotImplementedError  # each face gives its own handle
+
+    def _plan_enqueue(self, tasks: Iterable[Task], one: bool, **given: Any) -> Plan[Any]:
+        """enqueue's arguments (one task) and enqueue_many's, read here and nowhere else, as the plan that
+        enqueues: what enqueue returns (None, or a handle) if one, else what enqueue_many returns.
+        given: the options given by name (None: not given; see with_given and batch_of)."""
+        if one:
+            [task] = tasks
+            task, chosen = with_given(task, **given)
+            written = [task]
+        else:
+            written, chosen = batch_of(tasks, **given)
+        if chosen.unique_for is not None:  # one task: batch_of refuses unique ones
+            track = None if chosen.result_ttl is None else (tracking.new_id(), tracking.ttl_seconds(chosen.result_ttl))
+            call = unique_call(self.keys, task, chosen, self.max_task_size, track)
+            with refused_when_full(self.name):
+                reply = yield RunScript(ENQUEUE_UNIQUE, call)
+            check_unique(reply, call)
+            yield from self._plan_replicated()
+            return None if track is None else self.task(track[0])
+        if chosen.result_ttl is not None:
+            ttl = tracking.ttl_seconds(chosen.result_ttl)
+            ids, call = tracked_call(self.keys, written, due_time(chosen), ttl, self.max_task_size)
+            if ids:
+                with refused_when_full(self.name):
+                    yield RunScript(ENQUEUE_TRACKED, call)
+                yield from self._plan_replicated()
+            handles = [self.task(task_id) for task_id in ids]
+            return handles[0] if one else handles
+        blobs = blobs_of(written, self.max_task_size)
+        if blobs:
+            with refused_when_full(self.name):
+                yield enqueue_call(self.keys, blobs, due_time(chosen))
+            yield from self._plan_replicated()
+        return None if one else len(blobs)
+
+    def _plan_replicated(self) -> Plan[None]:
+        """With wait_replicas, wait until that many replicas have every write made so far; else raise.
+
+        WAIT covers the writes sent on its own connection, and the enqueue may have used another
+        pooled one: so one round trip writes first (adding 0 to the "enqueued" count, which Redis
+        replicates like any write) and then WAITs. The replication stream is one ordered log, so a
+        replica that has this write has the enqueue before it. In a cluster both go to the queue's node.
+        """
+        if not self.wait_replicas:
+            return
+        on_node: Dict[str, Any] = {}
+        if is_cluster(self.conn):  # WAIT names no key to route by
+            on_node["target_nodes"] = self.conn.get_node_from_key(self.keys.counts)
+        replies = yield Pipeline((Command("hincrby", (self.keys.counts, "enqueued", 0)),
+                                  Command("execute_command", ("WAIT", self.wait_replicas, self.wait_timeout_ms),
+                                          on_node)), transaction=False)
+        acknowledged = int(replies[-1])
+        if acknowledged < self.wait_replicas:
+            raise NotReplicatedError(
+                f"{self.name}: {acknowledged} of {self.wait_replicas} replicas acknowledged the enqueue within "
+                f"{self.wait_timeout_ms} ms; it is on the primary, and a failover now could lose it", acknowledged)
+
+    def _plan_task_info(self, task_id: str) -> Plan[TaskInfo]:
+        """A tracked task's record and its time to live, read in one MULTI."""
+        record = self.keys.task(task_id)
+        fields, ttl = yield Pipeline((Command("hgetall", (record,)), Command("ttl", (record,))))
+        return task_info_of(self.keys, task_id, fields, ttl)
+
+    def _plan_cancel(self, task_id: str) -> Plan[Cancel]:
+        """The cancel script, and its outcome said for people (TaskNotFoundError for no record)."""
+        outcome, status = yield RunScript(CANCEL, {"record": self.keys.task(task_id)})
+        if outcome == b"missing":
+            task_info_of(self.keys, task_id, {}, -2)
+        return tracking.cancel_outcome(task_id, self.name, outcome.decode(), status.decode())
+
+    def _plan_len(self) -> Plan[int]:
+        return int((yield Command("llen", (self.keys.name,))))
+
+    def _plan_pause(self) -> Plan[bool]:
+        return bool((yield Command("set", (self.keys.paused, int(time.time())), {"nx": True})))
+
+    def _plan_resume(self) -> Plan[bool]:
+        return bool((yield Command("delete", (self.keys.paused,))))
+
+    def _plan_paused_since(self) -> Plan[Optional[float]]:
+        since = yield Command("get", (self.keys.paused,))
+        return None if since is None else float(since)
+
+    def _plan_move_due(self, limit: int) -> Plan[int]:
+        return int((yield RunScript(MOVE_DUE, {"now": time.time(), "limit": limit})))

@@ -1,39 +1,33 @@
-"""Queue, the producer's face (and keakon/delayed 1.x's Queue), and AsyncQueue, its asyncio twin:
-enqueue, track, cancel, pause. The operations of workers, sweepers and operators are objects of
-their own: WorkerOps, SweeperOps and DeadLetters (queue.dead)."""
-import datetime
-import time
-from functools import cached_property
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union, overload
+"""Queue, the producer's face, and AsyncQueue, its asyncio face: enqueue, track, cancel, pause.
 
-import redis
+Both are thin: each operation is planned once in producer.Producer, and a face runs the plan with its
+executor (calls.Executor on redis-py, calls.AsyncExecutor on redis.asyncio). keakon/delayed 1.x's
+worker and sweeper calls are on its Queue, delayed.queue.Queue (protocol/keakon.py). The operations of
+workers, sweepers and operators are objects of their own: WorkerOps, SweeperOps and DeadLetters
+(queue.dead)."""
+import datetime
+from typing import Any, Iterable, List, Optional, TypeVar, Union, overload
+
 import redis.asyncio
 
-from ..errors import NotReplicatedError
-from ..wire import tracking
 from ..wire.tracking import Cancel, TaskInfo
-from ..wire.options import TaskOptions
-from ..wire.task import PyTask
 from .base import QueueBase, queue_keys
-from .connection import sent_once_async
+from .calls import AsyncExecutor, Plan
+from .send_once import sent_once_async
 from .handles import AsyncTaskHandle, TaskHandle
-from .producer import (CANCEL, DEFAULT_MAX_TASK_SIZE, ENQUEUE, ENQUEUE_TRACKED, ENQUEUE_UNIQUE, Task, batch_of,
-                       blobs_of, check_unique, due_time, refused_when_full, stage_enqueue, task_info_of,
-                       tracked_call, unique_call, with_given)
-from .scripts import BoundScript, Script
-from .sweeper_ops import DEFAULT_MAX_CRASHES, NOTIFY_AFTER, SweeperOps
-from .worker_ops import WorkerOps
+from .producer import DEFAULT_MAX_TASK_SIZE, Producer, Task
 
-MOVE_DUE = Script("move_due")
+T = TypeVar("T")
 
 
 class Queue(QueueBase):
-    """A go-delayed queue on a redis-py connection; a drop-in for keakon/delayed 1.x's Queue.
+    """A go-delayed queue on a redis-py connection: the producer's face.
 
     A Queue enqueues tasks (at once, later, unique or tracked), reads and cancels tracked tasks, and
     pauses and resumes the queue for our workers. Python and go-delayed producers, workers and
-    sweepers share its keys. keakon/delayed 1.x's worker and sweeper calls are still here (`dequeue`,
-    `release`, `keep_alive`, `requeue_lost`), on `worker_id`.
+    sweepers share its keys. `AsyncQueue` does the same in asyncio code. keakon/delayed 1.x's worker
+    and sweeper calls (`dequeue`, `release`, `keep_alive`, `requeue_lost`) are on its own import
+    path's Queue, `delayed.queue.Queue`, a Queue with them.
 
     Each command is sent exactly once: the queue sends its commands on `conn`'s own connection pools
     with redis-py's retries off, since a retry would resend a command whose reply was lost and could
@@ -47,9 +41,6 @@ class Queue(QueueBase):
             all the queue's keys live in one slot.
         conn: A `redis.Redis` on any pool (Sentinel, TLS, `connection_pool=...`), or a
             `redis.cluster.RedisCluster`; `connect()` gives one for `$DELAYED_REDIS_URL`.
-        dequeue_timeout: Seconds a worker blocks waiting for a notification.
-        keep_alive_timeout: Seconds a worker's keep-alive key lives without a refresh; once it lapses,
-            a sweeper requeues the worker's tasks.
         max_task_size: The largest task blob, in bytes (default 1 MiB): a larger one is refused at
             enqueue (`TaskTooLargeError`) and dead-lettered when a worker finds one in the queue.
         dead_max: Dead letters kept (default 10,000): as the queue writes one, the oldest past this
@@ -73,11 +64,8 @@ class Queue(QueueBase):
         keys (delayed.wire.keys.QueueKeys): The names of the queue's Redis keys (`keys.name`,
             `keys.dead_letters`, ...).
         dead (DeadLetters): The queue's dead letters: list, show, requeue, delete, purge.
-        worker_id (str | None): The id `dequeue()`, `release()` and `keep_alive()` use when given none
-            (keakon's API): None until you set it. A `Worker` never touches it: its ids are its own.
         slot (int): The Redis Cluster hash slot of the queue's keys.
-        max_task_size (int): As given; so are `dequeue_timeout`, `keep_alive_timeout`, `wait_replicas`
-            and `wait_timeout_ms`.
+        max_task_size (int): As given; so are `wait_replicas` and `wait_timeout_ms`.
 
     Example:
         ```python
@@ -87,28 +75,6 @@ class Queue(QueueBase):
         queue.enqueue(PyTask("tasks:add", [1, 2]))
         ```
     """
-
-    # the scripts a producer runs, each bound on first use (QueueBase takes the arguments)
-
-    @cached_property
-    def _enqueue(self) -> BoundScript:
-        return ENQUEUE.bind(self.conn, self.keys)
-
-    @cached_property
-    def _enqueue_unique_script(self) -> BoundScript:
-        return ENQUEUE_UNIQUE.bind(self.conn, self.keys)
-
-    @cached_property
-    def _enqueue_tracked(self) -> BoundScript:
-        return ENQUEUE_TRACKED.bind(self.conn, self.keys)
-
-    @cached_property
-    def _cancel(self) -> BoundScript:
-        return CANCEL.bind(self.conn, self.keys)
-
-    @cached_property
-    def _move_due(self) -> BoundScript:
-        return MOVE_DUE.bind(self.conn, self.keys)
 
     # Producers
 
@@ -166,32 +132,8 @@ class Queue(QueueBase):
             TypeError: An unknown option; `unique_for` or `result_ttl` with a GoTask: a go-delayed worker
                 would never release the lock or write the record.
         """
-        task, chosen = with_given(task, delay=delay, at=at, unique_for=unique_for, unique_key=unique_key,
-                                  result_ttl=result_ttl, **options)
-        if chosen.unique_for is not None:
-            return self._enqueue_unique(task, chosen)
-        if chosen.result_ttl is not None:
-            return self._enqueue_tracked_batch([task], chosen)[0]
-        blobs = blobs_of((task,), self.max_task_size)
-        due = due_time(chosen)
-        with refused_when_full(self.name):
-            if due is None:
-                self._enqueue(blobs=blobs)
-            else:
-                with self.conn.pipeline(transaction=True) as pipe:
-                    stage_enqueue(pipe, self.keys, blobs, due)
-                    pipe.execute()
-        self._replicated()
-        return None
-
-    def _enqueue_unique(self, task: Task, options: TaskOptions) -> Optional[TaskHandle]:
-        track = None if options.result_ttl is None else (tracking.new_id(), tracking.ttl_seconds(options.result_ttl))
-        call = unique_call(self.keys, task, options, self.max_task_size, track)
-        with refused_when_full(self.name):
-            reply = self._enqueue_unique_script(**call)
-        check_unique(reply, call)
-        self._replicated()
-        return None if track is None else TaskHandle(self, track[0])
+        return self._run(self._plan_enqueue((task,), True, delay=delay, at=at, unique_for=unique_for,
+                                            unique_key=unique_key, result_ttl=result_ttl, **options))
 
     @overload
     def enqueue_many(self, tasks: Iterable[Task], delay: Optional[float] = None,
@@ -226,28 +168,7 @@ class Queue(QueueBase):
             ValueError: As for `enqueue`; tasks whose own `delay`, `at` or `result_ttl` differ.
             TypeError: `result_ttl` with a GoTask among the tasks; a task with `unique_for`.
         """
-        return self._enqueue_batch(*batch_of(tasks, delay=delay, at=at, result_ttl=result_ttl, **options))
-
-    def _enqueue_batch(self, written: List[Task], chosen: TaskOptions) -> Union[int, List[TaskHandle]]:
-        """Enqueue tasks as written, with the options that say how (see producer.batch_of)."""
-        if chosen.result_ttl is not None:
-            return self._enqueue_tracked_batch(written, chosen)
-        blobs = blobs_of(written, self.max_task_size)
-        if blobs:
-            with refused_when_full(self.name), self.conn.pipeline(transaction=True) as pipe:
-                stage_enqueue(pipe, self.keys, blobs, due_time(chosen))
-                pipe.execute()
-            self._replicated()
-        return len(blobs)
-
-    def _enqueue_tracked_batch(self, written: List[Task], chosen: TaskOptions) -> List[TaskHandle]:
-        ttl = tracking.ttl_seconds(chosen.result_ttl or 0)
-        ids, call = tracked_call(self.keys, written, due_time(chosen), ttl, self.max_task_size)
-        if ids:
-            with refused_when_full(self.name):
-                self._enqueue_tracked(**call)
-            self._replicated()
-        return [TaskHandle(self, task_id) for task_id in ids]
+        return self._run(self._plan_enqueue(tasks, False, delay=delay, at=at, result_ttl=result_ttl, **options))
 
     # Tracked tasks
 
@@ -274,11 +195,7 @@ class Queue(QueueBase):
         Raises:
             TaskNotFoundError: No record of it: never tracked (enqueued without `result_ttl`), or expired.
         """
-        with self.conn.pipeline(transaction=True) as pipe:
-            pipe.hgetall(self.keys.task(task_id))
-            pipe.ttl(self.keys.task(task_id))
-            fields, ttl = pipe.execute()
-        return task_info_of(self.keys, task_id, fields, ttl)
+        return self._run(self._plan_task_info(task_id))
 
     def cancel(self, task_id: str) -> Cancel:
         """Cancel a tracked task that waits: remove it before it runs, and end its record as cancelled.
@@ -299,36 +216,11 @@ class Queue(QueueBase):
         Raises:
             TaskNotFoundError: No record of the task.
         """
-        outcome, status = self._cancel(record=self.keys.task(task_id))
-        if outcome == b"missing":
-            task_info_of(self.keys, task_id, {}, -2)
-        return tracking.cancel_outcome(task_id, self.name, outcome.decode(), status.decode())
-
-    def _replicated(self) -> None:
-        """With wait_replicas, wait until that many replicas have every write made so far; else raise.
-
-        WAIT covers the writes sent on its own connection, and the enqueue may have used another
-        pooled one: so one round trip writes first (adding 0 to the "enqueued" count, which Redis
-        replicates like any write) and then WAITs. The replication stream is one ordered log, so a
-        replica that has this write has the enqueue before it. In a cluster both go to the queue's node.
-        """
-        if not self.wait_replicas:
-            return
-        on_node: Dict[str, Any] = {}
-        if hasattr(self.conn, "get_node_from_key"):  # a RedisCluster: WAIT names no key to route by
-            on_node["target_nodes"] = self.conn.get_node_from_key(self.keys.counts)
-        with self.conn.pipeline(transaction=False) as pipe:
-            pipe.hincrby(self.keys.counts, "enqueued", 0)
-            pipe.execute_command("WAIT", self.wait_replicas, self.wait_timeout_ms, **on_node)
-            acknowledged = int(pipe.execute()[-1])
-        if acknowledged < self.wait_replicas:
-            raise NotReplicatedError(
-                f"{self.name}: {acknowledged} of {self.wait_replicas} replicas acknowledged the enqueue within "
-                f"{self.wait_timeout_ms} ms; it is on the primary, and a failover now could lose it", acknowledged)
+        return self._run(self._plan_cancel(task_id))
 
     def len(self) -> int:
         """The number of tasks waiting in the queue, not counting those being processed or scheduled."""
-        return self.conn.llen(self.keys.name)
+        return self._run(self._plan_len())
 
     def pause(self) -> bool:
         """Pause the queue: our workers take no new task from it.
@@ -338,7 +230,7 @@ class Queue(QueueBase):
         Returns:
             True; False if the queue was paused already.
         """
-        return bool(self.conn.set(self.keys.paused, int(time.time()), nx=True))
+        return self._run(self._plan_pause())
 
     def resume(self) -> bool:
         """Resume a paused queue.
@@ -346,7 +238,7 @@ class Queue(QueueBase):
         Returns:
             True; False if the queue was not paused.
         """
-        return bool(self.conn.delete(self.keys.paused))
+        return self._run(self._plan_resume())
 
     def paused_since(self) -> Optional[float]:
         """When the queue was paused.
@@ -354,8 +246,7 @@ class Queue(QueueBase):
         Returns:
             The unix time it was paused, or None if it is not paused.
         """
-        since = self.conn.get(self.keys.paused)
-        return None if since is None else float(since)
+        return self._run(self._plan_paused_since())
 
     def move_due(self, limit: int = 1000) -> int:
         """Move scheduled tasks that are due into the queue, with their notifications, in one script.
@@ -368,78 +259,26 @@ class Queue(QueueBase):
         Returns:
             How many moved.
         """
-        return self._move_due(now=time.time(), limit=limit)
-
-    # keakon/delayed 1.x's worker and sweeper calls, on queue.worker_id
-
-    def dequeue(self) -> Optional[PyTask]:
-        """Wait for a task and hold it as `queue.worker_id`'s (keakon/delayed 1.x's worker API).
-
-        Waits up to `dequeue_timeout` seconds. If `worker_id` already holds a task (the reply to the last
-        call was lost), that task comes back.
-
-        Returns:
-            The task, or None if none came.
-
-        Raises:
-            MalformedTaskError: The blob is not a PyTask (`reason` says why).
-            ValueError: `queue.worker_id` is not set.
-        """
-        blob = self._ops.claim()
-        return None if blob is None else PyTask.deserialize(blob)
-
-    def release(self, worker_id: Optional[str] = None) -> None:
-        """Forget the task the worker holds: it is done, and counted (keakon/delayed 1.x's worker API).
-
-        A tracked task's record gets no result this way.
-
-        Args:
-            worker_id: The worker's id; default: `queue.worker_id`.
-        """
-        self._ops.release(worker_id)
-
-    def keep_alive(self, worker_ids: Optional[Sequence[str]] = None) -> None:
-        """Refresh workers' keep-alive keys (keakon/delayed 1.x's worker API).
-
-        Args:
-            worker_ids: The ids; default: `queue.worker_id`.
-        """
-        self._ops.keep_alive(worker_ids)
-
-    def requeue_lost(self, max_crashes: int = DEFAULT_MAX_CRASHES, notify_after: float = NOTIFY_AFTER) -> int:
-        """One sweep: requeue the tasks of dead workers and top up missing notifications (go-delayed's requeue-lost).
-
-        See `SweeperOps.sweep`, which this calls.
-
-        Args:
-            max_crashes: Dead-letter a task once our workers died holding it more often than this (default
-                3; 0: never).
-            notify_after: Seconds the queue's head must stand still, short of notifications, before the
-                sweep tops them up (default 1).
-
-        Returns:
-            The notifications pushed (one per task requeued, and the missing ones).
-        """
-        return SweeperOps(self).requeue_lost(max_crashes, notify_after)
-
-    @cached_property
-    def _ops(self) -> WorkerOps:
-        return WorkerOps(self)
+        return self._run(self._plan_move_due(limit))
 
 
-class AsyncQueue:
-    """The producer's side of `Queue` for asyncio code, on a `redis.asyncio` connection.
+class AsyncQueue(Producer[AsyncTaskHandle]):
+    """A go-delayed queue on a `redis.asyncio` connection: `Queue`'s producer face, with coroutines.
 
-    It enqueues (at once, later, unique or tracked), reads and cancels tracked tasks, as `Queue` does,
-    with coroutines. Each command is sent exactly once, as for `Queue`: the queue uses `conn`'s pools
-    with redis-py's retries off. A `redis.asyncio` `RedisCluster` retries outside its pools, so it must
-    be created without retries: `retry=Retry(NoBackoff(), 0)`.
+    It enqueues (at once, later, unique or tracked), reads and cancels tracked tasks, and pauses and
+    resumes the queue, as `Queue` does: each operation is the same plan, awaited (`await
+    queue.enqueue(...)`). Each command is sent exactly once, as for `Queue`: the queue uses `conn`'s
+    pools with redis-py's retries off. A `redis.asyncio` `RedisCluster` retries outside its pools, so
+    it must be created without retries: `retry=Retry(NoBackoff(), 0)`. The dead letters are an
+    operator's (`Queue.dead`, the `delayed dead` command): an AsyncQueue has none.
 
     Args:
         name: The queue's name (on a Redis Cluster, with a hash tag: `"{orders}"`).
         conn: A `redis.asyncio.Redis`, or a `redis.asyncio.cluster.RedisCluster` created with
             `retry=Retry(NoBackoff(), 0)`; `connect_async()` gives one for `$DELAYED_REDIS_URL`.
         max_task_size: The largest task blob, in bytes (default 1 MiB); a larger one is refused.
+        wait_replicas: After each enqueue, wait until this many replicas have it, as for `Queue`.
+        wait_timeout_ms: How long an enqueue waits for `wait_replicas` replicas, in milliseconds.
 
     Raises:
         ValueError: A name no queue can have (as for `Queue`).
@@ -449,7 +288,8 @@ class AsyncQueue:
         name (str): The queue's name.
         conn: The client the queue sends its commands through.
         keys (delayed.wire.keys.QueueKeys): The names of the queue's Redis keys.
-        max_task_size (int): As given.
+        slot (int): The Redis Cluster hash slot of the queue's keys.
+        max_task_size (int): As given; so are `wait_replicas` and `wait_timeout_ms`.
 
     Example:
         ```python
@@ -461,19 +301,19 @@ class AsyncQueue:
     """
 
     def __init__(
-        self, name: str, conn: redis.asyncio.Redis, max_task_size: int = DEFAULT_MAX_TASK_SIZE
+        self,
+        name: str,
+        conn: redis.asyncio.Redis,
+        max_task_size: int = DEFAULT_MAX_TASK_SIZE,
+        wait_replicas: int = 0,
+        wait_timeout_ms: int = 1000,
     ) -> None:
-        self.keys = queue_keys(name, conn)
-        self.conn = sent_once_async(conn)
-        self.max_task_size = max_task_size
-        self._enqueue = ENQUEUE.bind(self.conn, self.keys)
-        self._enqueue_unique = ENQUEUE_UNIQUE.bind(self.conn, self.keys)
-        self._enqueue_tracked = ENQUEUE_TRACKED.bind(self.conn, self.keys)
-        self._cancel = CANCEL.bind(self.conn, self.keys)
+        keys = queue_keys(name, conn)
+        super().__init__(keys, sent_once_async(conn), max_task_size, wait_replicas, wait_timeout_ms)
+        self._executor = AsyncExecutor(self.conn, self.keys)
 
-    @property
-    def name(self) -> str:
-        return self.keys.name
+    async def _run(self, plan: Plan[T]) -> T:
+        return await self._executor.run(plan)
 
     @overload
     async def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None,
@@ -501,37 +341,19 @@ class AsyncQueue:
             **options: Other options by name, as for `Queue.enqueue`.
 
         Returns:
-            None; with `result_ttl`, the task's `AsyncTaskHandle`.
+            None; with `result_ttl` (given here or the task's), the task's `AsyncTaskHandle`.
 
         Raises:
             TaskTooLargeError: The blob is over `max_task_size`; nothing was written.
             TaskArgumentError: An argument msgpack cannot write; nothing was written.
             DuplicateTaskError: With `unique_for`: the lock is held.
             QueueFullError: Redis refused the write for want of memory; nothing was written.
+            NotReplicatedError: With `wait_replicas`: fewer replicas acknowledged the task in time.
             ValueError: As for `Queue.enqueue`.
-            TypeError: `unique_for` or `result_ttl` with a GoTask.
+            TypeError: As for `Queue.enqueue`.
         """
-        task, chosen = with_given(task, delay=delay, at=at, unique_for=unique_for, unique_key=unique_key,
-                                  result_ttl=result_ttl, **options)
-        if chosen.unique_for is not None:
-            track = None if chosen.result_ttl is None else (tracking.new_id(), tracking.ttl_seconds(chosen.result_ttl))
-            call = unique_call(self.keys, task, chosen, self.max_task_size, track)
-            with refused_when_full(self.name):
-                reply = await self._enqueue_unique(**call)
-            check_unique(reply, call)
-            return None if track is None else AsyncTaskHandle(self, track[0])
-        if chosen.result_ttl is not None:
-            return (await self._enqueue_tracked_batch([task], chosen))[0]
-        blobs = blobs_of((task,), self.max_task_size)
-        due = due_time(chosen)
-        with refused_when_full(self.name):
-            if due is None:
-                await self._enqueue(blobs=blobs)
-            else:
-                async with self.conn.pipeline(transaction=True) as pipe:
-                    stage_enqueue(pipe, self.keys, blobs, due)
-                    await pipe.execute()
-        return None
+        return await self._run(self._plan_enqueue((task,), True, delay=delay, at=at, unique_for=unique_for,
+                                                  unique_key=unique_key, result_ttl=result_ttl, **options))
 
     @overload
     async def enqueue_many(self, tasks: Iterable[Task], delay: Optional[float] = None,
@@ -562,30 +384,12 @@ class AsyncQueue:
             TaskTooLargeError: A blob is over `max_task_size`; nothing was written.
             TaskArgumentError: An argument msgpack cannot write; nothing was written.
             QueueFullError: Redis refused the write for want of memory; nothing was written.
-            ValueError: As for `Queue.enqueue`.
-            TypeError: `result_ttl` with a GoTask among the tasks.
+            NotReplicatedError: With `wait_replicas`: fewer replicas acknowledged the tasks in time.
+            ValueError: As for `Queue.enqueue_many`.
+            TypeError: As for `Queue.enqueue_many`.
         """
-        return await self._enqueue_batch(*batch_of(tasks, delay=delay, at=at, result_ttl=result_ttl, **options))
-
-    async def _enqueue_batch(self, written: List[Task], chosen: TaskOptions) -> Union[int, List[AsyncTaskHandle]]:
-        """Enqueue tasks as written, with the options that say how (see producer.batch_of)."""
-        if chosen.result_ttl is not None:
-            return await self._enqueue_tracked_batch(written, chosen)
-        blobs = blobs_of(written, self.max_task_size)
-        if blobs:
-            with refused_when_full(self.name):
-                async with self.conn.pipeline(transaction=True) as pipe:
-                    stage_enqueue(pipe, self.keys, blobs, due_time(chosen))
-                    await pipe.execute()
-        return len(blobs)
-
-    async def _enqueue_tracked_batch(self, written: List[Task], chosen: TaskOptions) -> List[AsyncTaskHandle]:
-        ttl = tracking.ttl_seconds(chosen.result_ttl or 0)
-        ids, call = tracked_call(self.keys, written, due_time(chosen), ttl, self.max_task_size)
-        if ids:
-            with refused_when_full(self.name):
-                await self._enqueue_tracked(**call)
-        return [AsyncTaskHandle(self, task_id) for task_id in ids]
+        return await self._run(self._plan_enqueue(tasks, False, delay=delay, at=at, result_ttl=result_ttl,
+                                                  **options))
 
     def task(self, task_id: str) -> AsyncTaskHandle:
         """The handle of a tracked task of this queue, by its id, as `Queue.task`.
@@ -610,11 +414,7 @@ class AsyncQueue:
         Raises:
             TaskNotFoundError: No record of it: never tracked, or expired.
         """
-        async with self.conn.pipeline(transaction=True) as pipe:
-            pipe.hgetall(self.keys.task(task_id))
-            pipe.ttl(self.keys.task(task_id))
-            fields, ttl = await pipe.execute()
-        return task_info_of(self.keys, task_id, fields, ttl)
+        return await self._run(self._plan_task_info(task_id))
 
     async def cancel(self, task_id: str) -> Cancel:
         """Cancel a tracked task that waits, as `Queue.cancel`; a running task is not interrupted.
@@ -628,11 +428,43 @@ class AsyncQueue:
         Raises:
             TaskNotFoundError: No record of the task.
         """
-        outcome, status = await self._cancel(record=self.keys.task(task_id))
-        if outcome == b"missing":
-            task_info_of(self.keys, task_id, {}, -2)
-        return tracking.cancel_outcome(task_id, self.name, outcome.decode(), status.decode())
+        return await self._run(self._plan_cancel(task_id))
 
     async def len(self) -> int:
         """The number of tasks waiting in the queue, not counting those being processed or scheduled."""
-        return await self.conn.llen(self.keys.name)
+        return await self._run(self._plan_len())
+
+    async def pause(self) -> bool:
+        """Pause the queue, as `Queue.pause`: our workers take no new task from it.
+
+        Returns:
+            True; False if the queue was paused already.
+        """
+        return await self._run(self._plan_pause())
+
+    async def resume(self) -> bool:
+        """Resume a paused queue, as `Queue.resume`.
+
+        Returns:
+            True; False if the queue was not paused.
+        """
+        return await self._run(self._plan_resume())
+
+    async def paused_since(self) -> Optional[float]:
+        """When the queue was paused, as `Queue.paused_since`.
+
+        Returns:
+            The unix time it was paused, or None if it is not paused.
+        """
+        return await self._run(self._plan_paused_since())
+
+    async def move_due(self, limit: int = 1000) -> int:
+        """Move scheduled tasks that are due into the queue, as `Queue.move_due`.
+
+        Args:
+            limit: The most tasks to move.
+
+        Returns:
+            How many moved.
+        """
+        return await self._run(self._plan_move_due(limit))

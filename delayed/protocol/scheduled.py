@@ -7,7 +7,7 @@ from typing import Optional, Tuple
 import redis
 
 from ..wire.keys import SCHEDULED_PREFIX_BYTES, QueueKeys
-from .scripts import Script
+from .scripts import Script, Scripts
 
 SCHEDULED_TASK = Script("scheduled_task")
 _REF = re.compile(r"(-?(?:inf|[0-9]+(?:\.[0-9]+)?(?:e[-+]?[0-9]+)?)):([0-9a-f]{%d}):([0-9a-f]{40})"
@@ -21,24 +21,28 @@ def ref_of(due: str, nonce: bytes, digest: str) -> str:
     return f"{due}:{nonce.hex()}:{digest}"
 
 
-def run_now(conn: redis.Redis, name: str, ref: str) -> bool:
-    """Move the scheduled task ref names into the queue now, with its notification (a tracked one's
-    record then says pending); False if it is no longer scheduled (or ref names no member)."""
-    return _act(conn, name, ref, "run")
+class ScheduledTasks:
+    """Operators' changes to the scheduled tasks of queue `name` on conn, each task named by its ref."""
 
+    def __init__(self, conn: redis.Redis, name: str) -> None:
+        self._scripts = Scripts(conn, QueueKeys.of(name))
 
-def delete(conn: redis.Redis, name: str, ref: str) -> bool:
-    """Delete the scheduled task ref names (a tracked one's record ends as cancelled); False if it is
-    no longer scheduled (or ref names no member)."""
-    return _act(conn, name, ref, "delete")
+    def run_now(self, ref: str) -> bool:
+        """Move the scheduled task ref names into the queue now, with its notification (a tracked one's
+        record then says pending); False if it is no longer scheduled (or ref names no member)."""
+        return self._act(ref, "run")
 
+    def delete(self, ref: str) -> bool:
+        """Delete the scheduled task ref names (a tracked one's record ends as cancelled); False if it is
+        no longer scheduled (or ref names no member)."""
+        return self._act(ref, "delete")
 
-def _act(conn: redis.Redis, name: str, ref: str, action: str) -> bool:
-    parsed = _parse(ref)
-    if parsed is None:
-        return False
-    due, nonce, digest = parsed
-    return bool(SCHEDULED_TASK.bind(conn, QueueKeys.of(name))(action=action, due=due, nonce=nonce, digest=digest))
+    def _act(self, ref: str, action: str) -> bool:
+        parsed = _parse(ref)
+        if parsed is None:
+            return False
+        due, nonce, digest = parsed
+        return bool(self._scripts[SCHEDULED_TASK](action=action, due=due, nonce=nonce, digest=digest))
 
 
 def _parse(ref: str) -> Optional[Tuple[str, bytes, str]]:

@@ -7,9 +7,18 @@ A script's header states its arguments once, by name, in order:
 
 A name that is an attribute of QueueKeys (name, noti, processing, ...) is filled from the queue's
 keys the script is bound to; every other name is a keyword of the call. A name ending in "..."
-takes a sequence, spread in place (none, one or many values). The typed calls of the protocol
-modules (producer, worker_ops, sweeper_ops, dead_letters, ...) bind the scripts they run, so a
-misspelled script is an import-time error, and a misspelled argument fails at its first call.
+takes a sequence, spread in place (none, one or many values). A misspelled script is an
+import-time error (each is a module-level constant, SCRIPT = Script("name")), and a misspelled
+argument fails at its first call, before anything is sent.
+
+A script is bound one way: through the Scripts of the connection and queue it runs on,
+`self._scripts[ENQUEUE](blobs=...)`, which binds it the first time it runs there and keeps it. A bind
+costs a SHA1 of the source and the key layout, about 14 µs: a worker's per-task calls must not pay
+it again, and an object must not pay it for the scripts it never runs (a Queue that only enqueues
+runs none of its dead letters' six). One mechanism serves objects that live long (WorkerOps, the
+producer's executors) and reads that get their connection and queue per call (inspect), on redis-py
+and redis.asyncio clients alike. An object that serves many queues binds without keys and names
+them per call (periodic.Ticks). tests/test_scripts.py finds a script bound any other way.
 """
 import re
 from importlib import resources
@@ -47,6 +56,20 @@ class Script:
 
     def __repr__(self) -> str:
         return f"Script({self.name!r}, KEYS: {' '.join(self.keys)}, ARGV: {' '.join(self.args)})"
+
+
+class Scripts:
+    """The scripts run on one connection (and queue: keys), each bound the first time it runs and kept."""
+
+    def __init__(self, conn: Any, keys: Optional[QueueKeys] = None) -> None:
+        self._conn, self._keys = conn, keys
+        self._bound: Dict[Script, BoundScript] = {}
+
+    def __getitem__(self, script: Script) -> "BoundScript":
+        bound = self._bound.get(script)
+        if bound is None:
+            bound = self._bound[script] = script.bind(self._conn, self._keys)
+        return bound
 
 
 class BoundScript:

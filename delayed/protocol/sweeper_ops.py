@@ -15,7 +15,7 @@ from ..wire.tracking import Tracked
 from ..wire.task import PyTask
 from .base import QueueBase
 from .connection import is_cluster
-from .scripts import Script
+from .scripts import Script, Scripts
 
 DEFAULT_MAX_CRASHES = 3
 """A task is dead-lettered when its workers die holding it more often than this."""
@@ -73,9 +73,7 @@ class SweeperOps:
 
     def __init__(self, queue: QueueBase) -> None:
         self.queue = queue
-        self._requeue_lost_script = REQUEUE_LOST.bind(queue.conn, queue.keys)
-        self._notify_missing_script = NOTIFY_MISSING.bind(queue.conn, queue.keys)
-        self._claim_sweep_script = CLAIM_SWEEP.bind(queue.conn, queue.keys)
+        self._scripts = Scripts(queue.conn, queue.keys)
 
     def claim_sweep(self, interval: float, force: bool = False) -> bool:
         """Claim the queue's next sweep: the lock that keeps our workers and sweepers, between them, to
@@ -92,7 +90,7 @@ class SweeperOps:
         Returns:
             Whether the caller should sweep the queue now.
         """
-        return bool(self._claim_sweep_script(interval_ms=max(1, round(interval * 1000)), force=int(force)))
+        return bool(self._scripts[CLAIM_SWEEP](interval_ms=max(1, round(interval * 1000)), force=int(force)))
 
     def requeue_lost(self, max_crashes: int = DEFAULT_MAX_CRASHES, notify_after: float = NOTIFY_AFTER) -> int:
         """`sweep()`, returning the number of notifications pushed, as go-delayed's requeue-lost does.
@@ -176,7 +174,7 @@ class SweeperOps:
         """One requeue_lost call on holders: how many tasks it requeued, and the (id, blob) of our dead
         workers it left in place (counting). rewrites: per holder, the blob it held and the blob to
         requeue it as (its crash counted)."""
-        reply = self._requeue_lost_script(holders=holders, counting=int(counting), worker_id_prefix=WORKER_ID_PREFIX,
+        reply = self._scripts[REQUEUE_LOST](holders=holders, counting=int(counting), worker_id_prefix=WORKER_ID_PREFIX,
                                           rewrites=rewrites)
         return int(reply[0]), [(reply[i].decode(), reply[i + 1]) for i in range(1, len(reply), 2)]
 
@@ -210,7 +208,7 @@ class SweeperOps:
         """Top up the missing notifications, NOTIFY_CHUNK per call; returns how many were pushed."""
         pushed = 0
         while True:
-            chunk, missing = self._notify_missing_script(still_ms=int(notify_after * 1000), limit=NOTIFY_CHUNK,
+            chunk, missing = self._scripts[NOTIFY_MISSING](still_ms=int(notify_after * 1000), limit=NOTIFY_CHUNK,
                                                          now=int(time.time()))
             pushed += int(chunk)
             if not chunk or not missing:

@@ -10,7 +10,7 @@ from ..wire.tracking import Tracked
 from .base import QueueBase
 from .connection import is_cluster
 from .producer import scheduled_members
-from .scripts import Script
+from .scripts import Script, Scripts
 
 DEQUEUE = Script("dequeue")
 CLAIM_BATCH = Script("claim_batch")
@@ -22,6 +22,11 @@ REQUEUE = Script("requeue")
 RESCHEDULE = Script("reschedule")
 KEEP_ALIVE = Script("keep_alive")
 NOTE_CLAIMS = Script("note_claims")
+
+DEFAULT_DEQUEUE_TIMEOUT: float = 1
+"""Seconds a worker blocks waiting for a notification, unless told otherwise."""
+DEFAULT_KEEP_ALIVE_TIMEOUT: float = 60
+"""Seconds a worker's keep-alive key lives without a refresh, unless told otherwise."""
 
 
 @dataclass(frozen=True)
@@ -38,14 +43,19 @@ class WorkerOps:
     A worker claims tasks (`claim`, `take_head`, `claim_batch`), settles them (`release`, `requeue`,
     `reschedule`; a dead letter is `queue.dead.bury`), gives back what it will not run (`give_back`),
     and keeps its ids alive (`try_online`, `keep_alive`, `go_offline`). It may hold several ids, each
-    with its own processing field and keep-alive key. Methods that take worker ids default to
-    `queue.worker_id` (keakon's API).
+    with its own processing field and keep-alive key.
 
     Settling is fenced: `requeue`, `reschedule` and `bury` do nothing (and return False) if the worker
     no longer holds the task, because a sweeper requeued it after the worker's keep-alive lapsed.
 
     Args:
         queue: The queue.
+        keep_alive_timeout: Seconds the worker's keep-alive keys live without a refresh (default 60);
+            once they lapse, a sweeper takes the worker for dead and requeues its tasks.
+
+    Attributes:
+        queue (Queue): The queue.
+        keep_alive_timeout (float): As given.
 
     Example:
         ```python
@@ -56,52 +66,44 @@ class WorkerOps:
         ops = WorkerOps(queue)
         [worker_id] = queue.keys.worker_ids(1)
         ops.try_online([worker_id])
-        blob = ops.claim(worker_id)  # None if no task came within dequeue_timeout
+        blob = ops.claim(worker_id, timeout=0.1)  # None if no task came within 0.1 s
         ```
     """
 
-    def __init__(self, queue: QueueBase) -> None:
+    def __init__(self, queue: QueueBase, keep_alive_timeout: float = DEFAULT_KEEP_ALIVE_TIMEOUT) -> None:
         self.queue = queue
-        conn, keys = queue.conn, queue.keys
-        self._dequeue = DEQUEUE.bind(conn, keys)
-        self._claim_batch = CLAIM_BATCH.bind(conn, keys)
-        self._give_back = GIVE_BACK.bind(conn, keys)
-        self._unlock = UNLOCK.bind(conn, keys)
-        self._requeue = REQUEUE.bind(conn, keys)
-        self._reschedule = RESCHEDULE.bind(conn, keys)
-        self._keep_alive_script = KEEP_ALIVE.bind(conn, keys)
-        self._note_claims = NOTE_CLAIMS.bind(conn, keys)
+        self.keep_alive_timeout = keep_alive_timeout
+        self._scripts = Scripts(queue.conn, queue.keys)
 
-    def claim(self, worker_id: Optional[str] = None, timeout: Optional[float] = None) -> Optional[bytes]:
+    def claim(self, worker_id: str, timeout: float = DEFAULT_DEQUEUE_TIMEOUT) -> Optional[bytes]:
         """Wait for a task and hold it as `worker_id`'s.
 
         If `worker_id` already holds a task (the reply to the last claim was lost), that task comes back.
 
         Args:
-            worker_id: The id to hold it under; default: `queue.worker_id`.
-            timeout: The most seconds to wait; default: the queue's `dequeue_timeout`.
+            worker_id: The id to hold it under.
+            timeout: The most seconds to wait (default 1).
 
         Returns:
             The task's raw blob, or None if none came.
         """
-        worker_id = self.queue.id_or_own(worker_id)  # before a notification is taken: none is lost to a ValueError
         if wait_for_notification([self.queue], timeout) is None:
             return None
         return self.take_head(worker_id)
 
-    def take_head(self, worker_id: Optional[str] = None) -> Optional[bytes]:
+    def take_head(self, worker_id: str) -> Optional[bytes]:
         """Hold the task at the head of the queue as `worker_id`'s, once its notification was taken.
 
         This is go-delayed's dequeue script; `claim` waits for the notification, then calls it. If
         `worker_id` already holds a task, that task comes back.
 
         Args:
-            worker_id: The id to hold it under; default: `queue.worker_id`.
+            worker_id: The id to hold it under.
 
         Returns:
             The task's raw blob, or None if the queue was empty.
         """
-        return self._dequeue(worker_id=self.queue.id_or_own(worker_id))
+        return self._scripts[DEQUEUE](worker_id=worker_id)
 
     def claim_batch(self, release_ids: Sequence[str], claim_ids: Sequence[str],
                     tracked: Mapping[str, Tracked] = {}, worker: Optional[str] = None,
@@ -124,13 +126,13 @@ class WorkerOps:
         notes = {"info": self.queue.keys.worker_info(worker or ""), "unnoted_count": len(unnoted), "unnoted": unnoted}
         if tracked:
             untracked = [worker_id for worker_id in release_ids if worker_id not in tracked]
-            reply = self._claim_batch(
+            reply = self._scripts[CLAIM_BATCH](
                 records=[self.queue.keys.task(done.task_id) for done in tracked.values()],
                 released_count=len(untracked), tracked_count=len(tracked), released=untracked,
                 results=[item for worker_id, done in tracked.items()
                          for item in (worker_id, done.result, done.note, done.seconds)], claim_ids=claim_ids, **notes)
         else:  # the hot path: nothing tracked to release
-            reply = self._claim_batch(records=(), released_count=len(release_ids), tracked_count=0,
+            reply = self._scripts[CLAIM_BATCH](records=(), released_count=len(release_ids), tracked_count=0,
                                       released=release_ids, results=(), claim_ids=claim_ids, **notes)
         return Claimed(bool(reply[0]), [(reply[i].decode(), reply[i + 1]) for i in range(1, len(reply), 2)])
 
@@ -145,7 +147,7 @@ class WorkerOps:
         Returns:
             True; False if the worker has no description (it never wrote one, or its keys lapsed).
         """
-        return bool(self._note_claims(info=self.queue.keys.worker_info(worker),
+        return bool(self._scripts[NOTE_CLAIMS](info=self.queue.keys.worker_info(worker),
                                       claims=[item for worker_id, age in claims for item in (worker_id, int(age * 1000))]))
 
     def give_back(self, held: Sequence[Tuple[str, bytes]]) -> int:
@@ -167,7 +169,7 @@ class WorkerOps:
             if task_id is not None:
                 records.append(self.queue.keys.task(task_id))
             per_task += (worker_id, blob, 0 if task_id is None else GIVE_BACK_FIXED_KEYS + len(records))
-        return self._give_back(records=records, held=per_task)
+        return self._scripts[GIVE_BACK](records=records, held=per_task)
 
     def unlock(self, locks: Sequence[Tuple[str, str]]) -> int:
         """Release unique tasks' locks, each only if it is still that task's (its token matches).
@@ -178,20 +180,20 @@ class WorkerOps:
         Returns:
             How many locks were released.
         """
-        return self._unlock(locks=[self.queue.keys.unique(key) for key, _ in locks], tokens=[token for _, token in locks])
+        return self._scripts[UNLOCK](locks=[self.queue.keys.unique(key) for key, _ in locks], tokens=[token for _, token in locks])
 
-    def release(self, worker_id: Optional[str] = None) -> None:
+    def release(self, worker_id: str) -> None:
         """Forget the task the worker holds: it is done, and counted.
 
         Needs no fence: a processing field belongs to one worker id, and the only other writer, a
         sweeper, deletes it; releasing a field it took does nothing.
 
         Args:
-            worker_id: The worker's id; default: `queue.worker_id`.
+            worker_id: The worker's id.
         """
-        self.claim_batch((self.queue.id_or_own(worker_id),), ())
+        self.claim_batch((worker_id,), ())
 
-    def requeue(self, claimed: bytes, blob: bytes, worker_id: Optional[str] = None,
+    def requeue(self, claimed: bytes, blob: bytes, worker_id: str,
                 tracked: Optional[Tracked] = None) -> bool:
         """Enqueue a retry of the held task and release the held task, atomically.
 
@@ -200,16 +202,16 @@ class WorkerOps:
         Args:
             claimed: The blob the worker holds.
             blob: The blob to enqueue (the retry, e.g. with one retry fewer).
-            worker_id: The worker's id; default: `queue.worker_id`.
+            worker_id: The worker's id.
             tracked: For a tracked task, what its record gets.
 
         Returns:
             True; False, and nothing done, if the worker no longer holds `claimed`.
         """
-        return bool(self._requeue(record=_record(self.queue.keys, tracked), worker_id=self.queue.id_or_own(worker_id),
+        return bool(self._scripts[REQUEUE](record=_record(self.queue.keys, tracked), worker_id=worker_id,
                                   claimed=claimed, blob=blob, error=_error(tracked)))
 
-    def reschedule(self, claimed: bytes, blob: bytes, due: float, worker_id: Optional[str] = None,
+    def reschedule(self, claimed: bytes, blob: bytes, due: float, worker_id: str,
                    tracked: Optional[Tracked] = None) -> bool:
         """Hold the next attempt of the held task in the scheduled set until due, and release the held task, atomically.
 
@@ -219,23 +221,23 @@ class WorkerOps:
             claimed: The blob the worker holds.
             blob: The blob to schedule (the next attempt).
             due: When it is due, in unix seconds.
-            worker_id: The worker's id; default: `queue.worker_id`.
+            worker_id: The worker's id.
             tracked: For a tracked task, what its record gets.
 
         Returns:
             True; False, and nothing done, if the worker no longer holds `claimed`.
         """
         [member] = scheduled_members((blob,), due, "retry")
-        return bool(self._reschedule(record=_record(self.queue.keys, tracked), worker_id=self.queue.id_or_own(worker_id),
+        return bool(self._scripts[RESCHEDULE](record=_record(self.queue.keys, tracked), worker_id=worker_id,
                                      claimed=claimed, due=due, member=member, error=_error(tracked)))
 
-    def try_online(self, worker_ids: Optional[Sequence[str]] = None, about: Sequence[str] = ()) -> bool:
+    def try_online(self, worker_ids: Sequence[str], about: Sequence[str] = ()) -> bool:
         """Claim the ids' keep-alive keys and list the worker in `<queue>_workers`, in one script.
 
         A full Redis still runs it.
 
         Args:
-            worker_ids: The ids (the first is the worker's main id); default: `queue.worker_id`.
+            worker_ids: The ids (the first is the worker's main id).
             about: The worker's description (`delayed.wire.worker_info.describe`: field, value, ...), kept
                 in `<queue>_worker:<main id>` with the keys' expiry; none for none.
 
@@ -244,43 +246,41 @@ class WorkerOps:
         """
         return self._keep_alive("claim", worker_ids, about)
 
-    def keep_alive(self, worker_ids: Optional[Sequence[str]] = None, about: Sequence[str] = ()) -> None:
+    def keep_alive(self, worker_ids: Sequence[str], about: Sequence[str] = ()) -> None:
         """Refresh the ids' keep-alive keys, the worker's entry in `<queue>_workers` and its description; a
         full Redis still runs it.
 
-        Call it well within the queue's `keep_alive_timeout`, or a sweeper requeues the worker's tasks.
+        Call it well within `keep_alive_timeout`, or a sweeper requeues the worker's tasks.
 
         Args:
-            worker_ids: The ids; default: `queue.worker_id`.
+            worker_ids: The ids.
             about: As for `try_online`: written again if its key is gone.
         """
         self._keep_alive("refresh", worker_ids, about)
 
-    def _keep_alive(self, action: str, worker_ids: Optional[Sequence[str]], about: Sequence[str]) -> bool:
-        ids = worker_ids or (self.queue.id_or_own(None),)
+    def _keep_alive(self, action: str, worker_ids: Sequence[str], about: Sequence[str]) -> bool:
         now = time.time()
-        return bool(self._keep_alive_script(info=self.queue.keys.worker_info(ids[0]), ids=ids, ttl_ms=self._keep_alive_ms,
-                                            now=now, lapse_at=now + self.queue.keep_alive_timeout, action=action,
-                                            about=about))
+        return bool(self._scripts[KEEP_ALIVE](info=self.queue.keys.worker_info(worker_ids[0]), ids=worker_ids,
+                                            ttl_ms=self._keep_alive_ms, now=now, lapse_at=now + self.keep_alive_timeout,
+                                            action=action, about=about))
 
-    def go_offline(self, worker_ids: Optional[Sequence[str]] = None) -> None:
+    def go_offline(self, worker_ids: Sequence[str]) -> None:
         """Delete the ids' keep-alive keys, the worker's entry and its description: the worker holds nothing and
         is leaving.
 
         Args:
-            worker_ids: The ids (the first is the worker's main id); default: `queue.worker_id`.
+            worker_ids: The ids (the first is the worker's main id).
         """
-        ids = worker_ids or (self.queue.id_or_own(None),)
         with self.queue.conn.pipeline(transaction=False) as pipe:
-            for worker_id in ids:  # one DEL each: a cluster pipeline refuses a DEL of several keys
+            for worker_id in worker_ids:  # one DEL each: a cluster pipeline refuses a DEL of several keys
                 pipe.delete(worker_id)
-            pipe.delete(self.queue.keys.worker_info(ids[0]))
-            pipe.zrem(self.queue.keys.workers, ids[0])
+            pipe.delete(self.queue.keys.worker_info(worker_ids[0]))
+            pipe.zrem(self.queue.keys.workers, worker_ids[0])
             pipe.execute()
 
     @property
     def _keep_alive_ms(self) -> int:
-        return max(1, int(self.queue.keep_alive_timeout * 1000))
+        return max(1, int(self.keep_alive_timeout * 1000))
 
 
 def _record(keys: QueueKeys, tracked: Optional[Tracked]) -> Tuple[str, ...]:
@@ -302,8 +302,8 @@ def server_of(queue: QueueBase) -> Tuple[Any, ...]:
     return tuple(kwargs.get(name) for name in ("host", "port", "path", "db"))
 
 
-def wait_for_notification(queues: Sequence[QueueBase], timeout: Optional[float] = None) -> Optional[QueueBase]:
-    """Wait up to timeout (default: the first queue's dequeue_timeout) seconds for a notification on
+def wait_for_notification(queues: Sequence[QueueBase], timeout: float) -> Optional[QueueBase]:
+    """Wait up to timeout seconds for a notification on
     any of the queues (all on the first one's Redis) and take it: the first of them that had one, in
     the order given (BLPOP's), or None. The caller then takes its task (Queue.take_head).
     On a Redis Cluster one BLPOP cannot span slots: it waits on the queues in the first one's slot."""
@@ -311,7 +311,7 @@ def wait_for_notification(queues: Sequence[QueueBase], timeout: Optional[float] 
     if is_cluster(first.conn):
         queues = [queue for queue in queues if queue.slot == first.slot]
     by_key = {queue.keys.noti: queue for queue in queues}
-    popped = first.conn.blpop(list(by_key), first.dequeue_timeout if timeout is None else timeout)
+    popped = first.conn.blpop(list(by_key), timeout)
     if not popped:
         return None
     key = popped[0]

@@ -3,7 +3,7 @@ import logging
 import threading
 from typing import Any, Callable, Optional
 
-from ..protocol.connection import error_text
+from ..protocol.redis_errors import error_text
 
 
 class Outage:

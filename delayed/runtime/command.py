@@ -9,6 +9,7 @@ import socket
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Sequence, TypeVar
 
 import redis
@@ -16,7 +17,10 @@ from redis.exceptions import RedisClusterException
 from redis.sentinel import MasterNotFoundError
 
 from ..protocol.connection import (DEFAULT_REDIS_URL, URL_VARIABLE, RedisURLError, configured_url, connect, is_cluster,
-                                   ping, redacted, refused_credentials, scrubbed, secrets_of, sentinels_say, unparsable)
+                                   ping, unparsable)
+from ..protocol.redaction import redacted, scrubbed, secrets_of
+from ..protocol.redis_errors import refused_credentials
+from ..protocol.sentinels import sentinels_say
 from ..protocol.eviction import eviction_policy
 from ..protocol.dead_letters import DEFAULT_DEAD_MAX, DEFAULT_DEAD_MAX_AGE
 from ..protocol.sweeper_ops import DEFAULT_MAX_CRASHES
@@ -196,14 +200,16 @@ def check_queue_names(conn: redis.Redis, names: Sequence[str]) -> None:
 
 
 def run_command(prog: str, main: Callable[[argparse.Namespace], int], parser: argparse.ArgumentParser,
-         argv: Optional[Sequence[str]]) -> int:
-    """Parse argv, hide its Redis password from `ps`, run main; a CommandError is one line on stderr,
+         argv: Optional[Sequence[str]], connects: bool = True) -> int:
+    """Parse argv, hide its Redis password from `ps` and log at its --log-level (a command that connects,
+    whose parser has the connection options), run main; a CommandError is one line on stderr,
     a closed stdout ends it quietly (see quiet_on_closed_pipe). Threads main started and left running
     (a task's, a schedule module's) are abandoned: the process exits with main's status (see exiting)."""
     def run() -> int:
         args = parser.parse_args(argv)
-        cmdline.hide(secrets_of(args.redis_url))  # before anything forks: children inherit the command line
-        logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
+        if connects:
+            cmdline.hide(secrets_of(args.redis_url))  # before anything forks: children inherit the command line
+            logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
         try:
             return main(args)
         except CommandError as exc:
@@ -214,6 +220,39 @@ def run_command(prog: str, main: Callable[[argparse.Namespace], int], parser: ar
     status = quiet_on_closed_pipe(run)
     exit_abandoning_threads(status, logging.getLogger(prog), started_before)
     return status
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command line as one registration: the parser --help shows and the handler it runs, together,
+    so that a command is added in one place (its cli.py) and `delayed NAME` runs the same one.
+
+    Attributes:
+        name: What its error lines and its logger start with: "delayed.worker".
+        prog: How its usage line names it: "python -m delayed.worker".
+        description: What --help says it does.
+        arguments: Adds its own arguments to its parser (after the connection options, if it connects).
+        run: The handler: parsed arguments in, exit status out; a CommandError is one line on stderr.
+        connects: It reaches Redis: its parser takes the connection options (add_connection_options).
+    """
+
+    name: str
+    prog: str
+    description: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+    connects: bool = True
+
+    def parser(self) -> argparse.ArgumentParser:
+        parser = argparse.ArgumentParser(prog=self.prog, description=self.description)
+        if self.connects:
+            add_connection_options(parser)
+        self.arguments(parser)
+        return parser
+
+    def main(self, argv: Optional[Sequence[str]] = None) -> int:
+        """Run the command on argv (default: the process's arguments); returns its exit status."""
+        return run_command(self.name, self.run, self.parser(), argv, self.connects)
 
 
 CLOSED_PIPE_STATUS = 128 + signal.SIGPIPE

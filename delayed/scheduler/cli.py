@@ -5,22 +5,16 @@ import logging
 import os
 import runpy
 import sys
-from typing import List, Optional, Sequence
+from typing import List
 
-from ..runtime.command import (CommandError, add_connection_options, add_eviction_option, check_queue_names,
-                               connect_unless_stopped, run_command)
+from ..runtime.command import Command, CommandError, add_eviction_option, check_queue_names, connect_unless_stopped
 from ..runtime.lifecycle import Lifecycle
 from . import Periodic, Scheduler
 
-def parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m delayed.scheduler",
-        description="Enqueue periodic tasks; run several replicas: each tick is enqueued once.")
-    add_connection_options(parser)
+def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("schedule", metavar="MODULE_OR_FILE",
                         help="a module name or .py file defining SCHEDULE, a list of delayed.scheduler.Periodic")
     add_eviction_option(parser)
-    return parser
 
 
 def _load_schedule(source: str) -> List[Periodic]:
@@ -52,5 +46,7 @@ def _scheduler(args: argparse.Namespace) -> int:
         return scheduler.run(handle_signals=False)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    return run_command("delayed.scheduler", _scheduler, parser(), argv)
+COMMAND = Command("delayed.scheduler", "python -m delayed.scheduler",
+                  "Enqueue periodic tasks; run several replicas: each tick is enqueued once.", _arguments, _scheduler)
+parser = COMMAND.parser
+main = COMMAND.main

@@ -1,24 +1,18 @@
 """`python -m delayed.sweeper` and `delayed-sweeper`: parse, connect, sweep."""
 import argparse
 import logging
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional
 
 import redis
 
 from ..protocol.discovery import queue_names
 from ..protocol.queue import Queue
-from ..runtime.command import (add_connection_options, add_dead_options, add_eviction_option, add_max_crashes_option,
-                               check_queue_names, connect_unless_stopped, positive, run_command)
+from ..runtime.command import (Command, add_dead_options, add_eviction_option, add_max_crashes_option,
+                               check_queue_names, connect_unless_stopped, positive)
 from ..runtime.lifecycle import Lifecycle
 from . import Sweeper
 
-def parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m delayed.sweeper",
-        description="Requeue the tasks of dead workers, Python or Go, every INTERVAL seconds, and move due "
-                    "scheduled tasks into their queues twice a second. Our workers sweep the queues they serve "
-                    "themselves: run a sweeper for queues only go-delayed's workers serve.")
-    add_connection_options(parser)
+def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queue", action="append", dest="queues", metavar="NAME",
                         help="queue to sweep; repeat for several (default: every queue it finds, looked for "
                              "again at each sweep)")
@@ -27,7 +21,6 @@ def parser() -> argparse.ArgumentParser:
     add_max_crashes_option(parser)
     add_dead_options(parser)
     add_eviction_option(parser)
-    return parser
 
 
 def _sweeper(args: argparse.Namespace) -> int:
@@ -64,5 +57,9 @@ def _finder(conn: redis.Redis, options: Dict[str, Any]) -> Callable[[], List[Que
     return find
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    return run_command("delayed.sweeper", _sweeper, parser(), argv)
+COMMAND = Command("delayed.sweeper", "python -m delayed.sweeper",
+                  "Requeue the tasks of dead workers, Python or Go, every INTERVAL seconds, and move due "
+                  "scheduled tasks into their queues twice a second. Our workers sweep the queues they serve "
+                  "themselves: run a sweeper for queues only go-delayed's workers serve.", _arguments, _sweeper)
+parser = COMMAND.parser
+main = COMMAND.main

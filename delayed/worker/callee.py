@@ -16,23 +16,26 @@ class Callee:
     without its cost per task (fewest is over most when none do: a keyword-only parameter is required).
     """
 
-    __slots__ = ("func", "coroutine", "fewest", "most", "_signature")
+    __slots__ = ("func", "coroutine", "fewest", "most", "_bind")
 
     def __init__(self, func: Callable[..., Any]) -> None:
         self.func = func
         self.coroutine = inspect.iscoroutinefunction(func)
         try:
-            self._signature: Optional[inspect.Signature] = inspect.signature(func)
+            signature = inspect.signature(func)
         except (TypeError, ValueError):  # no signature to read: any arguments are tried
-            self._signature = None
-        self.fewest, self.most = (0, sys.maxsize) if self._signature is None else _positional(self._signature)
+            self._bind: Optional[Callable[..., inspect.BoundArguments]] = None
+            self.fewest, self.most = 0, sys.maxsize
+        else:
+            self._bind = signature.bind
+            self.fewest, self.most = _positional(signature)
 
     def misfit(self, args: Sequence[Any], kwargs: Dict[str, Any]) -> Optional[str]:
         """None if func takes these arguments; else why not, as bind says it."""
-        if not kwargs and self.fewest <= len(args) <= self.most or self._signature is None:
+        if not kwargs and self.fewest <= len(args) <= self.most or self._bind is None:
             return None
         try:
-            self._signature.bind(*args, **kwargs)
+            self._bind(*args, **kwargs)
         except TypeError as exc:
             return f"{getattr(self.func, '__name__', 'the function')}() {exc}"
         return None

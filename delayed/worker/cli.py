@@ -9,20 +9,17 @@ from typing import Any, Callable, List, Optional, Sequence
 
 from ..protocol.producer import DEFAULT_MAX_TASK_SIZE
 from ..protocol.queue import Queue
-from ..runtime.command import (CommandError, add_connection_options, add_dead_options, add_eviction_option,
+from ..protocol.worker_ops import DEFAULT_KEEP_ALIVE_TIMEOUT
+from ..runtime.command import (Command, CommandError, add_dead_options, add_eviction_option,
                                add_max_crashes_option, add_metrics_host_option, client, check_queue_names,
-                               connect_unless_stopped, metrics_unavailable, positive, run_command)
+                               connect_unless_stopped, metrics_unavailable, positive)
 from ..runtime.lifecycle import Lifecycle
 from . import metrics as task_metrics
 from .allowlist import Allowlist, submodule_names
 from .loop import DEFAULT_BATCH, DEFAULT_SWEEP_INTERVAL, Worker
 from .supervisor import Supervisor
 
-def parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m delayed.worker",
-        description="Run PyTasks from a go-delayed queue, calling only functions defined in MODULE...")
-    add_connection_options(parser)
+def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queue", action="append", dest="queues", metavar="NAME",
                         help="a queue to serve; repeat for several, in priority order: the first one's tasks "
                              "always go first, the next one's only while those before it are empty "
@@ -32,7 +29,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--threads", type=positive(int), default=1,
                         help="tasks each process runs at once: plain functions each in a thread, coroutine "
                              "functions on one event loop (default: %(default)s)")
-    parser.add_argument("--keep-alive-timeout", type=positive(float), default=60,
+    parser.add_argument("--keep-alive-timeout", type=positive(float), default=DEFAULT_KEEP_ALIVE_TIMEOUT,
                         help="seconds a dead worker's task waits before a sweep requeues it "
                              "(default: %(default)s); refreshed every quarter of it")
     parser.add_argument("--sweep-interval", type=positive(float, zero=True), default=DEFAULT_SWEEP_INTERVAL,
@@ -63,7 +60,6 @@ def parser() -> argparse.ArgumentParser:
     add_eviction_option(parser)
     parser.add_argument("modules", metavar="MODULE", nargs="+",
                         help="module whose public functions tasks may call")
-    return parser
 
 
 def _allowlist(names: Sequence[str]) -> Allowlist:
@@ -120,9 +116,9 @@ def _worker(args: argparse.Namespace) -> int:
 
         def make_worker(on_online: Optional[Callable[[], Any]] = None) -> Worker:
             conn = client(args)
-            queues = [Queue(name, conn, keep_alive_timeout=args.keep_alive_timeout, max_task_size=args.max_task_size,
-                            dead_max=args.dead_max, dead_max_age=args.dead_max_age) for name in queue_names]
-            return Worker(queues, allowlist, keep_alive_interval=args.keep_alive_timeout / 4,
+            queues = [Queue(name, conn, max_task_size=args.max_task_size, dead_max=args.dead_max,
+                            dead_max_age=args.dead_max_age) for name in queue_names]
+            return Worker(queues, allowlist, keep_alive_timeout=args.keep_alive_timeout,
                           batch=args.batch, time_limit=args.time_limit, threads=args.threads,
                           log_tasks=args.log_tasks,
                           observe=task_metrics.TaskMetrics() if args.metrics_port else None, burst=args.burst,
@@ -140,5 +136,7 @@ def _worker(args: argparse.Namespace) -> int:
         return worker.run(handle_signals=False)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    return run_command("delayed.worker", _worker, parser(), argv)
+COMMAND = Command("delayed.worker", "python -m delayed.worker",
+                  "Run PyTasks from a go-delayed queue, calling only functions defined in MODULE...", _arguments, _worker)
+parser = COMMAND.parser
+main = COMMAND.main

@@ -25,13 +25,13 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Se
 
 import redis
 
-from ..protocol.connection import error_text
+from ..protocol.redis_errors import error_text
 from ..runtime.backoff import OutageBackoff
 from ..wire import worker_info
 from ..wire.dead_letter import STATUS_OF, Letter, Reason
 from ..runtime.lifecycle import Lifecycle
 from ..protocol.queue import Queue
-from ..protocol.worker_ops import WorkerOps, wait_for_notification
+from ..protocol.worker_ops import DEFAULT_DEQUEUE_TIMEOUT, DEFAULT_KEEP_ALIVE_TIMEOUT, WorkerOps, wait_for_notification
 from ..wire.strenum import StrEnum
 from ..wire.tracking import Status, Tracked
 
@@ -162,15 +162,16 @@ class Holding:
     the worker owns twice as many ids. backoff: how Redis errors are waited out and logged (Holdings
     shares one between its queues). lifecycle: the worker's; once it is stopping, going online
     and Redis errors while settling give up (the keep-alive keys then expire and a sweeper
-    requeues what is held), and a stop cuts the backoff's waits short.
+    requeues what is held), and a stop cuts the backoff's waits short. keep_alive_timeout: how long
+    the ids' keep-alive keys live without a refresh (the worker's).
     Claims, settlements and give-backs may come from several threads (a batch's watcher gives
     back): the ones that talk to Redis take a lock; a release only moves an id between two lists.
     """
 
     def __init__(self, queue: Queue, capacity: int, lifecycle: Lifecycle,
-                 backoff: Optional[OutageBackoff] = None) -> None:
+                 backoff: Optional[OutageBackoff] = None, keep_alive_timeout: float = DEFAULT_KEEP_ALIVE_TIMEOUT) -> None:
         self.queue = queue
-        self.ops = WorkerOps(queue)
+        self.ops = WorkerOps(queue, keep_alive_timeout)
         self.ids: List[str] = []
         self._capacity = capacity
         self._lifecycle = lifecycle
@@ -365,14 +366,18 @@ class Holdings:
     is empty it waits on all their notification lists at once (BLPOP takes from the first non-empty
     one). Finished tasks are released with the next claim on their own queue, and every queue with
     releases waiting gets that round trip, whether or not it is claimed from. A claim is settled by
-    the Holding it came through (Claim.holding).
+    the Holding it came through (Claim.holding). dequeue_timeout: how long a claim blocks by default;
+    keep_alive_timeout: each Holding's (the worker's timing, see Worker).
     """
 
-    def __init__(self, queues: Sequence[Queue], capacity: int, lifecycle: Lifecycle) -> None:
+    def __init__(self, queues: Sequence[Queue], capacity: int, lifecycle: Lifecycle,
+                 dequeue_timeout: float = DEFAULT_DEQUEUE_TIMEOUT,
+                 keep_alive_timeout: float = DEFAULT_KEEP_ALIVE_TIMEOUT) -> None:
         self._backoff = OutageBackoff(logger, "worker", wait=lifecycle.wait)  # one Redis: one outage, said once
         self.outage = self._backoff.outage  # the worker's other threads say theirs through it too
-        self.holdings = [Holding(queue, capacity, lifecycle, self._backoff) for queue in queues]
+        self.holdings = [Holding(queue, capacity, lifecycle, self._backoff, keep_alive_timeout) for queue in queues]
         self._lifecycle = lifecycle
+        self.dequeue_timeout = dequeue_timeout
 
     @property
     def id(self) -> Optional[str]:
@@ -412,16 +417,17 @@ class Holdings:
 
     def claim(self, count: int, block: bool = True, timeout: Optional[float] = None) -> List[Claim]:
         """Release the finished tasks and claim up to count more, in priority order; if none came
-        and block, wait up to timeout (default: the first queue's dequeue_timeout) for one, on the
+        and block, wait up to timeout (default: dequeue_timeout) for one, on the
         queues that are not paused (a paused one is looked at again in the next round)."""
         claims: List[Claim] = []
         for holding in self.holdings:
             claims += holding.claim(count - len(claims))
         if claims or not block or count < 1 or self.failing:
             return claims
+        timeout = self.dequeue_timeout if timeout is None else timeout
         unpaused = [holding for holding in self.holdings if not holding.paused]
         if not unpaused:
-            self._lifecycle.wait(self.holdings[0].queue.dequeue_timeout if timeout is None else timeout)
+            self._lifecycle.wait(timeout)
             return []
         try:
             notified = wait_for_notification([holding.queue for holding in unpaused], timeout)

@@ -26,7 +26,7 @@ from .metrics import Metrics, Observe
 from .middleware import Middleware, Pipeline
 from ..protocol.queue import Queue
 from ..protocol.sweeper_ops import DEFAULT_MAX_CRASHES
-from ..protocol.worker_ops import server_of
+from ..protocol.worker_ops import DEFAULT_DEQUEUE_TIMEOUT, DEFAULT_KEEP_ALIVE_TIMEOUT, server_of
 from .retry import Retries
 from .run import Run
 from .slots import Job, Slots
@@ -77,8 +77,9 @@ class Worker:
     the outcome; and with `log_tasks` its line is logged. (Inside, each step is a middleware of
     `delayed.worker.middleware`, in that order.)
 
-    A Worker takes ids of its own (`id`, `ids`); it never sets `queue.worker_id`, keakon's API for
-    `dequeue()` and `release()`.
+    A Worker takes ids of its own (`id`, `ids`), and timing of its own (`dequeue_timeout`,
+    `keep_alive_timeout`): it never reads or sets what keakon's Queue (`delayed.queue.Queue`) keeps
+    for its `dequeue()` and `release()`.
 
     Args:
         queue: A Queue, or a sequence of Queues on one Redis, in priority order: the first one's tasks
@@ -89,8 +90,8 @@ class Worker:
             functions defined in it (not those it imports). A task naming anything else is
             dead-lettered (reason `not_allowed`). Required: keakon/delayed 1.x called whatever a
             task named.
-        keep_alive_interval: Seconds between refreshes of the keep-alive keys; keep it well under the
-            queue's `keep_alive_timeout`.
+        keep_alive_interval: Seconds between refreshes of the keep-alive keys (default: a quarter of
+            `keep_alive_timeout`, 15); keep it well under `keep_alive_timeout`.
         batch: The most tasks claimed per round trip (default 32), each under its own worker id. The
             batch grows while batches finish within 20 ms and shrinks when they do not, so slow tasks
             are claimed one at a time; 1 turns batching off.
@@ -123,11 +124,17 @@ class Worker:
             before it decides they are empty. 0 turns sweeping off.
         max_crashes: A sweep dead-letters a task once workers died holding it more often than this
             (default 3); 0 counts no crashes, as the sweeper's `max_crashes`.
+        dequeue_timeout: Seconds an idle worker blocks waiting for a notification (default 1), as
+            go-delayed's workers do; a stop is seen at the latest once it ends.
+        keep_alive_timeout: Seconds the worker's keep-alive keys live without a refresh (default 60,
+            as `--keep-alive-timeout`): once they lapse, a sweeper takes the worker for dead and
+            requeues its tasks, so a worker frozen longer than this loses them to another.
 
     Raises:
         TypeError: No `allow`, or an item of it that is not a module name, a module or a function.
         ImportError: A module name in `allow` that cannot be imported.
-        ValueError: `batch` or `threads` under 1; `sweep_interval` negative or not finite; no queue, a
+        ValueError: `batch` or `threads` under 1; `sweep_interval` negative or not finite;
+            `dequeue_timeout` or `keep_alive_timeout` not a positive number of seconds; no queue, a
             queue named twice, or queues on different Redis servers (the worker waits on them with one
             `BLPOP`).
 
@@ -156,7 +163,7 @@ class Worker:
         self,
         queue: Union[Queue, Sequence[Queue]],
         allow: Union[None, Allowlist, Iterable[Allowed]] = None,
-        keep_alive_interval: float = 15,
+        keep_alive_interval: Optional[float] = None,
         batch: int = DEFAULT_BATCH,
         time_limit: Optional[float] = None,
         threads: int = 1,
@@ -166,6 +173,8 @@ class Worker:
         on_online: Optional[Callable[[], Any]] = None,
         sweep_interval: float = DEFAULT_SWEEP_INTERVAL,
         max_crashes: int = DEFAULT_MAX_CRASHES,
+        dequeue_timeout: float = DEFAULT_DEQUEUE_TIMEOUT,
+        keep_alive_timeout: float = DEFAULT_KEEP_ALIVE_TIMEOUT,
     ) -> None:
         if allow is None:
             raise TypeError(
@@ -178,6 +187,11 @@ class Worker:
             raise ValueError(f"threads must be at least 1, got {threads}")
         if not 0 <= sweep_interval < float("inf"):
             raise ValueError(f"sweep_interval must be 0 (no sweeps) or a number of seconds, got {sweep_interval}")
+        for name, seconds in (("dequeue_timeout", dequeue_timeout), ("keep_alive_timeout", keep_alive_timeout)):
+            if not 0 < seconds < float("inf"):
+                raise ValueError(f"{name} must be a positive number of seconds, got {seconds}")
+        if keep_alive_interval is None:
+            keep_alive_interval = keep_alive_timeout / 4
         self.queues = [queue] if isinstance(queue, Queue) else list(queue)
         if not self.queues:
             raise ValueError("a worker needs at least one queue")
@@ -200,7 +214,7 @@ class Worker:
         self._sweeps = Sweeps(logger, sweep_interval, max_crashes) if sweep_interval else None
         # threaded: a task per slot, and as many again waiting ready for one (see Lookahead)
         capacity = batch if threads == 1 else 2 * threads
-        self.holdings = Holdings(self.queues, capacity, self.lifecycle)
+        self.holdings = Holdings(self.queues, capacity, self.lifecycle, dequeue_timeout, keep_alive_timeout)
         self._invoker = Invoker(threaded=threads > 1)
         self._pipeline = Pipeline(self._middleware())
         self._claimed: Optional[Batch[Claim]] = None  # the one-slot runner's batch, with its watcher

@@ -6,6 +6,7 @@ A page line `<!-- reference: NAME -->` becomes:
   /metrics expose, from their declarations (delayed.worker.metrics.SERIES, delayed.ops.metrics.queues.SERIES).
 """
 import argparse
+import importlib.metadata
 import os
 import re
 from typing import Callable, Dict, Iterator, List, Sequence, Set, Tuple
@@ -79,22 +80,21 @@ def _command(title: str, parser: argparse.ArgumentParser, summary: str, shared: 
 
 
 def _commands() -> List[Tuple[str, str, argparse.ArgumentParser]]:
-    """(title, what else runs it, parser) of each command but `delayed`'s own, in the page's order."""
-    from delayed.ops.contract import cli as contract
-    from delayed.ops.dashboard import cli as dashboard
-    from delayed.ops.metrics import cli as metrics
-    from delayed.scheduler import cli as scheduler
-    from delayed.sweeper import cli as sweeper
-    from delayed.worker import cli as worker
+    """(title, what else runs it, parser) of each program `delayed` runs (delayed.ops.cli.PROGRAMS), in its
+    order: one started as `python -m delayed.NAME` also runs as `delayed NAME`, and as the console scripts
+    setup.cfg points at its main."""
+    from delayed.ops import cli as ops
 
-    return [
-        ("python -m delayed.worker", "also `delayed worker` and `delayed-worker`", worker.parser()),
-        ("python -m delayed.sweeper", "also `delayed sweeper` and `delayed-sweeper`", sweeper.parser()),
-        ("python -m delayed.scheduler", "also `delayed scheduler` and `delayed-scheduler`", scheduler.parser()),
-        ("python -m delayed.metrics", "also `delayed metrics`", metrics.parser()),
-        ("python -m delayed.dashboard", "also `delayed dashboard`", dashboard.parser()),
-        ("delayed contract", "", contract.parser()),
-    ]
+    scripts = importlib.metadata.entry_points(group="console_scripts")
+    commands = []
+    for name, program in ops.PROGRAMS.items():
+        if program.prog == f"delayed {name}":
+            commands.append((program.prog, "", program.parser()))
+            continue
+        module = program.run.__module__
+        also = [f"`delayed {name}`", *(f"`{script.name}`" for script in scripts if script.value == f"{module}:main")]
+        commands.append((program.prog, "also " + " and ".join(also), program.parser()))
+    return commands
 
 
 def _connection_options() -> Tuple[Set[str], List[str]]:

@@ -3,10 +3,9 @@ that file against the Go code (`check`), or write typed code from a contract (`p
 Python module's hints (`gotasks`); a problem is one line on stderr."""
 import argparse
 import sys
-from typing import Optional, Sequence
 
 from ...contract import golang
-from ...runtime.command import quiet_on_closed_pipe
+from ...runtime.command import Command, CommandError
 from . import codegen
 
 GO_STATUS = "Exit status: 0 written, 1 the Go package could not be read, 2 Go is not on the PATH."
@@ -14,11 +13,8 @@ CHECK_STATUS = ("Exit status: 0 the contract matches the Go code, 1 it does not 
                 "the Go package could not be read, 2 Go is not on the PATH.")
 
 
-def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="delayed contract", description="The parameter types of go-delayed "
-                                  "handlers, read from Go code into a JSON contract that Python producers check "
-                                  "GoTasks against, and typed code for either side of a queue shared with go-delayed.")
-    actions = top.add_subparsers(dest="action", required=True)
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", required=True)
     make = actions.add_parser("go", help="read a Go package's handlers into a contract (JSON)",
                               description="Write the parameter types of the top-level functions of the Go "
                                           "package in DIR, as go-delayed names them (main.Add), and why go-delayed "
@@ -35,10 +31,18 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("--func", action="append", default=[], dest="funcs", metavar="NAME",
                        help="as given to `delayed contract go` (repeatable)")
     codegen.add_parsers(actions)
-    return top
 
 
 def _run(args: argparse.Namespace) -> int:
+    try:
+        return _act(args)
+    except golang.GoReaderError as exc:
+        raise CommandError(str(exc), exc.status) from None
+    except OSError as exc:  # the contract file to check, or to write, cannot be read or written
+        raise CommandError(str(exc)) from None
+
+
+def _act(args: argparse.Namespace) -> int:
     if args.action in codegen.ACTIONS:
         return codegen.ACTIONS[args.action](args)
     if args.action == "go":
@@ -56,17 +60,9 @@ def _run(args: argparse.Namespace) -> int:
     return 1
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """`delayed contract ACTION ...`; returns the exit status."""
-    def run() -> int:
-        args = parser().parse_args(argv)
-        try:
-            return _run(args)
-        except golang.GoReaderError as exc:
-            print(f"delayed contract: {exc}", file=sys.stderr)
-            return exc.status
-        except OSError as exc:  # the contract file to check, or to write, cannot be read or written
-            print(f"delayed contract: {exc}", file=sys.stderr)
-            return 1
-
-    return quiet_on_closed_pipe(run)
+COMMAND = Command("delayed contract", "delayed contract",
+                  "The parameter types of go-delayed handlers, read from Go code into a JSON contract that Python "
+                  "producers check GoTasks against, and typed code for either side of a queue shared with go-delayed.",
+                  _arguments, _run, connects=False)
+parser = COMMAND.parser
+main = COMMAND.main

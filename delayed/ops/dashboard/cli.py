@@ -4,18 +4,12 @@ import importlib.util
 import ipaddress
 import os
 import signal
-from typing import Optional, Sequence
 
 from ...runtime import cmdline
-from ...runtime.command import CommandError, add_connection_options, connect_checked, positive, run_command
+from ...runtime.command import Command, CommandError, connect_checked, positive
 
 
-def parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m delayed.dashboard",
-        description="Serve a web dashboard of the queues: counts, throughput, workers, dead letters "
-                    "(requeue, delete, purge), scheduled and periodic tasks.")
-    add_connection_options(parser)
+def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default: %(default)s); any but a loopback one needs --token")
     parser.add_argument("--port", type=int, default=8080, help="port to listen on (default: %(default)s)")
@@ -28,7 +22,6 @@ def parser() -> argparse.ArgumentParser:
                         help="seconds between the throughput samples (default: %(default)s)")
     parser.add_argument("--window", type=positive(float), default=600.0, metavar="SECONDS",
                         help="seconds of throughput the charts show (default: %(default)s)")
-    return parser
 
 
 def loopback(host: str) -> bool:
@@ -77,6 +70,8 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """`python -m delayed.dashboard ARGS...`; returns the exit status."""
-    return run_command("delayed.dashboard", _serve, parser(), argv)
+COMMAND = Command("delayed.dashboard", "python -m delayed.dashboard",
+                  "Serve a web dashboard of the queues: counts, throughput, workers, dead letters "
+                  "(requeue, delete, purge), scheduled and periodic tasks.", _arguments, _serve)
+parser = COMMAND.parser
+main = COMMAND.main

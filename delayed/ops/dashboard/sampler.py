@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence, Set
 import redis
 
 from .. import admin
-from ...protocol.connection import error_text
+from ...protocol.redis_errors import error_text
 from .charts import Point
 
 Series = Dict[str, Dict[str, List[Point]]]

@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 import redis
 
 from .. import admin
-from ...protocol.connection import error_text
+from ...protocol.redis_errors import error_text
 from ...wire.keys import COUNTED_EVENTS
 from ...runtime.command import METRICS_HOST
 from ...runtime.lifecycle import Lifecycle
