@@ -60,13 +60,12 @@ class Counting(Middleware):
 def test_a_middleware_around_the_call_does_not_change_what_a_failure_is(conn, queue):
     worker = Worker(queue, ALLOW)
     counting = Counting()
-    *outer, innermost = worker._pipeline.middleware
-    worker._pipeline = Pipeline([*outer, counting, innermost])  # the last before the call but one
+    worker._pipeline = Pipeline([*worker._pipeline.middleware, counting])  # innermost: right around the call
     settled = [worker.execute(PyTask(pipeline_tasks.wrapped, args).serialize())
                for args in (["bad"], ["raises", 1], ["runs", "ok"])]
     assert [getattr(settlement, "reason", "released") for settlement in settled] == [
         "bad_arguments", "failed", "released"]
-    assert counting.calls == {"before": 3, "after": 3}
+    assert counting.calls == {"before": 2, "after": 3}  # the refused task never got as far as its before()
     assert results(conn) == [repr(("runs", (2,), {}))]
 
 

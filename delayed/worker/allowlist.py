@@ -70,9 +70,11 @@ class Allowlist:
         return sorted(self._functions)
 
 
-class AllowlistCheck(Middleware):
-    """Finds a task's function in the allowlist (run.callee, read once per function), or refuses the
-    task: not_allowed."""
+class CallCheck(Middleware):
+    """The checks before a call: the task's function is in the allowlist (run.callee, read once per
+    function), else the task is refused as not_allowed; and its signature takes the task's arguments,
+    else it is refused as bad_arguments, never called (a TypeError the function raises itself is an
+    ordinary failure)."""
 
     def __init__(self, allowlist: Allowlist) -> None:
         self.allowlist = allowlist
@@ -90,15 +92,6 @@ class AllowlistCheck(Middleware):
                 return
             callee = self._callees[task.func_path] = Callee(func)
         run.callee = callee
-
-
-class ArgumentsCheck(Middleware):
-    """Refuses a task whose arguments its function's signature does not take (bad_arguments), before the
-    call: a TypeError the function raises itself is an ordinary failure."""
-
-    def before(self, run: Run) -> None:
-        task, callee = run.task, run.callee
-        assert task is not None and callee is not None
         if not task.kwargs and callee.fewest <= len(task.args) <= callee.most:  # most tasks: no call to bind
             return
         misfit = callee.misfit(task.args, task.kwargs)

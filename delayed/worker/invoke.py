@@ -82,7 +82,7 @@ class Invoker:
 
     def invoke(self, run: Run) -> None:
         """Call run's function with its task's arguments, within run.limit: sets run.result, or run.error to
-        what it raised, and run.started and run.seconds. Raises only what a task may end
+        what it raised; if run.timed, run.started and run.seconds. Raises only what a task may end
         the worker with (a BaseException other than TimeLimitExceeded: SystemExit, KeyboardInterrupt)."""
         callee, task = run.callee, run.task
         assert callee is not None and task is not None
@@ -90,7 +90,8 @@ class Invoker:
             self.loop.run(self.invoke_async(run))
             return
         limit = run.limit
-        run.started = time.monotonic()
+        if run.timed:
+            run.started = time.monotonic()
         try:
             if limit and self._alarms():
                 result = call_limited(limit, callee.func, task.args, task.kwargs)
@@ -104,18 +105,21 @@ class Invoker:
                 run.error = exc if exc.args or not limit else exceeded(limit).with_traceback(exc.__traceback__)
         except Exception as exc:
             run.error = exc
-        run.seconds = time.monotonic() - run.started
+        if run.timed:
+            run.seconds = time.monotonic() - run.started
 
     async def invoke_async(self, run: Run) -> None:
         """invoke() of a coroutine function, on the loop."""
         callee, task = run.callee, run.task
         assert callee is not None and task is not None
-        run.started = time.monotonic()
+        if run.timed:
+            run.started = time.monotonic()
         try:
             run.result = await within(callee.func(*task.args, **task.kwargs), run.limit)
         except (Exception, TimeLimitExceeded) as exc:
             run.error = exc
-        run.seconds = time.monotonic() - run.started
+        if run.timed:
+            run.seconds = time.monotonic() - run.started
 
     def _alarms(self) -> bool:
         """Whether SIGALRM limits this plain call: in the main thread; in a slot thread Slots does."""

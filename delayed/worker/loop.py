@@ -17,7 +17,7 @@ from .background import Every
 from .batch import Batch, Lookahead
 from ..runtime.due import MOVE_DUE_INTERVAL, move_due_tasks
 from ..runtime.sweeping import Sweeps
-from .allowlist import Allowed, Allowlist, AllowlistCheck, ArgumentsCheck
+from .allowlist import Allowed, Allowlist, CallCheck
 from .holding import NOTE_AFTER, Claim, Holdings, Settlement
 from .invoke import Invoker
 from .keepalive import KeepAlive
@@ -70,8 +70,8 @@ class Worker:
 
     Each claimed task takes the same steps, in this order: it is decoded (a blob that is not a PyTask is
     dead-lettered: `malformed`, `go_task`, `too_large`); its function is looked up in the allowlist
-    (`not_allowed`); its call gets its time limit (its own, else the worker's); its arguments are
-    checked against the function's signature (`bad_arguments`, without calling it); the function is
+    (`not_allowed`) and its arguments are checked against the function's signature (`bad_arguments`,
+    without calling it); its call gets its time limit (its own, else the worker's); the function is
     called; the task is settled: released, retried as its options say, or dead-lettered, with an ERROR
     line for each failure; a tracked task's record gets what it returned or raised; `observe` is told
     the outcome; and with `log_tasks` its line is logged. (Inside, each step is a middleware of
@@ -401,7 +401,7 @@ class Worker:
         jobs = []
         pipeline = self._pipeline
         for claim in claims:
-            run = Run(claim.blob, claim.queue)
+            run = Run(claim.blob, claim.holding.queue)
             if not pipeline.start(run):
                 claim.holding.settle(claim, pipeline.finish(run))
                 continue
@@ -454,4 +454,4 @@ class Worker:
         log: List[Middleware] = [TaskLog()] if self.log_tasks else []
         metrics: List[Middleware] = [] if self.observe is None else [Metrics(self.observe)]
         return [*log, *metrics, Tracking(), Retries(self.allowlist.resolve, lambda: self.id),
-                AllowlistCheck(self.allowlist), TimeLimit(self.time_limit), ArgumentsCheck()]
+                CallCheck(self.allowlist), TimeLimit(self.time_limit)]

@@ -43,7 +43,9 @@ it ran); func path "" and seconds None for a dead one."""
 
 
 class Metrics(Middleware):
-    """Tells observe each run's outcome and run time."""
+    """Tells observe each run's outcome and run time (every run is timed)."""
+
+    times_runs = True
 
     def __init__(self, observe: Observe) -> None:
         self.observe = observe

@@ -7,17 +7,17 @@ too large, malformed, a GoTask), then calls each middleware's before() in order,
 the later ones and the call are skipped, and every after() still runs. The worker installs, outermost
 first (Worker._middleware):
 
-    TaskLog         after: one line per task (only with log_tasks)
-    Metrics         after: tell the observe hook each outcome and run time (only with observe)
-    Tracking        after: add what a tracked task's record gets to its settlement
-    Retries         after: settle the run with decide() (delayed.worker.decide); log a failure
-    AllowlistCheck  before: find the function, or refuse the task (not_allowed)
-    TimeLimit       before: the time limit of the call (the task's own, or the worker's)
-    ArgumentsCheck  before: refuse arguments the function's signature does not take (bad_arguments)
+    TaskLog    after: one line per task (only with log_tasks)
+    Metrics    after: tell the observe hook each outcome and run time (only with observe)
+    Tracking   after: add what a tracked task's record gets (its run timed) to its settlement
+    Retries    after: settle the run with decide() (delayed.worker.decide); log a failure
+    CallCheck  before: find the function in the allowlist (else not_allowed), and refuse arguments its
+               signature does not take (bad_arguments: it is not called)
+    TimeLimit  before: the time limit of the call (the task's own, or the worker's)
 
-so the outer ones see how every run was settled, and only allowed functions get their arguments
-checked. Nothing is built per task: the Pipeline keeps the hooks each middleware overrides, once,
-and a task without options skips those of the middleware that act only on options.
+so the outer ones see how every run was settled. Nothing is built per task: the Pipeline keeps the
+hooks each middleware overrides, once, and a task without options skips those of the middleware that
+act only on options (Tracking; TimeLimit when the worker has no time limit of its own).
 """
 from typing import Callable, Sequence, Tuple
 
@@ -36,14 +36,16 @@ class Middleware:
     are cost nothing per task). Hooks run in the worker's main thread; the call may run in another.
 
     options_only: it acts only on the options a task carries (PyTask.options), so a task without any
-    skips its hooks (a blob that did not decode does not).
+    skips its hooks (a blob that did not decode does not). times_runs: it reads run.seconds of the runs
+    it acts on (every run, or with options_only those of tasks with options), so their calls are timed.
     """
 
     options_only = False
+    times_runs = False
 
     def before(self, run: Run) -> None:
-        """Before the call, with run.task decoded: may set what the call gets (run.limit), or refuse the
-        task (run.refuse): then no later before() runs, and neither does the call."""
+        """Before the call, with run.task decoded: may set what the call gets (run.limit, run.timed), or
+        refuse the task (run.refuse): then no later before() runs, and neither does the call."""
 
     def after(self, run: Run) -> None:
         """Once the run is over, called or refused (run.refusal), innermost middleware first: from
@@ -60,6 +62,8 @@ class Pipeline:
         plain = [item for item in self.middleware if not item.options_only]
         self._plain_before = self._hooks("before", plain)
         self._plain_after = self._hooks("after", plain[::-1])
+        self._timed = any(item.times_runs for item in self.middleware)
+        self._plain_timed = any(item.times_runs for item in plain)
 
     @staticmethod
     def _hooks(name: str, middleware: Sequence[Middleware]) -> Tuple[Hook, ...]:
@@ -77,7 +81,11 @@ class Pipeline:
         except MalformedTaskError as exc:
             run.refuse(Reason(exc.reason), str(exc), exc.func_path)
             return False
-        for before in self._plain_before if task.options is NO_OPTIONS else self._before:
+        if task.options is NO_OPTIONS:
+            hooks, run.timed = self._plain_before, self._plain_timed
+        else:
+            hooks, run.timed = self._before, self._timed
+        for before in hooks:
             before(run)
             if run.refusal is not None:
                 return False

@@ -20,26 +20,29 @@ class Refusal(NamedTuple):
 class Run:
     """A claimed task: its blob and the queue it came from; once decoded, the task and its function
     (callee), and the time limit its call gets; then what happened: it returned result, raised error,
-    or was refused before its call; when its call started (time.monotonic()) and how long it ran; and
-    how it is settled.
+    or was refused before its call; if timed, when its call started (time.monotonic()) and how long it
+    ran (seconds); and how it is settled.
 
-    One is made per task: the fields that start empty are class attributes until set, which costs
-    less than setting them all.
+    One is made per task: it has slots, and every field is set from the start, so reading one costs
+    what reading a local's attribute does.
     """
 
-    task: Optional[PyTask] = None
-    callee: Optional[Callee] = None
-    limit: Optional[float] = None
-    started = 0.0
-    seconds = 0.0
-    result: Any = None
-    error: Optional[BaseException] = None
-    refusal: Optional[Refusal] = None
-    settlement: Optional[Settlement] = None
+    __slots__ = ("blob", "queue", "task", "callee", "limit", "timed", "started", "seconds", "result", "error",
+                 "refusal", "settlement")
 
     def __init__(self, blob: bytes, queue: Queue) -> None:
         self.blob = blob
         self.queue = queue
+        self.task: Optional[PyTask] = None
+        self.callee: Optional[Callee] = None
+        self.limit: Optional[float] = None
+        self.timed = False
+        self.started = 0.0
+        self.seconds = 0.0
+        self.result: Any = None
+        self.error: Optional[BaseException] = None
+        self.refusal: Optional[Refusal] = None
+        self.settlement: Optional[Settlement] = None
 
     def refuse(self, reason: Reason, error: str, func: Optional[str] = None) -> None:
         """Settle the task without calling it: it is dead-lettered for reason."""

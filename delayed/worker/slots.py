@@ -42,8 +42,9 @@ LIMIT_CHECK = 0.01
 
 
 class Job:
-    """One run to make in a slot: done once its outcome is in the run; thread: the thread running a plain
-    job; interrupted, next_warning: its time limit's interruptions so far and when the next warning is due."""
+    """One run to make in a slot (timed: a slot needs its start): done once its outcome is in the run;
+    thread: the thread running a plain job; interrupted, next_warning: its time limit's interruptions so
+    far and when the next warning is due."""
 
     __slots__ = ("key", "run", "coroutine", "limit", "thread", "done", "interrupted", "next_warning")
 
@@ -51,6 +52,7 @@ class Job:
         assert run.callee is not None
         self.key = key
         self.run = run
+        run.timed = True
         self.coroutine = run.callee.coroutine
         self.limit = run.limit
         self.thread: Optional[int] = None

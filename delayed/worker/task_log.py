@@ -14,6 +14,8 @@ task_logger = logging.getLogger("delayed.worker.tasks")
 class TaskLog(Middleware):
     """`task ID FUNC OUTCOME in 12.3 ms` (ID `-` for an untracked task; a dead one's line says no time)."""
 
+    times_runs = True
+
     def after(self, run: Run) -> None:
         settlement = run.settlement
         assert settlement is not None

@@ -83,4 +83,4 @@ class TimeLimit(Middleware):
 
     def before(self, run: Run) -> None:
         assert run.task is not None
-        run.limit = run.task.time_limit or self.default
+        run.limit = run.task.options.time_limit or self.default

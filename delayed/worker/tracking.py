@@ -11,11 +11,13 @@ from .run import Run
 
 
 class Tracking(Middleware):
-    """A tracked task's settlement carries its record's news: a release its result and run time, a retry
-    the error and run time, a dead letter the status its reason ends in and the error. A tracked task
-    carries its id in its options; a blob that did not decode is looked at for one (tracking.task_id)."""
+    """A tracked task's run is timed, and its settlement carries its record's news: a release its result
+    and run time, a retry the error and run time, a dead letter the status its reason ends in and the
+    error. A tracked task carries its id in its options; a blob that did not decode is looked at for one
+    (tracking.task_id)."""
 
     options_only = True
+    times_runs = True  # the runs of tasks with options, tracked ones among them
 
     def after(self, run: Run) -> None:
         settlement = run.settlement
