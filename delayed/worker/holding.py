@@ -58,6 +58,10 @@ class Claim(NamedTuple):
         return self.holding.queue
 
 
+_new_claim = tuple.__new__
+"""Claim(...) without the Python frame of a NamedTuple's __new__: a batch makes dozens per round trip."""
+
+
 class Outcome(StrEnum):
     """How the worker settled a claim, one outcome each: what the observe hook is told, and the metrics'
     outcome label. Each is the Status the settlement gives a tracked task's record (retried: retrying)."""
@@ -272,7 +276,7 @@ class Holding:
         self._unsure = []
         self._backoff.succeeded()
         now = time.monotonic()
-        claims = [Claim(worker_id, blob, self, now) for worker_id, blob in pairs]
+        claims = [_new_claim(Claim, (worker_id, blob, self, now)) for worker_id, blob in pairs]
         for claim in claims:
             self._held[claim.worker_id] = claim
         return claims

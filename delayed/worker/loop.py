@@ -308,6 +308,7 @@ class Worker:
         """
         if self._claimed is None:
             self._claimed = Batch(self.holdings.give_back, BATCH_TIME)
+            self.lifecycle.on_stop(self._claimed.stop)  # a stop starts none of the claimed tasks left
         claims = self.holdings.claim(self._batch, block=not self.burst)
         started = time.monotonic()
         self._claimed.load(claims)
@@ -316,11 +317,10 @@ class Worker:
             claim = self._claimed.next()
             if claim is None:
                 break
-            if self.lifecycle.stopping:
-                self.holdings.give_back([claim, *self._claimed.rest()])
-                break
-            claim.holding.settle(claim, self.execute(claim.blob, claim.queue))
+            claim.holding.settle(claim, self.execute(claim.blob, claim.holding.queue))
             ran += 1
+        if self.lifecycle.stopping:
+            self.holdings.give_back(self._claimed.rest())
         self.holdings.unlock()
         self._adapt_batch(len(claims), time.monotonic() - started)
         return ran
