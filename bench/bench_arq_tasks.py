@@ -8,9 +8,8 @@ import asyncio
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-from arq.connections import RedisSettings
-
 import bench_tasks
+from arq.connections import RedisSettings
 
 SLOTS = int(os.environ.get("BENCH_SLOTS") or 10)
 POLL_DELAY = float(os.environ.get("BENCH_ARQ_POLL_DELAY") or 0.5)

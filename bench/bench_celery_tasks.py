@@ -2,9 +2,8 @@
 tasks: Celery has none)."""
 import os
 
-from celery import Celery
-
 import bench_tasks
+from celery import Celery
 
 app = Celery("bench", broker=os.environ["BENCH_REDIS_URL"])
 app.conf.task_default_queue = "bench"

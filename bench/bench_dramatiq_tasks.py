@@ -1,11 +1,10 @@
 """bench_tasks as dramatiq actors on a Redis broker at $BENCH_REDIS_URL, queue "bench"."""
 import os
 
+import bench_tasks
 import dramatiq
 from dramatiq.brokers.redis import RedisBroker
 from dramatiq.middleware import AsyncIO
-
-import bench_tasks
 
 broker = RedisBroker(url=os.environ["BENCH_REDIS_URL"])
 broker.add_middleware(AsyncIO())  # what async actors need (dramatiq's docs: "Async Actors")

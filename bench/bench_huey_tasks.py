@@ -2,9 +2,8 @@
 huey has none)."""
 import os
 
-from huey import RedisHuey
-
 import bench_tasks
+from huey import RedisHuey
 
 huey = RedisHuey("bench", url=os.environ["BENCH_REDIS_URL"])
 

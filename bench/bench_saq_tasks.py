@@ -5,9 +5,8 @@ thread pool (`ThreadPoolExecutor()`: min(32, CPUs + 4) threads) and coroutines o
 """
 import os
 
-from saq import Queue
-
 import bench_tasks
+from saq import Queue
 
 queue = Queue.from_url(os.environ["BENCH_REDIS_URL"], name="bench")
 

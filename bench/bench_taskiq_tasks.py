@@ -2,9 +2,8 @@
 a killed worker's messages are claimed again), stream "bench"."""
 import os
 
-from taskiq_redis import RedisStreamBroker
-
 import bench_tasks
+from taskiq_redis import RedisStreamBroker
 
 broker = RedisStreamBroker(url=os.environ["BENCH_REDIS_URL"], queue_name="bench")
 

@@ -17,9 +17,8 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
-import redis
-
 import bench_tasks
+import redis
 
 BENCH_DIR = Path(__file__).resolve().parent
 LATENCY_KEY = "bench:latency"  # bench_tasks.record RPUSHes each start latency (seconds) here

@@ -26,8 +26,9 @@ import redis
 from delayed.testing import RedisServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root, for interop/
-from interop import gocommands  # noqa: E402
 import scale  # noqa: E402  (bench/, this script's directory)
+
+from interop import gocommands  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent

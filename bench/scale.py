@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+import common
 import redis
 
-import common
 from delayed import PyTask, Queue
 from delayed.protocol.connection import connect
 from delayed.testing import RedisCluster, RedisServer

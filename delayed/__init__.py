@@ -48,9 +48,22 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from .delay import delayed
-    from .errors import (ContractError, DeadLetterError, DelayedError, DuplicateTaskError, FunctionNotAllowedError,
-                         MalformedTaskError, NotReplicatedError, QueueFullError, RedisURLError, SkipRetry,
-                         TaskArgumentError, TaskFailedError, TaskNotFoundError, TaskTooLargeError)
+    from .errors import (
+        ContractError,
+        DeadLetterError,
+        DelayedError,
+        DuplicateTaskError,
+        FunctionNotAllowedError,
+        MalformedTaskError,
+        NotReplicatedError,
+        QueueFullError,
+        RedisURLError,
+        SkipRetry,
+        TaskArgumentError,
+        TaskFailedError,
+        TaskNotFoundError,
+        TaskTooLargeError,
+    )
     from .logger import setup_logger
     from .protocol.connection import connect, connect_async
     from .protocol.handles import AsyncTaskHandle, TaskHandle
@@ -58,8 +71,8 @@ if TYPE_CHECKING:
     from .scheduler import Periodic, Scheduler
     from .sweeper import Sweeper
     from .wire.options import TaskOptions
-    from .wire.tracking import Cancel, TaskInfo
     from .wire.task import Float32, GoTask, PyTask
+    from .wire.tracking import Cancel, TaskInfo
     from .worker.loop import Worker
 
 

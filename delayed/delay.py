@@ -9,10 +9,10 @@ import functools
 import inspect
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Optional, TypeVar, Union, cast, overload
 
+from .protocol.handles import AsyncTaskHandle, TaskHandle
 from .protocol.queue import AsyncQueue, Queue
 from .wire.options import make
 from .wire.task import PyTask
-from .protocol.handles import AsyncTaskHandle, TaskHandle
 
 if TYPE_CHECKING:
     from typing_extensions import ParamSpec, Protocol

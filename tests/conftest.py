@@ -11,9 +11,9 @@ import redis
 from delayed import Queue, Worker, testing
 from delayed.protocol.worker_ops import WorkerOps
 from delayed.runtime.lifecycle import Lifecycle
+from delayed.testing import RedisCluster, RedisServer, SentinelSet  # noqa: F401
 from delayed.wire.keys import new_worker_id
 from delayed.worker.holding import Claim, Holding
-from delayed.testing import RedisCluster, RedisServer, SentinelSet  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
 WAIT = 60

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import List
 
 from delayed import Queue, Worker
-from delayed.runtime.command import LOG_FORMAT
 from delayed.protocol.connection import connect
+from delayed.runtime.command import LOG_FORMAT
 from delayed.worker.supervisor import Supervisor
 
 

@@ -13,8 +13,8 @@ from delayed import GoTask, PyTask, Queue, Worker
 from delayed.ops import admin
 from delayed.protocol.sweeper_ops import SweeperOps
 from delayed.protocol.worker_ops import WorkerOps
-from delayed.wire.keys import new_worker_id
 from delayed.wire.dead_letter import record
+from delayed.wire.keys import new_worker_id
 
 from .conftest import ROOT, WAIT, results, settle_by_a_worker, spawn, wait_for
 

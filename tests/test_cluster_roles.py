@@ -17,8 +17,8 @@ import redis.cluster
 
 from delayed import PyTask, Queue
 from delayed.protocol.connection import connect
-from delayed.wire.keys import hash_tag
 from delayed.testing import free_port
+from delayed.wire.keys import hash_tag
 
 from .conftest import ROOT, finish, lost_and_duplicates, read_until, results, spawn, stop, wait_for
 

@@ -3,9 +3,9 @@ shows every user) once the process has started: not the worker's, its supervised
 keep-alive helpers', the sweeper's, the scheduler's, the metrics exporter's or the dashboard's.
 Real processes, a real redis-server that requires the password."""
 import urllib.request
-from urllib.parse import quote
 from pathlib import Path
 from typing import Dict, List
+from urllib.parse import quote
 
 import pytest
 import redis
@@ -13,7 +13,7 @@ import redis
 from delayed import PyTask
 from delayed.testing import RedisServer, free_port
 
-from .conftest import read_until, results, stop, spawn, wait_for
+from .conftest import read_until, results, spawn, stop, wait_for
 
 PASSWORD = "pw@4f1c/9b in:no-cmdline"
 TYPED = quote(PASSWORD, safe="")

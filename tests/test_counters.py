@@ -10,14 +10,14 @@ import pytest
 import redis.asyncio
 
 from delayed import AsyncQueue, DuplicateTaskError, PyTask
-from delayed.queue import Queue
 from delayed.ops import admin
-from delayed.wire.dead_letter import record
-from delayed.wire.keys import new_worker_id
+from delayed.protocol.sweeper_ops import SweeperOps
+from delayed.protocol.worker_ops import WorkerOps
+from delayed.queue import Queue
 from delayed.scheduler import Periodic, Scheduler
 from delayed.testing import RedisServer
-from delayed.protocol.worker_ops import WorkerOps
-from delayed.protocol.sweeper_ops import SweeperOps
+from delayed.wire.dead_letter import record
+from delayed.wire.keys import new_worker_id
 
 from . import tasks
 from .conftest import ROOT, WAIT, results, wait_for

@@ -17,15 +17,15 @@ import redis
 
 from delayed import GoTask, PyTask, Queue, Worker
 from delayed.ops import admin
-from delayed.protocol import inspect
 from delayed.ops.dashboard.charts import chart
 from delayed.ops.dashboard.sampler import Sampler, series
-from delayed.wire.dead_letter import record
-from delayed.wire.keys import LEGACY_PERIODIC_KEY
-from delayed.testing import RedisServer, free_port
+from delayed.protocol import inspect
 from delayed.protocol.sweeper_ops import SweeperOps
 from delayed.protocol.worker_ops import WorkerOps
 from delayed.runtime.lifecycle import Lifecycle
+from delayed.testing import RedisServer, free_port
+from delayed.wire.dead_letter import record
+from delayed.wire.keys import LEGACY_PERIODIC_KEY
 from delayed.worker.holding import Claim, Holding
 
 from .conftest import ROOT, WAIT, finish, settle_by_a_worker, spawn, wait_for

@@ -11,12 +11,12 @@ import time
 import pytest
 
 from delayed import PyTask
+from delayed.protocol.worker_ops import WorkerOps
 from delayed.queue import Queue
+from delayed.sweeper import Sweeper
 from delayed.sweeper.cli import parser as sweeper_parser
 from delayed.wire.dead_letter import record as legacy_record_fields
 from delayed.wire.keys import new_worker_id
-from delayed.sweeper import Sweeper
-from delayed.protocol.worker_ops import WorkerOps
 
 from . import slowlog
 from .conftest import ROOT, WAIT, spawn, wait_for

@@ -13,9 +13,9 @@ import redis.asyncio
 
 from delayed import AsyncQueue, PyTask, Queue, QueueFullError
 from delayed.protocol.redis_errors import error_text
-from delayed.wire.keys import new_worker_id
-from delayed.testing import RedisServer
 from delayed.protocol.worker_ops import WorkerOps
+from delayed.testing import RedisServer
+from delayed.wire.keys import new_worker_id
 
 from .conftest import ROOT, finish, lost_and_duplicates, read_until, spawn, wait_for
 

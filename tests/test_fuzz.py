@@ -15,15 +15,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from delayed import PyTask, Queue, Sweeper, Worker
-from delayed.ops import admin
-from delayed.wire import preview
-from delayed.ops.cli import main as delayed_main
-from delayed.wire.dead_letter import REASONS, parse, record
 from delayed.errors import MalformedTaskError
-from delayed.worker.holding import Bury, Release
-from delayed.wire.keys import new_worker_id
+from delayed.ops import admin
+from delayed.ops.cli import main as delayed_main
 from delayed.ops.metrics.queues import QueueCollector
+from delayed.wire import preview
+from delayed.wire.dead_letter import REASONS, parse, record
+from delayed.wire.keys import new_worker_id
 from delayed.wire.task import GoTask, decode_task
+from delayed.worker.holding import Bury, Release
 
 from .conftest import WAIT, results, wait_for
 

@@ -215,14 +215,13 @@ def test_the_console_scripts_resolve():
 
 
 def test_the_keakon_era_and_documented_import_paths_work():
+    import delayed as package
     from delayed.delay import delayed
     from delayed.logger import setup_logger
     from delayed.queue import AsyncQueue, Queue
     from delayed.sweeper import Sweeper
     from delayed.task import GoTask, PyTask
     from delayed.worker import Worker
-
-    import delayed as package
     assert (AsyncQueue, PyTask, GoTask, Worker, Sweeper, delayed, setup_logger) == (
         package.AsyncQueue, package.PyTask, package.GoTask, package.Worker, package.Sweeper,
         package.delayed, package.setup_logger)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from delayed import Queue, Worker
-from delayed.protocol.connection import connect
 from delayed.ops.metrics.queues import Exporter
+from delayed.protocol.connection import connect
 from delayed.runtime.backoff import OutageBackoff
 from delayed.runtime.lifecycle import DRAINING, OFFLINE, ONLINE, STARTING, Lifecycle
 from delayed.scheduler import Periodic, Scheduler

@@ -2,6 +2,7 @@
 server (Debian's `prometheus`, which `make test` installs), and the /metrics text in detail."""
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -9,27 +10,27 @@ import subprocess
 import sys
 import threading
 import time
-import re
 import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Callable, Dict, List, Set, Tuple, Union
 
-import yaml
-
 import pytest
 import redis
+import yaml
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from delayed import PyTask, Queue, Worker
 from delayed.ops import admin
+from delayed.ops.metrics.queues import SERIES as QUEUE_SERIES
+from delayed.ops.metrics.queues import STATES, QueueCollector
 from delayed.protocol.sweeper_ops import SweeperOps
-from delayed.worker.cli import main as worker_main
-from delayed.ops.metrics.queues import SERIES as QUEUE_SERIES, STATES, QueueCollector
-from delayed.worker.metrics import BUCKETS, SERIES as WORKER_SERIES, TaskMetrics, serve
 from delayed.testing import RedisServer, free_port
+from delayed.worker.cli import main as worker_main
+from delayed.worker.metrics import BUCKETS, TaskMetrics, serve
+from delayed.worker.metrics import SERIES as WORKER_SERIES
 
 from . import docs_examples
 from .conftest import ROOT, WAIT, results, spawn, wait_for

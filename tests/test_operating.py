@@ -17,8 +17,8 @@ from delayed import GoTask, PyTask, Queue
 from delayed.ops import admin
 from delayed.ops.cli import main
 from delayed.protocol.redaction import redacted
-from delayed.wire.dead_letter import record
 from delayed.testing import RedisServer, free_port
+from delayed.wire.dead_letter import record
 
 from .conftest import ROOT, WAIT, results, spawn, wait_for
 

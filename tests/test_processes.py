@@ -14,9 +14,9 @@ import pytest
 import redis
 
 from delayed import PyTask, Queue
+from delayed.testing import RedisServer, free_port
 
 from .conftest import ROOT, finish, read_until, results, spawn, tags, wait_for
-from delayed.testing import RedisServer, free_port
 
 KEEP_ALIVE = "1"  # seconds: a killed worker's task is recoverable after this
 

@@ -8,11 +8,11 @@ import pytest
 import redis.asyncio
 
 from delayed import AsyncQueue, GoTask, PyTask, TaskArgumentError, TaskTooLargeError, delayed
+from delayed.protocol.sweeper_ops import SweeperOps
+from delayed.protocol.worker_ops import WorkerOps
 from delayed.queue import Queue
 from delayed.wire.dead_letter import record
 from delayed.wire.keys import new_worker_id
-from delayed.protocol.worker_ops import WorkerOps
-from delayed.protocol.sweeper_ops import SweeperOps
 
 from . import slowlog, tasks
 

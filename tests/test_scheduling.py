@@ -9,8 +9,8 @@ import pytest
 import redis.asyncio
 
 from delayed import AsyncQueue, GoTask, PyTask, Queue, Worker
-from delayed.worker.retry import exponential_with_jitter
 from delayed.protocol.worker_ops import WorkerOps
+from delayed.worker.retry import exponential_with_jitter
 
 from .conftest import WAIT, results, spawn, wait_for
 

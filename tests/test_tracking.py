@@ -13,14 +13,14 @@ import redis.asyncio
 
 from delayed import AsyncQueue, DuplicateTaskError, GoTask, PyTask, Queue, Worker, delayed
 from delayed.errors import TaskFailedError, TaskNotFoundError
-from delayed.worker.holding import Claim, Holding
+from delayed.protocol.handles import AsyncTaskHandle, TaskHandle
+from delayed.protocol.sweeper_ops import SweeperOps
+from delayed.protocol.worker_ops import WorkerOps
 from delayed.runtime.lifecycle import Lifecycle
 from delayed.wire.options import TaskOptions
 from delayed.wire.task import decode_task
-from delayed.protocol.handles import AsyncTaskHandle, TaskHandle
 from delayed.wire.tracking import pack_result
-from delayed.protocol.worker_ops import WorkerOps
-from delayed.protocol.sweeper_ops import SweeperOps
+from delayed.worker.holding import Claim, Holding
 
 from . import slowlog
 from .conftest import WAIT, results, spawn, wait_for

@@ -11,8 +11,8 @@ import msgpack
 import pytest
 
 from delayed import GoTask, PyTask, Worker
-from delayed.queue import Queue
 from delayed.ops import admin
+from delayed.queue import Queue
 from delayed.runtime.lifecycle import Lifecycle
 from delayed.worker.allowlist import Allowlist
 from delayed.worker.holding import Holding, Release

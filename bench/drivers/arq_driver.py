@@ -5,8 +5,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import common  # noqa: E402
-
-
 from arq import create_pool  # noqa: E402
 from arq.connections import RedisSettings  # noqa: E402
 

@@ -8,7 +8,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import common  # noqa: E402
 
-
 from delayed import PyTask, Queue  # noqa: E402
 
 

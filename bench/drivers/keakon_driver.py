@@ -9,9 +9,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import common  # noqa: E402
-
-
 import redis  # noqa: E402
+
 from delayed.queue import Queue  # noqa: E402
 from delayed.task import PyTask  # noqa: E402
 from delayed.worker import Worker  # noqa: E402

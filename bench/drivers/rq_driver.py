@@ -5,8 +5,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import common  # noqa: E402
-
-
 from rq import Queue  # noqa: E402
 from rq.registry import StartedJobRegistry  # noqa: E402
 

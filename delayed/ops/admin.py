@@ -6,14 +6,14 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import msgpack
 import redis
 
-from ..wire import preview, worker_info
+from ..errors import DeadLetterError, MalformedTaskError
 from ..protocol import inspect, samples
 from ..protocol.discovery import queue_names  # noqa: F401  (the operating views find queues here)
-from ..protocol.scheduled import ScheduledTasks
-from ..wire.dead_letter import MAX_ERROR, check_ids, id_order
-from ..errors import DeadLetterError, MalformedTaskError
-from ..wire.keys import COUNTED_EVENTS, GO_WORKER_ID
 from ..protocol.queue import Queue
+from ..protocol.scheduled import ScheduledTasks
+from ..wire import preview, worker_info
+from ..wire.dead_letter import MAX_ERROR, check_ids, id_order
+from ..wire.keys import COUNTED_EVENTS, GO_WORKER_ID
 from ..wire.task import GoTask, decode_task
 from ..wire.tracking import Cancel, Status
 from ..wire.tracking import parse as parse_record

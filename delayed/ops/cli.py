@@ -14,25 +14,34 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import redis
 
-from . import admin
-from ..wire import preview
-from ..runtime.command import (Command, CommandError, add_connection_options, add_task_options, check_queue_names, connect_checked, positive, task_options_of,
-                               quiet_on_closed_pipe, run_command)
-from ..scheduler import cli as scheduler_cli
-from ..sweeper import cli as sweeper_cli
-from ..worker import cli as worker_cli
-from ..protocol.redis_errors import error_text
-from ..runtime.backoff import OutageBackoff
-from .contract import cli as contract_cli
-from .dashboard import cli as dashboard_cli
-from ..errors import DeadLetterError
-from ..errors import QueueFullError, TaskNotFoundError, TaskTooLargeError
+from ..errors import DeadLetterError, QueueFullError, TaskNotFoundError, TaskTooLargeError
 from ..protocol.eviction import eviction_policy
 from ..protocol.inspect import task_queues
-from .metrics import cli as metrics_cli
 from ..protocol.queue import Queue
+from ..protocol.redis_errors import error_text
+from ..runtime.backoff import OutageBackoff
+from ..runtime.command import (
+    Command,
+    CommandError,
+    add_connection_options,
+    add_task_options,
+    check_queue_names,
+    connect_checked,
+    positive,
+    quiet_on_closed_pipe,
+    run_command,
+    task_options_of,
+)
+from ..scheduler import cli as scheduler_cli
+from ..sweeper import cli as sweeper_cli
+from ..wire import preview
 from ..wire.dead_letter import REASONS, UNDECODABLE
 from ..wire.task import GoTask, PyTask
+from ..worker import cli as worker_cli
+from . import admin
+from .contract import cli as contract_cli
+from .dashboard import cli as dashboard_cli
+from .metrics import cli as metrics_cli
 
 DEAD_REASONS = [reason.value for reason in REASONS] + [UNDECODABLE]
 """What --reason takes: the reasons a letter can have (see delayed.wire.dead_letter)."""

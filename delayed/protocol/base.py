@@ -6,12 +6,12 @@ from typing import Any, TypeVar
 import redis
 
 from ..wire.keys import QueueKeys, check_queue_name
-from .connection import is_cluster
-from .send_once import sent_once
-from .dead_letters import DEFAULT_DEAD_MAX, DEFAULT_DEAD_MAX_AGE, DeadLetters
 from .calls import Executor, Plan
+from .connection import is_cluster
+from .dead_letters import DEFAULT_DEAD_MAX, DEFAULT_DEAD_MAX_AGE, DeadLetters
 from .handles import TaskHandle
 from .producer import DEFAULT_MAX_TASK_SIZE, Producer
+from .send_once import sent_once
 
 T = TypeVar("T")
 

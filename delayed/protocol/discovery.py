@@ -8,8 +8,16 @@ import redis
 
 from ..errors import MalformedTaskError
 from ..wire.dead_letter import UNDECODABLE
-from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, GO_WORKER_ID, NOTI_SUFFIX, PROCESSING_SUFFIX,
-                         SCHEDULED_SUFFIX, WORKER_ID_PREFIX, WORKERS_SUFFIX)
+from ..wire.keys import (
+    COUNTED_EVENTS,
+    COUNTS_SUFFIX,
+    GO_WORKER_ID,
+    NOTI_SUFFIX,
+    PROCESSING_SUFFIX,
+    SCHEDULED_SUFFIX,
+    WORKER_ID_PREFIX,
+    WORKERS_SUFFIX,
+)
 from ..wire.task import decode_task
 from . import inspect
 from .queue import Queue

@@ -9,12 +9,25 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tu
 
 import redis
 
+from ..wire.keys import (
+    COUNTED_EVENTS,
+    COUNTS_SUFFIX,
+    DEAD_LETTERS_SUFFIX,
+    DEAD_SUFFIX,
+    GO_WORKER_ID,
+    LEGACY_PERIODIC_KEY,
+    NOTI_SUFFIX,
+    PROCESSING_SUFFIX,
+    SCHEDULED_PREFIX_BYTES,
+    SCHEDULED_SUFFIX,
+    TASK_INFIX,
+    WORKERS_SUFFIX,
+    QueueKeys,
+    scheduled_kind,
+)
 from .connection import is_cluster
 from .scheduled import ref_of
 from .scripts import Script, Scripts
-from ..wire.keys import (COUNTED_EVENTS, COUNTS_SUFFIX, DEAD_LETTERS_SUFFIX, DEAD_SUFFIX, GO_WORKER_ID,
-                         LEGACY_PERIODIC_KEY, NOTI_SUFFIX, PROCESSING_SUFFIX, SCHEDULED_PREFIX_BYTES, SCHEDULED_SUFFIX,
-                         TASK_INFIX, WORKERS_SUFFIX, QueueKeys, scheduled_kind)
 
 PEEK_QUEUE = Script("peek_queue")
 PEEK_SCHEDULED = Script("peek_scheduled")

@@ -13,9 +13,9 @@ from redis.crc import key_slot
 from ..errors import DuplicateTaskError, NotReplicatedError, QueueFullError, TaskNotFoundError, TaskTooLargeError
 from ..wire import tracking
 from ..wire.keys import QueueKeys, scheduled_nonce
-from ..wire.tracking import Cancel, TaskInfo
 from ..wire.options import NO_OPTIONS, PUBLIC, Place, TaskOptions, make, place_of
 from ..wire.task import GoTask, PyTask
+from ..wire.tracking import Cancel, TaskInfo
 from .calls import Call, Command, Pipeline, Plan, RunScript
 from .connection import is_cluster
 from .redis_errors import refused_for_memory

@@ -13,9 +13,9 @@ import redis.asyncio
 from ..wire.tracking import Cancel, TaskInfo
 from .base import QueueBase, queue_keys
 from .calls import AsyncExecutor, Plan
-from .send_once import sent_once_async
 from .handles import AsyncTaskHandle, TaskHandle
 from .producer import DEFAULT_MAX_TASK_SIZE, Producer, Task
+from .send_once import sent_once_async
 
 T = TypeVar("T")
 

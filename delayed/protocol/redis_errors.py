@@ -6,7 +6,6 @@ import redis
 
 from ..errors import one_line
 
-
 _PIPELINE_COMMAND = re.compile(r"Command # \d+ \(.*?\) of pipeline caused error: ", re.DOTALL)
 
 

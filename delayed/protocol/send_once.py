@@ -14,7 +14,6 @@ from redis.retry import Retry
 
 from . import redispy
 
-
 NO_RESEND = Retry(NoBackoff(), 0)
 """The retry policy of a connection while a queue holds it: a command is sent once."""
 

@@ -8,11 +8,10 @@ import redis
 from redis.crc import key_slot
 
 from ..errors import MalformedTaskError, message_of
-from ..wire import dead_letter
-from ..wire import tracking
+from ..wire import dead_letter, tracking
 from ..wire.keys import WORKER_ID_PREFIX
-from ..wire.tracking import Tracked
 from ..wire.task import PyTask
+from ..wire.tracking import Tracked
 from .base import QueueBase
 from .connection import is_cluster
 from .scripts import Script, Scripts

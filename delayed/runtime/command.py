@@ -16,13 +16,21 @@ import redis
 from redis.exceptions import RedisClusterException
 from redis.sentinel import MasterNotFoundError
 
-from ..protocol.connection import (DEFAULT_REDIS_URL, URL_VARIABLE, RedisURLError, configured_url, connect, is_cluster,
-                                   ping, unparsable)
+from ..protocol.connection import (
+    DEFAULT_REDIS_URL,
+    URL_VARIABLE,
+    RedisURLError,
+    configured_url,
+    connect,
+    is_cluster,
+    ping,
+    unparsable,
+)
+from ..protocol.dead_letters import DEFAULT_DEAD_MAX, DEFAULT_DEAD_MAX_AGE
+from ..protocol.eviction import eviction_policy
 from ..protocol.redaction import redacted, scrubbed, secrets_of
 from ..protocol.redis_errors import refused_credentials
 from ..protocol.sentinels import sentinels_say
-from ..protocol.eviction import eviction_policy
-from ..protocol.dead_letters import DEFAULT_DEAD_MAX, DEFAULT_DEAD_MAX_AGE
 from ..protocol.sweeper_ops import DEFAULT_MAX_CRASHES
 from ..wire.keys import check_queue_name
 from ..wire.options import PUBLIC, from_text, help_of

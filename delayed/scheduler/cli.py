@@ -11,6 +11,7 @@ from ..runtime.command import Command, CommandError, add_eviction_option, check_
 from ..runtime.lifecycle import Lifecycle
 from . import Periodic, Scheduler
 
+
 def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("schedule", metavar="MODULE_OR_FILE",
                         help="a module name or .py file defining SCHEDULE, a list of delayed.scheduler.Periodic")

@@ -7,10 +7,18 @@ import redis
 
 from ..protocol.discovery import queue_names
 from ..protocol.queue import Queue
-from ..runtime.command import (Command, add_dead_options, add_eviction_option, add_max_crashes_option,
-                               check_queue_names, connect_unless_stopped, positive)
+from ..runtime.command import (
+    Command,
+    add_dead_options,
+    add_eviction_option,
+    add_max_crashes_option,
+    check_queue_names,
+    connect_unless_stopped,
+    positive,
+)
 from ..runtime.lifecycle import Lifecycle
 from . import Sweeper
+
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queue", action="append", dest="queues", metavar="NAME",

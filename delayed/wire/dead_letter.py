@@ -20,8 +20,8 @@ import json
 import re
 from typing import Any, Dict, Iterable, Optional, Tuple
 
-from . import preview
 from ..errors import DeadLetterError, MalformedTaskError, one_line
+from . import preview
 from .strenum import StrEnum
 from .task import decode_task
 from .tracking import Status

@@ -8,9 +8,9 @@ worker whose key is gone as dead and requeues the task it holds.
 In a Redis Cluster a queue's name carries a hash tag ("{orders}"): every key it owns then lives in
 one slot, our workers' ids (so their keep-alive keys) included, since they end with that tag.
 """
-from dataclasses import dataclass
 import re
 import secrets
+from dataclasses import dataclass
 from typing import List, Optional
 
 NOTI_SUFFIX = "_noti"

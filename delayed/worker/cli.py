@@ -10,14 +10,25 @@ from typing import Any, Callable, List, Optional, Sequence
 from ..protocol.producer import DEFAULT_MAX_TASK_SIZE
 from ..protocol.queue import Queue
 from ..protocol.worker_ops import DEFAULT_KEEP_ALIVE_TIMEOUT
-from ..runtime.command import (Command, CommandError, add_dead_options, add_eviction_option,
-                               add_max_crashes_option, add_metrics_host_option, client, check_queue_names,
-                               connect_unless_stopped, metrics_unavailable, positive)
+from ..runtime.command import (
+    Command,
+    CommandError,
+    add_dead_options,
+    add_eviction_option,
+    add_max_crashes_option,
+    add_metrics_host_option,
+    check_queue_names,
+    client,
+    connect_unless_stopped,
+    metrics_unavailable,
+    positive,
+)
 from ..runtime.lifecycle import Lifecycle
 from . import metrics as task_metrics
 from .allowlist import Allowlist, submodule_names
 from .loop import DEFAULT_BATCH, DEFAULT_SWEEP_INTERVAL, Worker
 from .supervisor import Supervisor
+
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queue", action="append", dest="queues", metavar="NAME",

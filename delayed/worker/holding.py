@@ -25,13 +25,13 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Se
 
 import redis
 
+from ..protocol.queue import Queue
 from ..protocol.redis_errors import error_text
+from ..protocol.worker_ops import DEFAULT_DEQUEUE_TIMEOUT, DEFAULT_KEEP_ALIVE_TIMEOUT, WorkerOps, wait_for_notification
 from ..runtime.backoff import OutageBackoff
+from ..runtime.lifecycle import Lifecycle
 from ..wire import worker_info
 from ..wire.dead_letter import STATUS_OF, Letter, Reason
-from ..runtime.lifecycle import Lifecycle
-from ..protocol.queue import Queue
-from ..protocol.worker_ops import DEFAULT_DEQUEUE_TIMEOUT, DEFAULT_KEEP_ALIVE_TIMEOUT, WorkerOps, wait_for_notification
 from ..wire.strenum import StrEnum
 from ..wire.tracking import Status, Tracked
 

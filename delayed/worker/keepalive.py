@@ -25,9 +25,9 @@ from typing import Any, Callable, Optional
 
 import redis
 
-from .background import Every
 from ..runtime.backoff import Outage
 from ..runtime.lifecycle import STOP_SIGNALS
+from .background import Every
 
 logger = logging.getLogger(__name__)
 

@@ -13,20 +13,20 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Unio
 
 import redis
 
-from .background import Every
-from .batch import Batch, Lookahead
-from ..runtime.due import MOVE_DUE_INTERVAL, move_due_tasks
-from ..runtime.sweeping import Sweeps
-from .allowlist import Allowed, Allowlist, CallCheck
-from .holding import NOTE_AFTER, Claim, Holdings, Settlement
-from .invoke import Invoker
-from .keepalive import KeepAlive
-from ..runtime.lifecycle import Lifecycle
-from .metrics import Metrics, Observe
-from .middleware import Middleware, Pipeline
 from ..protocol.queue import Queue
 from ..protocol.sweeper_ops import DEFAULT_MAX_CRASHES
 from ..protocol.worker_ops import DEFAULT_DEQUEUE_TIMEOUT, DEFAULT_KEEP_ALIVE_TIMEOUT, server_of
+from ..runtime.due import MOVE_DUE_INTERVAL, move_due_tasks
+from ..runtime.lifecycle import Lifecycle
+from ..runtime.sweeping import Sweeps
+from .allowlist import Allowed, Allowlist, CallCheck
+from .background import Every
+from .batch import Batch, Lookahead
+from .holding import NOTE_AFTER, Claim, Holdings, Settlement
+from .invoke import Invoker
+from .keepalive import KeepAlive
+from .metrics import Metrics, Observe
+from .middleware import Middleware, Pipeline
 from .retry import Retries
 from .run import Run
 from .slots import Job, Slots

@@ -12,8 +12,8 @@ from typing import Any, Callable, ContextManager, Dict, List, Optional
 from ..runtime.command import METRICS_HOST
 from ..runtime.exiting import exit_abandoning_threads
 from ..runtime.lifecycle import STOP_SIGNALS, ForkSafeThread, Lifecycle
-from .metrics import Multiprocess
 from .loop import Worker
+from .metrics import Multiprocess
 
 logger = logging.getLogger(__name__)
 

@@ -17,13 +17,11 @@ import time
 from typing import Callable
 
 import pytest
+from conftest import ROOT, go_program, go_results, wait_for
 
 from delayed.queue import Queue
-
 from interop import gocommands
 from tests import docs_examples
-
-from conftest import ROOT, go_program, go_results, wait_for
 
 GO_PAGE = ROOT / "docs" / "go.md"
 GO_BLOCKS = [block for page in docs_examples.pages() for block in docs_examples.blocks(page)

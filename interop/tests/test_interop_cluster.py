@@ -17,11 +17,10 @@ import subprocess
 import pytest
 import redis
 import redis.cluster
+from conftest import Procs, py_results, wait_for
 
 from delayed.testing import RedisCluster
 from interop import gocommands
-
-from conftest import Procs, py_results, wait_for
 
 QUEUE = "{gocluster}"
 TASKS = 300

@@ -18,13 +18,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, go_program, go_results, py_results, wait_for
 
 from delayed import ContractError
 from delayed.contract import Contract
 from delayed.queue import Queue
 from interop import gocommands
-
-from conftest import ROOT, go_program, go_results, py_results, wait_for
 
 CONTRACTWORKER = ROOT / "interop" / "cmd" / "contractworker"
 

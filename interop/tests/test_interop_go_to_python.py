@@ -3,10 +3,9 @@ run by our `python -m delayed.worker` with tests.tasks allowed."""
 import ast
 
 import pytest
+from conftest import py_results, wait_for
 
 from delayed.queue import Queue
-
-from conftest import py_results, wait_for
 
 # (goproducer flags, what tests.tasks.record received: repr((tag, args, kwargs)))
 CALLS = [

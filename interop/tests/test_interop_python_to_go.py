@@ -4,11 +4,10 @@ Each handler records the Go type (%T) and Go value (%#v) it received, so these t
 Python values reach which Go parameter types, and what go-delayed does with the ones that do not fit.
 """
 import pytest
+from conftest import go_results, wait_for
 
 from delayed.queue import Queue
 from delayed.task import Float32, GoTask
-
-from conftest import go_results, wait_for
 
 SENTINEL = GoTask("main.String", "sentinel")
 

@@ -6,11 +6,10 @@ import threading
 
 import pytest
 import redis
+from conftest import SIGHUP, WAIT, dequeue_errors, go_results, wait_for
 
 from delayed.queue import Queue
 from delayed.task import GoTask
-
-from conftest import SIGHUP, WAIT, dequeue_errors, go_results, wait_for
 
 
 def values(conn):

@@ -4,10 +4,10 @@ through our sweeper, and our crash-loop quarantine leaves go-delayed's normal be
 import time
 from collections import Counter
 
+from conftest import SIGHUP, SIGKILL, executions, go_results, py_results, wait_for
+
 from delayed.queue import Queue
 from delayed.task import GoTask, PyTask
-
-from conftest import SIGHUP, SIGKILL, executions, go_results, py_results, wait_for
 
 
 def test_go_worker_killed_mid_task_is_requeued_by_our_sweeper(procs, conn):

@@ -7,10 +7,10 @@ claims must leave a task for every notification still out there.
 """
 import time
 
+from conftest import dequeue_errors, executions, wait_for
+
 from delayed.queue import Queue
 from delayed.task import GoTask
-
-from conftest import dequeue_errors, executions, wait_for
 
 TASKS = 3000
 

@@ -6,10 +6,10 @@ import re
 import threading
 import time
 
+from conftest import executions, wait_for
+
 from delayed.queue import Queue
 from delayed.task import GoTask
-
-from conftest import executions, wait_for
 
 TASKS = 5000
 PRODUCE_SECONDS = 8

@@ -1,9 +1,9 @@
 """What the operating views show of go-delayed's real workers beside ours."""
+from conftest import wait_for
+
 from delayed.ops import admin
 from delayed.queue import Queue
 from delayed.task import GoTask
-
-from conftest import wait_for
 
 
 def test_stats_counts_a_go_delayed_worker_holding_a_task_as_workers_lists_it(procs, conn):

@@ -7,9 +7,9 @@ import flask
 import redis
 from werkzeug.wrappers import Response
 
-from .. import admin
 from ...protocol.redis_errors import error_text, refused_credentials
 from ...wire.keys import check_queue_name
+from .. import admin
 from .sampler import Sampler
 
 BOARD = "delayed_dashboard"

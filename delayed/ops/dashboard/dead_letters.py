@@ -3,8 +3,8 @@ changes made to them (requeue, delete, purge)."""
 import flask
 from werkzeug.wrappers import Response
 
-from .. import admin
 from ...errors import DeadLetterError
+from .. import admin
 from .board import PAGE, Reply, back, current, dead_filter, message, queue_named
 
 pages = flask.Blueprint("dead", __name__)

@@ -6,8 +6,8 @@ import flask
 import redis
 from werkzeug.wrappers import Response
 
-from .. import admin
 from ...errors import DeadLetterError
+from .. import admin
 from .board import PAGE, Reply, back, current, dead_filter, message, queue_named
 
 QUEUE_PAGE = 50

@@ -13,8 +13,8 @@ from typing import Dict, List, Optional, Sequence, Set
 
 import redis
 
-from .. import admin
 from ...protocol.redis_errors import error_text
+from .. import admin
 from .charts import Point
 
 Series = Dict[str, Dict[str, List[Point]]]

@@ -2,8 +2,8 @@
 import flask
 from werkzeug.wrappers import Response
 
-from .. import admin
 from ...errors import TaskNotFoundError
+from .. import admin
 from .board import Reply, current, message, queue_named
 
 pages = flask.Blueprint("task", __name__)

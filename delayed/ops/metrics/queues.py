@@ -17,12 +17,12 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import redis
 
-from .. import admin
 from ...protocol.redis_errors import error_text
-from ...wire.keys import COUNTED_EVENTS
 from ...runtime.command import METRICS_HOST
 from ...runtime.lifecycle import Lifecycle
 from ...runtime.series import Series
+from ...wire.keys import COUNTED_EVENTS
+from .. import admin
 
 logger = logging.getLogger(__name__)
 
