@@ -4,7 +4,7 @@ Pure: it sends nothing and keeps nothing, and what needs the clock, the allowlis
 memory (a backoff curve named by its path, the failures of a retry=-1 task) comes in through its
 Policy, so a test can give every case fixed answers.
 
-    returned                            Release (a tracked task's with its result)
+    returned                            Release
     raised SkipRetry                    Bury, reason failed
     raised, max_retries left            Reschedule after the task's backoff, attempt counted in its blob
     raised, retry=-1                    Reschedule after the Policy's retry-forever delay

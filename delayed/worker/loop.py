@@ -1,4 +1,6 @@
-"""The worker loop: claim tasks, run the allowed ones, settle each (release, retry or dead-letter).
+"""The worker loop: the protocol alone. It claims tasks, runs each through the pipeline
+(delayed.worker.middleware: its middleware around the call, invoke.py's, and decide()'s settlement)
+and settles it (release, retry or dead-letter).
 
 A worker serves one queue or several, in priority order (see delayed.worker.holding.Holdings).
 
