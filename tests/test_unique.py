@@ -68,6 +68,14 @@ def test_the_lock_holds_through_retries_and_goes_with_the_dead_letter(conn, queu
     wait_for(lambda: not conn.keys("q_unique:*"), what="the lock released")
 
 
+def test_a_task_dead_lettered_before_its_call_releases_its_lock_too(conn, queue, run_worker):
+    queue.enqueue(PyTask("tests.tasks:_private", ["x"]), unique_for=3600)  # not_allowed
+    queue.enqueue(PyTask("tests.tasks:add", [1]), unique_for=3600)  # bad_arguments
+    run_worker()
+    wait_for(lambda: queue.dead.count() == 2, what="both dead letters")
+    wait_for(lambda: not conn.keys("q_unique:*"), what="both locks released")
+
+
 def test_a_stale_worker_does_not_release_a_newer_lock(conn, queue):
     queue.enqueue(PyTask("m:f"), unique_for=60)
     [(key, token)] = [(k.decode().split(":", 1)[1], v.decode()) for k in conn.keys("q_unique:*")

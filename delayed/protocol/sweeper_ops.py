@@ -8,11 +8,10 @@ import redis
 from redis.crc import key_slot
 
 from ..errors import MalformedTaskError, message_of
-from ..wire import dead_letter
-from ..wire import tracking
+from ..wire import dead_letter, tracking
 from ..wire.keys import WORKER_ID_PREFIX
-from ..wire.tracking import Tracked
 from ..wire.task import PyTask
+from ..wire.tracking import Tracked
 from .base import QueueBase
 from .connection import is_cluster
 from .scripts import Script, Scripts
@@ -186,17 +185,22 @@ class SweeperOps:
         except MalformedTaskError as exc:  # a worker of ours would dead-letter it: it cannot count crashes
             letter = dead_letter.record(reason=exc.reason, error=f"its worker died holding it; {exc}", blob=blob,
                                         queue=self.queue.name, worker=worker_id, func=exc.func_path)
-            return CrashLoop(worker_id, blob, 1, self._bury_crashed(worker_id, blob, letter, 1), exc.reason)
+            buried = self._bury_crashed(worker_id, blob, letter, 1, exc.reason)
+            return CrashLoop(worker_id, blob, 1, buried, exc.reason)
         crashes = task.options.crashes + 1
         if crashes <= max_crashes:
             return task.with_options(crashes=crashes).serialize()
         letter = dead_letter.crash_loop(blob, self.queue.name, worker_id, crashes, max_crashes)
-        return CrashLoop(worker_id, blob, crashes, self._bury_crashed(worker_id, blob, letter, crashes))
+        buried = self._bury_crashed(worker_id, blob, letter, crashes, dead_letter.Reason.CRASH_LOOP)
+        return CrashLoop(worker_id, blob, crashes, buried)
 
-    def _bury_crashed(self, worker_id: str, blob: bytes, letter: dead_letter.Letter, crashes: int) -> bool:
+    def _bury_crashed(self, worker_id: str, blob: bytes, letter: dead_letter.Letter, crashes: int,
+                      reason: str) -> bool:
+        """Dead-letter a task its workers died holding; a tracked one's record ends as its reason says."""
         task_id = tracking.task_id(blob)
         tracked = None if task_id is None else Tracked(
-            task_id, status=tracking.Status.DEAD, error=f"its workers died running it {crashes} times")
+            task_id, status=dead_letter.STATUS_OF[dead_letter.Reason(reason)],
+            error=f"its workers died running it {crashes} times")
         return self.queue.dead.bury(worker_id, blob, letter, tracked)
 
     def _notify_missing(self, notify_after: float) -> int:

@@ -20,10 +20,11 @@ import json
 import re
 from typing import Any, Dict, Iterable, Optional, Tuple
 
-from . import preview
 from ..errors import DeadLetterError, MalformedTaskError, one_line
+from . import preview
 from .strenum import StrEnum
 from .task import decode_task
+from .tracking import Status
 
 
 class Reason(StrEnum):
@@ -44,12 +45,24 @@ REASONS = {
     Reason.GO_TASK: "a GoTask: only a go-delayed worker can run it",
     Reason.TOO_LARGE: "the blob is over the worker's max task size",
     Reason.NOT_ALLOWED: "the function is not one the worker allows",
-    Reason.BAD_ARGUMENTS: "the function rejected the task's arguments",
+    Reason.BAD_ARGUMENTS: "the function's signature does not take the task's arguments: it was not called",
     Reason.FAILED: "the function raised and the task has no retries left",
     Reason.TIMED_OUT: "the function ran past its time limit and the task has no retries left",
     Reason.CRASH_LOOP: "workers died holding it more often than the sweeper's --max-crashes",
 }
 """What each reason means."""
+STATUS_OF = {
+    Reason.MALFORMED: Status.DEAD,
+    Reason.GO_TASK: Status.DEAD,
+    Reason.TOO_LARGE: Status.DEAD,
+    Reason.NOT_ALLOWED: Status.DEAD,
+    Reason.BAD_ARGUMENTS: Status.FAILED,
+    Reason.FAILED: Status.FAILED,
+    Reason.TIMED_OUT: Status.FAILED,
+    Reason.CRASH_LOOP: Status.DEAD,
+}
+"""The status a tracked task's record ends in, by its letter's reason: failed once a worker chose its
+function (it raised, ran out of time, or did not take the arguments), dead if it never got that far."""
 UNDECODABLE = "undecodable"
 """The reason shown for a letter whose record is not a JSON object (written by hand, or damaged)."""
 
@@ -80,16 +93,18 @@ def record(
     worker: Optional[str],
     func: Optional[str] = None,
     traceback: Optional[str] = None,
+    at: Optional[float] = None,
 ) -> Letter:
     """The fields of one dead letter: its JSON record and the raw blob. reason: a Reason (or the str
-    of one: a MalformedTaskError's reason)."""
+    of one: a MalformedTaskError's reason); at: when it failed (unix seconds), default now."""
     entry: Dict[str, Any] = {
         "reason": reason,
         "error": one_line(error, MAX_ERROR),
         "func": None if func is None else one_line(func, MAX_ERROR),
         "queue": queue,
         "worker": worker,
-        "failed_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds"),
+        "failed_at": (datetime.datetime.now(datetime.timezone.utc) if at is None else
+                      datetime.datetime.fromtimestamp(at, datetime.timezone.utc)).isoformat(timespec="milliseconds"),
     }
     if traceback:
         entry["traceback"] = traceback[-MAX_TRACEBACK:]

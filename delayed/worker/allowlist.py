@@ -1,13 +1,18 @@
-"""The allowlist: the only functions a worker will call, resolved once at start."""
+"""The allowlist: the only functions a worker will call, resolved once at start; and the checks before
+a call (middleware): the function is allowed, and its signature takes the task's arguments."""
 import importlib
 import inspect
 import pkgutil
 from types import ModuleType
 from typing import Any, Callable, Dict, Iterable, List, Union
 
-from ..errors import FunctionNotAllowedError
+from ..errors import FunctionNotAllowedError, message_of
+from ..wire.dead_letter import Reason
 from ..wire.preview import brief
 from ..wire.task import FUNC_PATH_SEP, func_path_of
+from .callee import Callee
+from .middleware import Middleware
+from .run import Run
 
 Allowed = Union[str, ModuleType, Callable[..., Any]]
 
@@ -63,3 +68,32 @@ class Allowlist:
 
     def paths(self) -> List[str]:
         return sorted(self._functions)
+
+
+class CallCheck(Middleware):
+    """The checks before a call: the task's function is in the allowlist (run.callee, read once per
+    function), else the task is refused as not_allowed; and its signature takes the task's arguments,
+    else it is refused as bad_arguments, never called (a TypeError the function raises itself is an
+    ordinary failure)."""
+
+    def __init__(self, allowlist: Allowlist) -> None:
+        self.allowlist = allowlist
+        self._callees: Dict[str, Callee] = {}  # func path -> its Callee: only allowed paths, so bounded
+
+    def before(self, run: Run) -> None:
+        task = run.task
+        assert task is not None
+        callee = self._callees.get(task.func_path)
+        if callee is None:
+            try:
+                func = self.allowlist.resolve(task.func_path)
+            except FunctionNotAllowedError as exc:
+                run.refuse(Reason.NOT_ALLOWED, str(exc), task.func_path)
+                return
+            callee = self._callees[task.func_path] = Callee(func)
+        run.callee = callee
+        if not task.kwargs and callee.fewest <= len(task.args) <= callee.most:  # most tasks: no call to bind
+            return
+        misfit = callee.misfit(task.args, task.kwargs)
+        if misfit is not None:
+            run.refuse(Reason.BAD_ARGUMENTS, message_of(TypeError(misfit)), task.func_path)

@@ -29,6 +29,7 @@ class Batch(Generic[Item]):
         self._since = 0.0  # when a task last started (or was claimed into an empty batch)
         self._waiting = threading.Event()  # set while claimed tasks may wait behind a running one
         self._closed = False
+        self._stopped = False
         self.given_back = 0  # tasks given back so far
         self._watcher = threading.Thread(target=self._watch, name="delayed batch watcher", daemon=True)
         self._watcher.start()
@@ -48,13 +49,19 @@ class Batch(Generic[Item]):
             self._waiting.set()
 
     def next(self) -> Optional[Item]:
-        """The next claimed task, now started; None when the batch is done or was given back."""
+        """The next claimed task, now started; None when the batch is done, was given back, or stopped."""
+        if self._stopped:
+            return None
         try:
             claim = self._pending.popleft()
         except IndexError:
             return None
         self._since = time.monotonic()
         return claim
+
+    def stop(self) -> None:
+        """Start no more of the tasks: next() says None from now on (the caller gives back the rest)."""
+        self._stopped = True
 
     def rest(self) -> List[Item]:
         """Take the tasks not started (at a stop: the caller gives them back)."""

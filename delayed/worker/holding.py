@@ -25,14 +25,15 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Se
 
 import redis
 
-from ..protocol.redis_errors import error_text
-from ..runtime.backoff import OutageBackoff
-from ..wire import worker_info
-from ..wire.dead_letter import Letter
-from ..runtime.lifecycle import Lifecycle
 from ..protocol.queue import Queue
+from ..protocol.redis_errors import error_text
 from ..protocol.worker_ops import DEFAULT_DEQUEUE_TIMEOUT, DEFAULT_KEEP_ALIVE_TIMEOUT, WorkerOps, wait_for_notification
-from ..wire.tracking import Tracked
+from ..runtime.backoff import OutageBackoff
+from ..runtime.lifecycle import Lifecycle
+from ..wire import worker_info
+from ..wire.dead_letter import STATUS_OF, Letter, Reason
+from ..wire.strenum import StrEnum
+from ..wire.tracking import Status, Tracked
 
 logger = logging.getLogger(__name__)
 
@@ -57,15 +58,45 @@ class Claim(NamedTuple):
         return self.holding.queue
 
 
+_new_claim = tuple.__new__
+"""Claim(...) without the Python frame of a NamedTuple's __new__: a batch makes dozens per round trip."""
+
+
+class Outcome(StrEnum):
+    """How the worker settled a claim, one outcome each: what the observe hook is told, and the metrics'
+    outcome label. Each is the Status the settlement gives a tracked task's record (retried: retrying)."""
+
+    DONE = Status.DONE.value
+    """It returned."""
+    RETRIED = "retried"
+    """It raised and runs again (its record says retrying)."""
+    FAILED = Status.FAILED.value
+    """It raised, or its arguments did not fit, and is dead-lettered."""
+    DEAD = Status.DEAD.value
+    """Dead-lettered without running: malformed, a GoTask, too large, not allowed."""
+
+
+OUTCOME_OF = {Status.DONE: Outcome.DONE, Status.RETRYING: Outcome.RETRIED, Status.FAILED: Outcome.FAILED,
+              Status.DEAD: Outcome.DEAD}
+"""The outcome of a settlement, by the status it gives a tracked task's record."""
+
+
 class Settlement:
     """How a held task leaves the worker; apply() sends its one fenced script through the queue.
 
+    status: where it leaves the task, as a tracked task's record says it (outcome: as the observe hook
+    and the metrics say it).
     lock: the unique lock to release once the task is settled (a task that ended: done or buried).
     tracked: what a tracked task's settlement writes into its record.
     """
 
+    status: Status
     lock: Optional[Lock] = None
     tracked: Optional[Tracked] = None
+
+    @property
+    def outcome(self) -> Outcome:
+        return OUTCOME_OF[self.status]
 
     def apply(self, ops: WorkerOps, claim: Claim) -> bool:
         """Settle the claim; False if the claim's id no longer holds its blob (fenced off)."""
@@ -76,6 +107,7 @@ class Settlement:
 class Release(Settlement):
     """The task is done: forget it (batched into the next claim's round trip, with a tracked task's result)."""
 
+    status = Status.DONE
     lock: Optional[Lock] = None
     tracked: Optional[Tracked] = None
 
@@ -88,6 +120,7 @@ class Release(Settlement):
 class Requeue(Settlement):
     """A retry at once: blob goes to the tail of the queue as the held task is released."""
 
+    status = Status.RETRYING
     blob: bytes
     tracked: Optional[Tracked] = None
 
@@ -99,6 +132,7 @@ class Requeue(Settlement):
 class Reschedule(Settlement):
     """A retry later: blob waits in the scheduled set until due (unix seconds)."""
 
+    status = Status.RETRYING
     blob: bytes
     due: float
     tracked: Optional[Tracked] = None
@@ -109,12 +143,17 @@ class Reschedule(Settlement):
 
 @dataclass(frozen=True)
 class Bury(Settlement):
-    """The task cannot or did not run: its dead letter (delayed.wire.dead_letter.record) goes to
-    <queue>_dead_letters."""
+    """The task cannot or did not run: its dead letter (delayed.wire.dead_letter.record), written for
+    reason, goes to <queue>_dead_letters."""
 
+    reason: Reason
     letter: Letter
     lock: Optional[Lock] = None
     tracked: Optional[Tracked] = None
+
+    @property
+    def status(self) -> Status:  # type: ignore[override]
+        return STATUS_OF[self.reason]
 
     def apply(self, ops: WorkerOps, claim: Claim) -> bool:
         return ops.queue.dead.bury(claim.worker_id, claim.blob, self.letter, self.tracked)
@@ -237,7 +276,7 @@ class Holding:
         self._unsure = []
         self._backoff.succeeded()
         now = time.monotonic()
-        claims = [Claim(worker_id, blob, self, now) for worker_id, blob in pairs]
+        claims = [_new_claim(Claim, (worker_id, blob, self, now)) for worker_id, blob in pairs]
         for claim in claims:
             self._held[claim.worker_id] = claim
         return claims

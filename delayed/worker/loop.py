@@ -1,4 +1,6 @@
-"""The worker loop: claim tasks, run the allowed ones, settle each (release, retry or dead-letter).
+"""The worker loop: the protocol alone. It claims tasks, runs each through the pipeline
+(delayed.worker.middleware: its middleware around the call, invoke.py's, and decide()'s settlement)
+and settles it (release, retry or dead-letter).
 
 A worker serves one queue or several, in priority order (see delayed.worker.holding.Holdings).
 
@@ -7,45 +9,34 @@ its worker ids, and releases the finished ones in the same round trip as the
 next claim; an idle one blocks on the notification list as go-delayed does.
 What the running worker holds (ids, keep-alive, claims, settlements) is its Holdings.
 """
-import asyncio
-import hashlib
-import inspect
 import logging
 import time
-import traceback
-from collections import OrderedDict
-from dataclasses import replace
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Union
 
 import redis
 
-from ..wire import dead_letter, tracking
-from ..wire.dead_letter import Reason
-from .background import Every
-from .batch import Batch, Lookahead
-from ..errors import FunctionNotAllowedError, MalformedTaskError, SkipRetry, message_of
-from ..runtime.due import MOVE_DUE_INTERVAL, move_due_tasks
-from ..runtime.sweeping import Sweeps
-from .allowlist import Allowed, Allowlist
-from .holding import NOTE_AFTER, Bury, Claim, Holdings, Release, Requeue, Reschedule, Settlement
-from .keepalive import KeepAlive
-from ..runtime.lifecycle import Lifecycle
 from ..protocol.queue import Queue
 from ..protocol.sweeper_ops import DEFAULT_MAX_CRASHES
 from ..protocol.worker_ops import DEFAULT_DEQUEUE_TIMEOUT, DEFAULT_KEEP_ALIVE_TIMEOUT, server_of
-from .retry import backoff_seconds
-from .slots import CALLERS as SLOT_CALLERS
+from ..runtime.due import MOVE_DUE_INTERVAL, move_due_tasks
+from ..runtime.lifecycle import Lifecycle
+from ..runtime.sweeping import Sweeps
+from .allowlist import Allowed, Allowlist, CallCheck
+from .background import Every
+from .batch import Batch, Lookahead
+from .holding import NOTE_AFTER, Claim, Holdings, Settlement
+from .invoke import Invoker
+from .keepalive import KeepAlive
+from .metrics import Metrics, Observe
+from .middleware import Middleware, Pipeline
+from .retry import Retries
+from .run import Run
 from .slots import Job, Slots
-from ..wire.options import NO_OPTIONS
-from ..wire.task import PyTask
-from .time_limit import TimeLimitExceeded, can_enforce, within
-from .time_limit import call as call_limited
-from ..wire.tracking import Status, Tracked
-from ..wire.strenum import StrEnum
+from .task_log import TaskLog
+from .time_limit import TimeLimit
+from .tracking import Tracking
 
 logger = logging.getLogger("delayed.worker")  # the name users configure; the loop is its module
-task_logger = logging.getLogger("delayed.worker.tasks")
-"""Where log_tasks writes its line per finished task."""
 
 DEFAULT_BATCH = 32
 DEFAULT_SWEEP_INTERVAL = 15.0
@@ -55,67 +46,12 @@ BATCH_TIME = 0.02
 """Seconds a claimed task may wait behind running ones before it goes back to the queue (and a
 one-slot worker's batch may take before the next one shrinks): enough for a round of 10 ms tasks
 to wait ready for the slots running the round before it."""
-RELEASE = Release()
 POLL = 0.05
 """Seconds a worker with tasks running in threads waits for news (a finished task, a new one)."""
 FINISH_SLACK = 1.25
 """A running task should have finished by its start + this x the mean run time (or it is a slow one)."""
 MIN_POLL = 0.001
 """The shortest wait for a task on an empty queue (Redis rounds a BLPOP timeout up to a millisecond; 0 is forever)."""
-RETRY_FOREVER_FIRST = 0.1
-RETRY_FOREVER_MAX = 60.0
-"""A retry=-1 task that keeps failing waits 0.1 s, 0.2 s, 0.4 s ... up to a minute between runs."""
-
-
-class Outcome(StrEnum):
-    """How the worker settled a claim (one outcome each): what the observe hook is told, and the
-    metrics' outcome label."""
-
-    DONE = "done"
-    """It returned."""
-    RETRIED = "retried"
-    """It raised and runs again."""
-    FAILED = "failed"
-    """It raised, or its arguments did not fit, and is dead-lettered."""
-    DEAD = "dead"
-    """Dead-lettered without running: malformed, a GoTask, too large, not allowed."""
-
-
-Observe = Callable[[str, str, Outcome, Optional[float]], None]
-"""A hook told each task's Outcome as the worker decides it: (queue name, func path, outcome, seconds
-it ran); func path "" and seconds None for a dead one."""
-OUTCOMES = {Release: Outcome.DONE, Requeue: Outcome.RETRIED, Reschedule: Outcome.RETRIED, Bury: Outcome.FAILED}
-RAN = (Reason.FAILED, Reason.TIMED_OUT, Reason.BAD_ARGUMENTS)
-"""Dead-letter reasons of a task that ran (or was called): its record says failed; any other, dead."""
-
-
-class RetryForever:
-    """How long a retry=-1 task waits before its next run: doubling with each failure of the same
-    blob this process saw, from RETRY_FOREVER_FIRST up to RETRY_FOREVER_MAX. The count lives here,
-    not in the blob, so the retried blob stays byte-identical to keakon's."""
-
-    REMEMBERED = 10000
-
-    def __init__(self) -> None:
-        self._failures: "OrderedDict[bytes, int]" = OrderedDict()
-
-    def next_delay(self, blob: bytes) -> float:
-        digest = hashlib.sha1(blob).digest()
-        failures = self._failures.pop(digest, 0) + 1
-        self._failures[digest] = failures
-        if len(self._failures) > self.REMEMBERED:
-            self._failures.popitem(last=False)
-        return min(RETRY_FOREVER_FIRST * 2 ** min(failures - 1, 30), RETRY_FOREVER_MAX)
-
-
-def _raised_by_the_call(exc: BaseException) -> bool:
-    """The exception came from the call itself (before the function's first line: its arguments
-    do not fit), not from inside the function: its traceback ends in the calling frame."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    return tb is not None and tb.tb_frame.f_code in (
-        call_limited.__code__, Worker.execute.__code__, Slots._run_coroutine.__code__, *SLOT_CALLERS)
 
 
 class Worker:
@@ -133,6 +69,15 @@ class Worker:
     Coroutine functions are allowed too: the worker runs each on its event loop. A plain function that
     returns an awaitable has it awaited the same way. A tracked task's record gets its return value as
     the worker releases it, and its error as the worker retries or dead-letters it.
+
+    Each claimed task takes the same steps, in this order: it is decoded (a blob that is not a PyTask is
+    dead-lettered: `malformed`, `go_task`, `too_large`); its function is looked up in the allowlist
+    (`not_allowed`) and its arguments are checked against the function's signature (`bad_arguments`,
+    without calling it); its call gets its time limit (its own, else the worker's); the function is
+    called; the task is settled: released, retried as its options say, or dead-lettered, with an ERROR
+    line for each failure; a tracked task's record gets what it returned or raised; `observe` is told
+    the outcome; and with `log_tasks` its line is logged. (Inside, each step is a middleware of
+    `delayed.worker.middleware`, in that order.)
 
     A Worker takes ids of its own (`id`, `ids`), and timing of its own (`dequeue_timeout`,
     `keep_alive_timeout`): it never reads or sets what keakon's Queue (`delayed.queue.Queue`) keeps
@@ -260,7 +205,6 @@ class Worker:
         self.allowlist = allow if isinstance(allow, Allowlist) else Allowlist(allow)
         self.keep_alive_interval = keep_alive_interval
         self.time_limit = time_limit
-        self._warned_time_limit = False
         self._max_batch = batch
         self._batch = 1
         self.lifecycle = Lifecycle("worker")
@@ -270,13 +214,11 @@ class Worker:
         self.log_tasks = log_tasks
         self.on_online = on_online
         self._sweeps = Sweeps(logger, sweep_interval, max_crashes) if sweep_interval else None
-        self._timed = observe is not None or log_tasks  # every run is timed, not only tracked ones
         # threaded: a task per slot, and as many again waiting ready for one (see Lookahead)
         capacity = batch if threads == 1 else 2 * threads
         self.holdings = Holdings(self.queues, capacity, self.lifecycle, dequeue_timeout, keep_alive_timeout)
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
-        self._forever = RetryForever()
-        self._coroutines: Dict[Callable[..., Any], bool] = {}
+        self._invoker = Invoker(threaded=threads > 1)
+        self._pipeline = Pipeline(self._middleware())
         self._claimed: Optional[Batch[Claim]] = None  # the one-slot runner's batch, with its watcher
 
     @property
@@ -344,8 +286,7 @@ class Worker:
             mover.stop()
             noter.stop()
             keep_alive.stop()
-            if self._loop is not None:
-                self._loop.close()
+            self._invoker.loop.close()
             if self._claimed is not None:
                 self._claimed.close()
             self.holdings.go_offline()
@@ -369,6 +310,7 @@ class Worker:
         """
         if self._claimed is None:
             self._claimed = Batch(self.holdings.give_back, BATCH_TIME)
+            self.lifecycle.on_stop(self._claimed.stop)  # a stop starts none of the claimed tasks left
         claims = self.holdings.claim(self._batch, block=not self.burst)
         started = time.monotonic()
         self._claimed.load(claims)
@@ -377,11 +319,10 @@ class Worker:
             claim = self._claimed.next()
             if claim is None:
                 break
-            if self.lifecycle.stopping:
-                self.holdings.give_back([claim, *self._claimed.rest()])
-                break
-            claim.holding.settle(claim, self.execute(claim.blob, claim.queue))
+            claim.holding.settle(claim, self.execute(claim.blob, claim.holding.queue))
             ran += 1
+        if self.lifecycle.stopping:
+            self.holdings.give_back(self._claimed.rest())
         self.holdings.unlock()
         self._adapt_batch(len(claims), time.monotonic() - started)
         return ran
@@ -393,13 +334,13 @@ class Worker:
         starts one at once and the claim's round trip overlaps the running tasks; the ready ones
         that no slot takes within BATCH_TIME go back to the queue (the Batch's watcher).
         """
-        held: Dict[Any, Tuple[Claim, PyTask]] = {}
+        held: Dict[Any, Claim] = {}
 
         def give_back(jobs: List[Job]) -> None:
-            self.holdings.give_back([held.pop(job.key)[0] for job in jobs])
+            self.holdings.give_back([held.pop(job.key) for job in jobs])
 
         ready: Batch[Job] = Batch(give_back, BATCH_TIME)
-        slots = Slots(self.threads, ready)
+        slots = Slots(self.threads, ready, self._invoker)
         lookahead = Lookahead(self.threads, BATCH_TIME)
         try:
             while not self.lifecycle.stopping:
@@ -453,39 +394,37 @@ class Worker:
         if lookahead.mean is None:
             return POLL
         now = time.monotonic()
-        expected = [(job.started_at or now) + FINISH_SLACK * lookahead.mean for job in list(slots.running.values())]
+        expected = [(job.run.started or now) + FINISH_SLACK * lookahead.mean for job in list(slots.running.values())]
         soonest = min((at for at in expected if at > now), default=now + POLL)
         return min(POLL, max(MIN_POLL, soonest - now))
 
-    def _jobs(self, claims: List[Claim], held: Dict[Any, Tuple[Claim, PyTask]]) -> List[Job]:
-        """The claimed tasks as jobs to run, now held; the ones that cannot run are settled at once."""
+    def _jobs(self, claims: List[Claim], held: Dict[Any, Claim]) -> List[Job]:
+        """The claimed tasks as jobs to run, now held; the ones refused before their call are settled at once."""
         jobs = []
+        pipeline = self._pipeline
         for claim in claims:
-            prepared = self._prepare(claim.blob, claim.queue)
-            if isinstance(prepared, Settlement):
-                claim.holding.settle(claim, self._unrunnable(prepared, claim.queue))
+            run = Run(claim.blob, claim.holding.queue)
+            if not pipeline.start(run):
+                claim.holding.settle(claim, pipeline.finish(run))
                 continue
-            task, func = prepared
-            held[claim.worker_id] = (claim, task)
-            jobs.append(Job(claim.worker_id, func, task.args, task.kwargs, task.time_limit or self.time_limit,
-                            self._is_coroutine(func)))
+            held[claim.worker_id] = claim
+            jobs.append(Job(claim.worker_id, run))
         return jobs
 
-    def _settle_finished(self, slots: Slots, held: Dict[Any, Tuple[Claim, PyTask]], lookahead: Lookahead) -> None:
-        now = time.monotonic()
+    def _settle_finished(self, slots: Slots, held: Dict[Any, Claim], lookahead: Lookahead) -> None:
         for job in slots.collect():
-            claim, task = held.pop(job.key)
-            claim.holding.settle(claim, self._settlement(task, job.outcome, job.started_at or now, claim.queue,
-                                                        job.result))
-            lookahead.finished(now - (job.started_at or now))
+            claim = held.pop(job.key)
+            claim.holding.settle(claim, self._pipeline.finish(job.run))
+            lookahead.finished(job.run.seconds)
         self.holdings.unlock()
         slots.enforce_limits(self._warn_overrun)
 
     @staticmethod
     def _warn_overrun(job: Job, overrun: float) -> None:
-        logger.warning("task %s:%s runs %.1f s past its time limit of %g s: a thread cannot be killed, so it "
+        assert job.run.task is not None
+        logger.warning("task %s runs %.1f s past its time limit of %g s: a thread cannot be killed, so it "
                        "stays held (its keep-alive goes on) and keeps its slot; interrupting it again",
-                       job.func.__module__, job.func.__name__, overrun, job.limit)
+                       job.run.task.func_path, overrun, job.limit)
 
     def _adapt_batch(self, claimed: int, elapsed: float) -> None:
         if elapsed > BATCH_TIME:
@@ -506,140 +445,15 @@ class Worker:
         Returns:
             How to settle it.
         """
-        queue = queue or self.queue
-        prepared = self._prepare(blob, queue)
-        if isinstance(prepared, Settlement):
-            return self._unrunnable(prepared, queue)
-        task, func = prepared
-        limit = task.time_limit or self.time_limit
-        started = time.monotonic() if self._timed or task.options.id is not None else 0.0
-        try:
-            if self._is_coroutine(func):
-                result = self._event_loop().run_until_complete(within(func(*task.args, **task.kwargs), limit))
-            else:
-                if limit:
-                    result = call_limited(self._alarm(limit), func, task.args, task.kwargs)
-                else:
-                    result = func(*task.args, **task.kwargs)
-                if result is not None and inspect.isawaitable(result):
-                    result = self._event_loop().run_until_complete(within(result, limit))
-        except (Exception, TimeLimitExceeded) as exc:
-            return self._settlement(task, exc, started, queue)
-        return self._settlement(task, None, started, queue, result)
+        pipeline = self._pipeline
+        run = Run(blob, queue or self.queue)
+        if pipeline.start(run):
+            self._invoker.invoke(run)
+        return pipeline.finish(run)
 
-    def _is_coroutine(self, func: Callable[..., Any]) -> bool:
-        coroutine = self._coroutines.get(func)
-        if coroutine is None:
-            coroutine = self._coroutines[func] = inspect.iscoroutinefunction(func)
-        return coroutine
-
-    def _prepare(self, blob: bytes, queue: Queue) -> Union[Settlement, Tuple[PyTask, Callable[..., Any]]]:
-        """The task and its function, or how to settle a task that cannot run."""
-        if len(blob) > queue.max_task_size:
-            return self._bury(queue, blob, Reason.TOO_LARGE, f"{len(blob)} bytes, over {queue.max_task_size}")
-        try:
-            task = PyTask.deserialize(blob)
-        except MalformedTaskError as exc:
-            return self._bury(queue, blob, Reason(exc.reason), str(exc), exc.func_path)
-        try:
-            func = self.allowlist.resolve(task.func_path)
-        except FunctionNotAllowedError as exc:
-            return self._bury(queue, blob, Reason.NOT_ALLOWED, str(exc), task.func_path)
-        return task, func
-
-    def _unrunnable(self, settlement: Settlement, queue: Queue) -> Settlement:
-        """A task that cannot run (dead-lettered), told to the observe hook and the task log."""
-        if self.observe is not None:
-            self.observe(queue.name, "", Outcome.DEAD, None)
-        if self.log_tasks and isinstance(settlement, Bury):
-            task_logger.info("task %s %s %s", settlement.tracked.task_id if settlement.tracked else "-",
-                             dead_letter.func_of(settlement.letter[dead_letter.TASK]) or "?", Outcome.DEAD)
-        return settlement
-
-    def _settlement(self, task: PyTask, outcome: Optional[BaseException], started: float,
-                    queue: Queue, result: Any = None) -> Settlement:
-        """How to settle a task that ran, since started (time.monotonic(); 0.0: not timed): outcome is
-        None if it returned result, else what it raised. Told to the observe hook and the task log
-        (with threads > 1, a run ends when the main thread collects it: up to POLL late while that
-        thread waits on Redis)."""
-        observe = self.observe
-        ran = time.monotonic() - started if started else 0.0  # before the failure is logged
-        settlement = RELEASE if outcome is None else self._failed(task, outcome, queue)
-        if observe is not None:
-            observe(queue.name, task.func_path, OUTCOMES[type(settlement)], ran)
-        if self.log_tasks:
-            task_logger.info("task %s %s %s in %.1f ms", task.options.id or "-", task.func_path,
-                             OUTCOMES[type(settlement)], ran * 1000)
-        options = task.options
-        if options is NO_OPTIONS:  # most tasks: nothing more to carry
-            return settlement
-        if options.unique_key is not None and isinstance(settlement, (Release, Bury)):
-            settlement = replace(settlement, lock=(options.unique_key, options.unique_token or ""))
-        task_id = options.id
-        if task_id is not None:
-            settlement = self._track(settlement, task_id, result, outcome, ran, queue)
-        return settlement
-
-    @staticmethod
-    def _track(settlement: Settlement, task_id: str, result: Any, outcome: Optional[BaseException], ran: float,
-               queue: Queue) -> Settlement:
-        """A tracked task's settlement, carrying what its record gets: the result (a release), or the
-        error of a run that is retried (a dead letter's tracking was added by _bury)."""
-        if isinstance(settlement, Release):
-            data, note = tracking.pack_result(result, queue.max_task_size)
-            return Release(settlement.lock, Tracked(task_id, ran, data, note))
-        if isinstance(settlement, (Requeue, Reschedule)):
-            return replace(settlement, tracked=Tracked(task_id, ran, error=message_of(outcome) if outcome else ""))
-        return settlement
-
-    def _alarm(self, limit: Optional[float]) -> Optional[float]:
-        """The limit SIGALRM can enforce on a plain call: None outside the main thread (said once)."""
-        if limit and not can_enforce():
-            if not self._warned_time_limit:
-                logger.warning("time limits of plain functions are not enforced: the worker does not run "
-                               "in the main thread")
-                self._warned_time_limit = True
-            return None
-        return limit
-
-    def _failed(self, task: PyTask, exc: BaseException, queue: Queue) -> Settlement:
-        error = message_of(exc)
-        if isinstance(exc, TypeError) and _raised_by_the_call(exc):
-            # The call itself raised, before the function's first line: its arguments do not fit.
-            return self._bury(queue, task.serialize(), Reason.BAD_ARGUMENTS, error, task.func_path)
-        if isinstance(exc, SkipRetry):
-            pass
-        elif task.options.max_retries is not None:
-            attempt = task.options.attempt + 1
-            if attempt <= task.options.max_retries:
-                delay = backoff_seconds(task.options.backoff, attempt, self.allowlist.resolve)
-                logger.error("task %s failed (attempt %d of %d); next attempt in %.1f s", task.func_path,
-                             attempt, task.options.max_retries + 1, delay, exc_info=exc)
-                return Reschedule(task.with_options(attempt=attempt).serialize(), time.time() + delay)
-        elif task.retry < 0:
-            delay = self._forever.next_delay(task.serialize())
-            logger.error("task %s failed; retrying forever, next in %.1f s", task.func_path, delay, exc_info=exc)
-            return Reschedule(task.serialize(), time.time() + delay)
-        elif task.retry:
-            logger.error("task %s failed; retrying (%s left)", task.func_path, task.retry - 1, exc_info=exc)
-            return Requeue(task.with_retry(task.retry - 1).serialize())
-        logger.error("task %s failed; dead-lettered in %s", task.func_path, queue.keys.dead_letters, exc_info=exc)
-        reason = Reason.TIMED_OUT if isinstance(exc, TimeLimitExceeded) else Reason.FAILED
-        trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        return self._bury(queue, task.serialize(), reason, error, task.func_path, trace)
-
-    def _bury(self, queue: Queue, blob: bytes, reason: Reason, error: str, func: Optional[str] = None,
-              trace: Optional[str] = None) -> Bury:
-        if reason not in (Reason.FAILED, Reason.TIMED_OUT):
-            logger.error("dead-lettered a task in %s (%s): %s", queue.keys.dead_letters, reason, error)
-        task_id = tracking.task_id(blob)
-        status = Status.FAILED if reason in RAN else Status.DEAD
-        tracked = None if task_id is None else Tracked(task_id, status=status, error=error)
-        return Bury(dead_letter.record(reason=reason, error=error, blob=blob, queue=queue.name,
-                                       worker=self.id, func=func, traceback=trace), tracked=tracked)
-
-    def _event_loop(self) -> asyncio.AbstractEventLoop:
-        if self._loop is None:
-            self._loop = asyncio.new_event_loop()
-        return self._loop
-
+    def _middleware(self) -> List[Middleware]:
+        """The worker's middleware, outermost first (see delayed.worker.middleware for what each does)."""
+        log: List[Middleware] = [TaskLog()] if self.log_tasks else []
+        metrics: List[Middleware] = [] if self.observe is None else [Metrics(self.observe)]
+        return [*log, *metrics, Tracking(), Retries(self.allowlist.resolve, lambda: self.id),
+                CallCheck(self.allowlist), TimeLimit(self.time_limit)]

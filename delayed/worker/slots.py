@@ -13,19 +13,23 @@ its slot, and the worker says so once per time-limit period it overruns, injecti
 
 Only the worker's main thread injects, and it injects only into a job it saw running, then
 takes the injection back if the job finished meanwhile; an injection that lands anyway after
-the call returned is told apart by where it was raised (in the frame that made the call, not
-inside the task) and does not count, so a finished task is never reported as timed out.
+the call returned is told apart by where it was raised (in invoke's frame, not inside the task)
+and does not count, so a finished task is never reported as timed out.
+
+The calls themselves are delayed.worker.invoke's: a slot thread runs Invoker.invoke, and a
+coroutine runs Invoker.invoke_async on the invoker's event loop.
 """
 import asyncio
 import ctypes
-import inspect
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Set
+from typing import Any, Callable, Deque, Dict, List, Optional, Set
 
 from .batch import Batch
-from .time_limit import TimeLimitExceeded, exceeded, within
+from .invoke import Invoker
+from .run import Run
+from .time_limit import TimeLimitExceeded, exceeded
 
 _inject = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.py_object)(
     ("PyThreadState_SetAsyncExc", ctypes.pythonapi))
@@ -38,74 +42,49 @@ LIMIT_CHECK = 0.01
 
 
 class Job:
-    """One task to run in a slot: func(*args, **kwargs), with its time limit (None: none).
+    """One run to make in a slot (timed: a slot needs its start): done once its outcome is in the run;
+    thread: the thread running a plain job; interrupted, next_warning: its time limit's interruptions so
+    far and when the next warning is due."""
 
-    outcome: None once the call returned (result: what it returned), else the exception it raised;
-    done once that is known.
-    """
+    __slots__ = ("key", "run", "coroutine", "limit", "thread", "done", "interrupted", "next_warning")
 
-    __slots__ = ("key", "func", "args", "kwargs", "limit", "coroutine", "thread", "started_at", "done",
-                 "outcome", "result", "interrupted", "next_warning")
-
-    def __init__(self, key: Any, func: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any],
-                 limit: Optional[float], coroutine: bool) -> None:
+    def __init__(self, key: Any, run: Run) -> None:
+        assert run.callee is not None
         self.key = key
-        self.func, self.args, self.kwargs, self.limit, self.coroutine = func, args, kwargs, limit, coroutine
+        self.run = run
+        run.timed = True
+        self.coroutine = run.callee.coroutine
+        self.limit = run.limit
         self.thread: Optional[int] = None
-        self.started_at: Optional[float] = None
         self.done = False
-        self.outcome: Optional[BaseException] = None
-        self.result: Any = None
         self.interrupted = 0
         self.next_warning = 0.0
 
 
-def _call(func: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any]) -> Any:
-    return func(*args, **kwargs)
-
-
-CALLERS = {_call.__code__}
-"""Code of the frames that call a task: an exception whose traceback ends there came from the call itself."""
-
-
-def _run(job: Job) -> None:
+def _run(job: Job, invoker: Invoker) -> None:
     """Run a plain job in this thread. Past `job.done = True` no injection can be aimed at it."""
     job.thread = threading.get_ident()
-    job.started_at = time.monotonic()
     try:
-        result = _call(job.func, job.args, job.kwargs)
-        if result is not None and inspect.isawaitable(result):  # a plain function that returned one
-            result = asyncio.run(_awaited(result, job.limit))
-        job.outcome, job.result = None, result
-    except TimeLimitExceeded as exc:
-        job.outcome = None if _raised_here(exc) else _saying_the_limit(exc, job.limit)
-    except BaseException as exc:
-        job.outcome = exc
+        invoker.invoke(job.run)
+    except TimeLimitExceeded:
+        raise  # an injection that landed past invoke's handling: see _SlotThread
+    except BaseException as exc:  # a task's SystemExit or KeyboardInterrupt ends only the task, here
+        job.run.error = exc
     job.done = True
 
 
-def _saying_the_limit(exc: TimeLimitExceeded, limit: Optional[float]) -> TimeLimitExceeded:
-    """An injected TimeLimitExceeded (a bare class: no message) as one that says the limit, raised where it was."""
-    return exc if exc.args or not limit else exceeded(limit).with_traceback(exc.__traceback__)
-
-
-async def _awaited(awaitable: Any, limit: Optional[float]) -> Any:
-    return await within(awaitable, limit)
-
-
-def _raised_here(exc: BaseException) -> bool:
-    """A TimeLimitExceeded raised in _run itself: the injection landed after the call returned."""
-    tb = exc.__traceback__
-    return tb is not None and tb.tb_next is None
+def _timed_out(limit: Optional[float]) -> TimeLimitExceeded:
+    return exceeded(limit) if limit else TimeLimitExceeded()
 
 
 class Slots:
     """Up to `size` jobs at once, taken from `ready`; finished jobs are reported through `finished`,
     with `wake` released (as it is when a job is handed to the main thread)."""
 
-    def __init__(self, size: int, ready: Batch[Job]) -> None:
+    def __init__(self, size: int, ready: Batch[Job], invoker: Invoker) -> None:
         self.size = size
         self.ready = ready
+        self.invoker = invoker
         self.running: Dict[Any, Job] = {}  # started (or taken to start) and not yet collected
         self.finished: Deque[Job] = deque()
         self.wake = threading.Lock()
@@ -117,8 +96,6 @@ class Slots:
         self._tasks: Set["asyncio.Task[None]"] = set()
         self._limited = 0  # plain jobs running with a time limit
         self._next_check = 0.0
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
-        self._loop_thread: Optional[threading.Thread] = None
 
     @property
     def free(self) -> int:
@@ -141,7 +118,7 @@ class Slots:
             else:
                 self._start_plain(job)
         if coroutines:
-            self._event_loop().call_soon_threadsafe(self._create_tasks, coroutines)
+            self.invoker.loop.loop.call_soon_threadsafe(self._create_tasks, coroutines)
 
     def _start_plain(self, job: Job) -> None:
         if job.limit:
@@ -151,9 +128,9 @@ class Slots:
         slot.give(job)
 
     def _create_tasks(self, jobs: List[Job]) -> None:
-        assert self._loop is not None
+        loop = self.invoker.loop.loop
         for job in jobs:
-            task = self._loop.create_task(self._run_coroutine(job))
+            task = loop.create_task(self._run_coroutine(job))
             self._tasks.add(task)  # the loop keeps only a weak reference
             task.add_done_callback(self._tasks.discard)
 
@@ -186,9 +163,9 @@ class Slots:
             return
         self._next_check = now + LIMIT_CHECK
         for job in list(self.running.values()):
-            if job.coroutine or not job.limit or job.done or job.started_at is None or job.thread is None:
+            if job.coroutine or not job.limit or job.done or not job.run.started or job.thread is None:
                 continue
-            overrun = now - job.started_at - job.limit
+            overrun = now - job.run.started - job.limit
             if overrun < 0 or now < job.next_warning:
                 continue
             if job.interrupted:
@@ -200,14 +177,10 @@ class Slots:
             job.next_warning = now + job.limit
 
     def close(self) -> None:
-        """Let the threads end once idle (running jobs are not stopped: call when none run)."""
+        """Let the threads end once idle (running jobs are not stopped: call when none run); the
+        event loop is the invoker's, closed with it."""
         for slot in self._threads:
             slot.give(None)
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            assert self._loop_thread is not None
-            self._loop_thread.join(5)
-            self._loop.close()
 
     def _report(self, job: Job) -> None:
         self.finished.append(job)
@@ -221,11 +194,10 @@ class Slots:
             pass
 
     async def _run_coroutine(self, job: Job) -> None:
-        job.started_at = time.monotonic()
         try:
-            job.result = await within(job.func(*job.args, **job.kwargs), job.limit)
-        except BaseException as exc:
-            job.outcome = exc
+            await self.invoker.invoke_async(job.run)
+        except BaseException as exc:  # a task's SystemExit or KeyboardInterrupt ends only the task, here
+            job.run.error = exc
         job.done = True
         self._report(job)
         following = self.ready.next()
@@ -236,13 +208,6 @@ class Slots:
             else:
                 self._handed.append(following)
                 self._wake()
-
-    def _event_loop(self) -> asyncio.AbstractEventLoop:
-        if self._loop is None:
-            loop = self._loop = asyncio.new_event_loop()
-            self._loop_thread = threading.Thread(target=loop.run_forever, name="delayed event loop", daemon=True)
-            self._loop_thread.start()
-        return self._loop
 
     def _new_thread(self) -> "_SlotThread":
         slot = _SlotThread(self, len(self._threads))
@@ -284,10 +249,10 @@ class _SlotThread(threading.Thread):
                         return
                     self.job = job
                 job = self.job
-                if job.started_at is None:
-                    _run(job)
+                if not job.run.started:
+                    _run(job, self.slots.invoker)
                 elif not job.done:  # interrupted between its call and done: it ran; a time-out keeps it safe
-                    job.outcome, job.done = _saying_the_limit(TimeLimitExceeded(), job.limit), True
+                    job.run.error, job.done = _timed_out(job.limit), True
                 self.slots._report(job)
                 self.job = None
             except TimeLimitExceeded:

@@ -1,9 +1,14 @@
-"""Per-task time limits: SIGALRM interrupts a plain call in the main thread, asyncio cancels a coroutine."""
+"""Per-task time limits: the TimeLimit middleware says each call's limit; SIGALRM interrupts a plain call
+in the main thread, asyncio cancels a coroutine (and Slots injects into a slot thread, see
+delayed.worker.slots)."""
 import asyncio
 import signal
 import sys
 import threading
 from typing import Any, Awaitable, Callable, Dict, Optional, Sequence
+
+from .middleware import Middleware
+from .run import Run
 
 
 class TimeLimitExceeded(BaseException):
@@ -67,3 +72,15 @@ async def within(awaitable: Awaitable[Any], seconds: Optional[float]) -> Any:
     if not task.cancelled():
         task.exception()  # retrieved, so asyncio does not log it as never retrieved
     raise exceeded(seconds)
+
+
+class TimeLimit(Middleware):
+    """The time limit of each call: the task's own (its time_limit), else the worker's default (None: none)."""
+
+    def __init__(self, default: Optional[float]) -> None:
+        self.default = default
+        self.options_only = default is None  # without a default, only a task's own option sets a limit
+
+    def before(self, run: Run) -> None:
+        assert run.task is not None
+        run.limit = run.task.options.time_limit or self.default

@@ -1,0 +1,49 @@
+"""Run: one claimed task on its way through the worker's pipeline (delayed.worker.middleware), from
+its blob to how it is settled. The middleware, invoke() and decide() read and fill it in turn."""
+from typing import Any, NamedTuple, Optional
+
+from ..protocol.queue import Queue
+from ..wire.dead_letter import Reason
+from ..wire.task import PyTask
+from .callee import Callee
+from .holding import Settlement
+
+
+class Refusal(NamedTuple):
+    """Why a task is not called: its dead letter's reason and error, and its func path where known."""
+
+    reason: Reason
+    error: str
+    func: Optional[str] = None
+
+
+class Run:
+    """A claimed task: its blob and the queue it came from; once decoded, the task and its function
+    (callee), and the time limit its call gets; then what happened: it returned result, raised error,
+    or was refused before its call; if timed, when its call started (time.monotonic()) and how long it
+    ran (seconds); and how it is settled.
+
+    One is made per task: it has slots, and every field is set from the start, so reading one costs
+    what reading a local's attribute does.
+    """
+
+    __slots__ = ("blob", "queue", "task", "callee", "limit", "timed", "started", "seconds", "result", "error",
+                 "refusal", "settlement")
+
+    def __init__(self, blob: bytes, queue: Queue) -> None:
+        self.blob = blob
+        self.queue = queue
+        self.task: Optional[PyTask] = None
+        self.callee: Optional[Callee] = None
+        self.limit: Optional[float] = None
+        self.timed = False
+        self.started = 0.0
+        self.seconds = 0.0
+        self.result: Any = None
+        self.error: Optional[BaseException] = None
+        self.refusal: Optional[Refusal] = None
+        self.settlement: Optional[Settlement] = None
+
+    def refuse(self, reason: Reason, error: str, func: Optional[str] = None) -> None:
+        """Settle the task without calling it: it is dead-lettered for reason."""
+        self.refusal = Refusal(reason, error, func)
