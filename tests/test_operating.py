@@ -69,7 +69,7 @@ def test_json_output_is_json_all_the_way_down(conn, redis_server):
     status, out, err = run("enqueue", "main.Add", "1", "[2]", "--go", "--queue", "go", "--json", url=redis_server.url)
     assert status == 0, err
     assert json.loads(out) == {"enqueued": {"go": True, "func": "main.Add", "payload": [1, [2]]}, "queue": "go",
-                               "id": None, "delay": None}
+                               "id": None, "delay": None, "at": None}
     status, out, err = run("enqueue", "tests.tasks:record", "x", "--json", url=redis_server.url)
     assert json.loads(out)["enqueued"] == {"func": "tests.tasks:record", "args": ["x"], "kwargs": {}, "retry": 0,
                                            "options": {}}

@@ -2,6 +2,7 @@
 worker as it was given, and the tracked blob's layout is pinned byte by byte for Python and Lua."""
 import dataclasses
 import datetime
+import json
 import math
 import time
 
@@ -190,3 +191,12 @@ def test_options_are_frozen_and_replace_checks_again():
     with pytest.raises(ValueError, match="^max_retries must be from 0"):
         options.replace(max_retries=-1)
     assert options.replace(max_retries=None) == TaskOptions() and MAX_SECONDS == 316_224_000
+
+
+def test_delayed_enqueue_writes_its_options_into_the_task_and_says_so(conn, redis_server, capsys):
+    assert main(["enqueue", "tests.tasks:add", "1", "2", "--max-retries", "3", "--time-limit", "5", "--json",
+                 "--redis-url", redis_server.url]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["enqueued"]["options"] == {"max_retries": 3, "time_limit": 5.0}
+    task = PyTask.deserialize(conn.lindex("default", 0))
+    assert (task.options.max_retries, task.options.time_limit) == (3, 5.0)

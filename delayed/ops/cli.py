@@ -384,34 +384,42 @@ def _enqueue_arguments(parser: argparse.ArgumentParser) -> None:
 @operation("enqueue", "enqueue a task by hand", _enqueue_arguments)
 def _enqueue(conn: redis.Redis, args: argparse.Namespace) -> None:
     values = [_argument(text) for text in args.args]
-    if args.go:
-        if not args.func.strip():
-            raise CommandError("a GoTask needs a Go func path, e.g. main.Add", status=2)
-        task: Any = GoTask(args.func, values[0] if len(values) == 1 else (values or None))
-    else:
-        if not _PY_FUNC_PATH.fullmatch(args.func):
-            raise CommandError(f"{args.func!r} is not MODULE:FUNC, e.g. tasks:add (add --go for a Go func)", status=2)
-        try:
-            kwargs = json.loads(args.kwargs) if args.kwargs else None
-        except ValueError as exc:
-            raise CommandError(f"--kwargs is not JSON: {exc}", status=2) from None
-        if kwargs is not None and not isinstance(kwargs, dict):
-            raise CommandError(f"--kwargs must be a JSON object, got {args.kwargs}", status=2)
-        task = PyTask(args.func, values, kwargs)
+    options = {name: value for name, value in task_options_of(args).items() if value is not None}
     try:
-        handle = Queue(args.queue, conn).enqueue(task, **task_options_of(args))
-    except (TaskTooLargeError, TypeError, ValueError) as exc:  # too large, or options a GoTask cannot take
+        if args.go:
+            if not args.func.strip():
+                raise CommandError("a GoTask needs a Go func path, e.g. main.Add", status=2)
+            task: Any = GoTask(args.func, values[0] if len(values) == 1 else (values or None), **options)
+        else:
+            if not _PY_FUNC_PATH.fullmatch(args.func):
+                raise CommandError(f"{args.func!r} is not MODULE:FUNC, e.g. tasks:add (add --go for a Go func)",
+                                   status=2)
+            task = PyTask(args.func, values, _kwargs(args.kwargs), **options)
+        handle = Queue(args.queue, conn).enqueue(task)
+    except (TaskTooLargeError, TypeError, ValueError) as exc:  # too large, or options the task cannot take
         raise CommandError(str(exc), status=2) from None
     except QueueFullError as exc:
         raise CommandError(str(exc)) from None
     described = admin.describe_task(task.serialize())
     task_id = None if handle is None else handle.id
+    due = None if args.at is None else args.at.isoformat()
     if args.json:
-        print(json.dumps({"enqueued": described, "queue": args.queue, "id": task_id, "delay": args.delay}))
+        print(json.dumps({"enqueued": described, "queue": args.queue, "id": task_id, "delay": args.delay, "at": due}))
         return
     print(f"enqueued {json.dumps(described)} into {args.queue}" +
-          ("" if args.delay is None else f", due in {args.delay:g} s") +
+          ("" if args.delay is None else f", due in {args.delay:g} s") + ("" if due is None else f", due at {due}") +
           ("" if task_id is None else f"; tracked as task {task_id} (delayed task {task_id})"))
+
+
+def _kwargs(text: Optional[str]) -> Optional[Dict[str, Any]]:
+    """--kwargs: a JSON object, or None."""
+    try:
+        kwargs = json.loads(text) if text else None
+    except ValueError as exc:
+        raise CommandError(f"--kwargs is not JSON: {exc}", status=2) from None
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise CommandError(f"--kwargs must be a JSON object, got {text}", status=2)
+    return kwargs
 
 
 FOUND_QUEUE = "the queue that tracks it (default: the one holding a record of it, found with one SCAN)"
