@@ -1,0 +1,114 @@
+package delayed
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	redigo "github.com/gomodule/redigo/redis"
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// conn is how a Queue talks to Redis, whichever client it was given: go-delayed's redigo pool
+// (NewRedisPool, for programs moved from go-delayed) or a go-redis UniversalClient (Connect: a
+// single Redis, Sentinel or Cluster). Replies come back in one shape from both: bulk and status
+// strings as string, integers as int64, arrays as []any, a nil reply as nil with no error.
+type conn interface {
+	do(ctx context.Context, command ...any) (any, error)
+	// blpop waits up to timeout for an item of one of keys: the key it came from, and ok false on timeout.
+	blpop(ctx context.Context, timeout time.Duration, keys ...string) (key string, ok bool, err error)
+}
+
+// poolConn runs commands on connections of a redigo pool.
+type poolConn struct{ pool *redigo.Pool }
+
+func (p poolConn) do(ctx context.Context, command ...any) (any, error) {
+	c, err := p.pool.GetContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	reply, err := redigo.DoContext(c, ctx, command[0].(string), command[1:]...)
+	return fromRedigo(reply), err
+}
+
+func (p poolConn) blpop(ctx context.Context, timeout time.Duration, keys ...string) (string, bool, error) {
+	c, err := p.pool.GetContext(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	defer c.Close()
+	command := make([]any, 0, len(keys)+1)
+	for _, key := range keys {
+		command = append(command, key)
+	}
+	command = append(command, timeout.Seconds())
+	// The read waits for the BLPOP's own timeout, and a second more for the reply to arrive.
+	reply, err := redigo.Values(redigo.DoWithTimeout(c, timeout+time.Second, "BLPOP", command...))
+	if errors.Is(err, redigo.ErrNil) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	if len(reply) != 2 {
+		return "", false, InvalidRedisReplyError
+	}
+	key, _ := fromRedigo(reply[0]).(string)
+	return key, true, nil
+}
+
+func fromRedigo(reply any) any {
+	switch value := reply.(type) {
+	case []byte:
+		return string(value)
+	case []any:
+		for i, item := range value {
+			value[i] = fromRedigo(item)
+		}
+		return value
+	default:
+		return value
+	}
+}
+
+// clientConn runs commands on a go-redis client (single, Sentinel's failover client, or Cluster).
+type clientConn struct{ client goredis.UniversalClient }
+
+func (c clientConn) do(ctx context.Context, command ...any) (any, error) {
+	reply, err := c.client.Do(ctx, command...).Result()
+	if errors.Is(err, goredis.Nil) {
+		return nil, nil
+	}
+	return fromGoRedis(reply), err
+}
+
+func (c clientConn) blpop(ctx context.Context, timeout time.Duration, keys ...string) (string, bool, error) {
+	reply, err := c.client.BLPop(ctx, timeout, keys...).Result()
+	if errors.Is(err, goredis.Nil) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return reply[0], true, nil
+}
+
+// fromGoRedis flattens a RESP3 map (a client on protocol 3 replies so to HGETALL) as RESP2 would.
+func fromGoRedis(reply any) any {
+	switch value := reply.(type) {
+	case []any:
+		for i, item := range value {
+			value[i] = fromGoRedis(item)
+		}
+		return value
+	case map[any]any:
+		flat := make([]any, 0, 2*len(value))
+		for key, item := range value {
+			flat = append(flat, fromGoRedis(key), fromGoRedis(item))
+		}
+		return flat
+	default:
+		return value
+	}
+}

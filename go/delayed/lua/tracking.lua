@@ -1,0 +1,111 @@
+-- Tracked tasks' records: the functions every script that writes one shares (scripts.py puts this
+-- file before each of those scripts, so the record's format is written here and nowhere else).
+-- A tracked task is a PyTask whose options (its blob's fifth element, a map) hold its id, `id`;
+-- its record is the hash <queue>_task:<id> (the prefix comes from keys.py, as an argument):
+--   status    scheduled | pending | running | done | retrying | failed | dead | cancelled
+--   func      the task's func path            ttl       seconds the record is kept once the task ended
+--   enqueued  unix time it was enqueued       attempts  how many times a worker claimed it to run it
+--   blob      its blob, as it was enqueued or last requeued or retried: what cancel.lua removes while
+--             it waits, and what people read its arguments from until the record expires
+--   nonce     (when in the scheduled set) the 8 bytes before the blob in its member
+--   due       when it is due (scheduled; retrying: its next run)
+--   worker, started   the worker id running it (running, and the last run once it ended) and when
+--             that worker claimed it (unix time)
+--   finished, seconds  when it ended and how long its last run took (seconds, as the worker measured)
+--   result, note   done: the msgpack of the return value; note: why it was stored otherwise, if it was
+--   error     retrying, failed, dead: what the last run raised (or why it could not run)
+--   letter    failed, dead: the id of its dead letter
+-- A record is written only while it exists: once it expired (or was deleted) nothing recreates a
+-- part of it, and the task runs on untracked. It expires `ttl` seconds after the task ended.
+-- A queue's tracked marker (<queue>_tracked) exists once a tracked task was enqueued to it: scripts
+-- that find tasks by their blob look at blobs only then, so untracked queues pay nothing.
+-- tracking(prefix) builds the functions (prefix: the record keys' prefix, for track.key): a script
+-- calls it only once it meets a tracked task, so an untracked call does not even create them.
+local function tracking(prefix)
+    local track, clock = {}, nil
+
+    function track.now()  -- one TIME per script call: every record it writes shares it
+        if not clock then
+            local time = redis.call('time')
+            clock = string.format('%d.%06d', time[1], time[2])
+        end
+        return clock
+    end
+
+    -- The record key of a tracked blob, or nil. A tracked blob has options (a five-element msgpack
+    -- array: first byte 0x95) whose last entry is its id, 32 hex digits (see delayed/wire/task.py, whose
+    -- WITH_OPTIONS and TRACKED_TAIL these are; tests/test_task_options.py pins both): it ends
+    -- with "id" (a2 69 64), a str8 of 32 bytes (d9 20), and the id. Nothing is decoded (Redis's
+    -- cmsgpack cannot read msgpack bin, which a bytes argument is).
+    function track.key(blob)
+        if string.byte(blob, 1) ~= 0x95 or string.sub(blob, -37, -33) ~= '\162id\217\32' then
+            return nil
+        end
+        return prefix .. string.sub(blob, -32)
+    end
+
+    local function set(key, ...)
+        if redis.call('exists', key) == 1 then
+            redis.call('hset', key, ...)
+            return true
+        end
+        return false
+    end
+
+    -- A task enqueued (or scheduled: member is its scheduled-set member, due its score).
+    function track.enqueued(key, func, ttl, blob, due, member)
+        redis.call('hset', key, 'status', due == '' and 'pending' or 'scheduled', 'func', func, 'ttl', ttl,
+                   'enqueued', track.now(), 'blob', blob)
+        if due ~= '' then
+            redis.call('hset', key, 'due', due, 'nonce', string.sub(member, 1, 8))
+        end
+    end
+
+    -- A worker claimed the task to run it (a record left with an expiry by an earlier end, as a
+    -- requeued dead letter's is, keeps no expiry while it runs again). PTTL tells both at once.
+    function track.running(key, worker_id)
+        local ttl = redis.call('pttl', key)
+        if ttl ~= -2 then
+            redis.call('hset', key, 'status', 'running', 'worker', worker_id, 'started', track.now())
+            redis.call('hincrby', key, 'attempts', 1)
+            if ttl >= 0 then
+                redis.call('persist', key)
+            end
+        end
+    end
+
+    -- The task waits in the queue again (given back unstarted: uncounted; or requeued by a sweeper).
+    function track.pending(key, blob, unstarted)
+        if set(key, 'status', 'pending', 'blob', blob) then
+            redis.call('hdel', key, 'worker', 'started', 'due', 'nonce')
+            if unstarted then
+                redis.call('hincrby', key, 'attempts', -1)
+            end
+        end
+    end
+
+    -- A run failed and the task runs again: at once (member '': blob is in the queue), or when due.
+    function track.retrying(key, error, blob, due, member)
+        if set(key, 'status', 'retrying', 'error', error, 'blob', blob, 'due', due) then
+            redis.call('hdel', key, 'worker', 'started')
+            if member == '' then
+                redis.call('hdel', key, 'nonce')
+            else
+                redis.call('hset', key, 'nonce', string.sub(member, 1, 8))
+            end
+        end
+    end
+
+    -- The task ended (done, failed, dead, cancelled): field, value pairs to add; it expires ttl seconds from now.
+    function track.ended(key, status, ...)
+        local ttl = redis.call('hget', key, 'ttl')
+        if ttl then
+            redis.call('hset', key, 'status', status, 'finished', track.now(), ...)
+            redis.call('hdel', key, 'nonce', 'due')
+            redis.call('expire', key, ttl)
+        end
+    end
+
+    return track
+end
+
