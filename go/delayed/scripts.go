@@ -17,7 +17,6 @@ import (
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-
 var declaration = regexp.MustCompile(`(?m)^-- (KEYS|ARGV|uses):(.*)$`)
 
 // param is one name a script's header declares: filled from the queue's keys when it names one,
