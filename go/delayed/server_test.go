@@ -1,0 +1,65 @@
+package delayed
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// testRedis is a redis-server the test started on a free loopback port, stopped when the test ends.
+type testRedis struct {
+	Addr   string
+	Client *goredis.Client
+	cmd    *exec.Cmd
+}
+
+// startRedis starts a throwaway redis-server (no persistence) for one test, with extra
+// redis-server arguments ("--maxmemory", "1mb", ...).
+func startRedis(t testing.TB, extra ...string) *testRedis {
+	t.Helper()
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := listener.Addr().(*net.TCPAddr).Port
+	listener.Close()
+	argv := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}, extra...)
+	cmd := exec.Command("redis-server", argv...)
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Skipf("redis-server did not start (is it installed?): %v", err)
+	}
+	ready := make(chan bool, 1)
+	go func() {
+		scanner := bufio.NewScanner(stdout)
+		for scanner.Scan() {
+			if strings.Contains(scanner.Text(), "Ready to accept connections") {
+				ready <- true
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("redis-server did not become ready in 30 s")
+	}
+	server := &testRedis{Addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd}
+	server.Client = goredis.NewClient(&goredis.Options{Addr: server.Addr, Protocol: 2})
+	t.Cleanup(func() {
+		server.Client.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	if err := server.Client.Ping(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return server
+}
