@@ -1,5 +1,5 @@
-"""Benchmark delayed against keakon/delayed 1.2.0b2, rq, dramatiq, huey, Celery, arq, saq, taskiq
-and go-delayed's Go worker and producer; see bench/README.md.
+"""Benchmark delayed against keakon/delayed 1.2.0b2, rq, dramatiq, huey, Celery, arq, saq, taskiq,
+go-delayed's Go worker and producer, and Asynq; see bench/README.md.
 
 Run from the repository root with the project's virtualenv:
     .venv/bin/python bench/run.py [--quick] [--output PATH]
@@ -85,7 +85,10 @@ SYSTEMS = [
     SystemSpec("taskiq", "taskiq", own_venv("taskiq") / "bin/python", 2_600, own_venv("taskiq"),
                ["taskiq==0.13.0", "taskiq-redis==1.2.4", "hiredis"], context_reps=1),
     # go-delayed's worker draining GoTasks our producer enqueued, and its producer's enqueue rate
-    SystemSpec("godelayed", "go-delayed (Go)", Path(sys.executable), 60_000, prepare=gocommands.build),
+    SystemSpec("godelayed", "go-delayed (Go)", Path(sys.executable), 60_000, prepare=lambda: go_commands("goworker")),
+    # Asynq on its own tasks
+    SystemSpec("asynq", "Asynq (Go)", Path(sys.executable), 15_000,
+               prepare=lambda: go_commands("asynqworker", "asynqproducer")),
 ]
 
 # The io rows: 10 ms tasks (bench_tasks.sleep10, asleep10) drained by one process with N slots;
@@ -104,6 +107,7 @@ METRICS = [
     ("enqueue_many", "enqueue_many, batches of 1,000", "tasks/s", "enqueue_many", "rate"),
     ("drain1", "drain, 1 worker process", "tasks/s", "drain1", "rate"),
     ("drain2", "drain, 2 worker processes", "tasks/s", "drain2", "rate"),
+    ("mem_drain1", "memory of the 1-process drain's worker (peak RSS)", "MB", "drain1", "rss_mb"),
     ("io_sleep10", "10 ms `time.sleep` tasks, 1 process, 10 slots", "tasks/s", "io_sleep10", "rate"),
     ("io_asleep10", "10 ms `asyncio.sleep` tasks, 1 process, 10 slots", "tasks/s", "io_asleep10", "rate"),
     ("io_asleep100", "10 ms `asyncio.sleep` tasks, 1 process, 100 slots", "tasks/s", "io_asleep100", "rate"),
@@ -114,6 +118,12 @@ METRICS = [
 ]
 METRIC = {metric[0]: metric for metric in METRICS}
 IO_GOALS = {"io_sleep10": 950, "io_asleep10": 950, "io_asleep100": 8_000}
+
+
+def go_commands(*names: str) -> Optional[str]:
+    """Build interop/'s Go commands; why the ones named cannot run, or None."""
+    reason = gocommands.build()
+    return reason or next((gocommands.unavailable[name] for name in names if name in gocommands.unavailable), None)
 
 
 def log(message: str) -> None:
@@ -218,7 +228,9 @@ def measure(bench: Bench, spec: SystemSpec, cfg: Dict, results: Dict) -> None:
             tasks = int(one_process * 1.6 * cfg["drain_seconds"])  # a guess; adapted below
         else:
             tasks = int(spec.drain_guess * cfg["drain_seconds"] / 2.5)
-        drain(f"drain{processes}", tasks, cfg["drain_seconds"], cfg["drain_min_seconds"], "--processes", processes)
+        memory = ["--memory"] if processes == 1 else []  # read after the last task, so it costs the rate nothing
+        drain(f"drain{processes}", tasks, cfg["drain_seconds"], cfg["drain_min_seconds"], "--processes", processes,
+              *memory)
 
     for key, task, slots, processes in IO_RUNS if spec.io_rows else []:
         if key == "io_procs100" and spec.name != "delayed":
@@ -398,7 +410,12 @@ def report(cfg: Dict, systems: List[SystemSpec], results: Dict, limits: Dict, fa
               "the queue's length alone (it never releases its last task); its latency tasks are "
               "`GoTask(\"main.Elapsed\", ...)` from our `enqueue`, and its enqueue row is go-delayed's own "
               "producer in Go, `Queue.Enqueue(NewGoTask(\"main.Noop\"))` in a loop (interop/bin/goproducer "
-              "-rate). The io rows' N tasks, 10 ms each, are sized to last about "
+              "-rate). Asynq's tasks are all enqueued by `interop/bin/asynqproducer`, `asynq.Client.Enqueue` "
+              "in Go (Asynq has no Python client): 16 goroutines prefill the drain, its enqueue row is one "
+              "loop, and its latency tasks are enqueued by one asynqproducer reading each task's "
+              "time.time() from a line of its stdin; its remaining count is its pending and active lists. "
+              "The drain's memory (1 process): the worker's peak RSS (VmHWM, summed over its processes) "
+              "read when the last task has run. The io rows' N tasks, 10 ms each, are sized to last about "
               f"{cfg['io_seconds']} s at the ceiling. delayed's 100 processes (`--concurrency 100`) "
               "run once, for their memory. See bench/README.md.", ""]
     return "\n".join(lines)
