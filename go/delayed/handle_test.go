@@ -11,10 +11,7 @@ import (
 // The records these tests read are written as Python's worker writes them: by the same Lua scripts
 // (claim_batch.lua claims and releases, bury.lua dead-letters, cancel.lua cancels), on tracked PyTasks.
 
-var (
-	claimBatchForTests = loadScript("claim_batch")
-	buryForTests       = loadScript("bury")
-)
+var claimBatchForTests = loadScript("claim_batch")
 
 // claim has workerID claim the task at the head of queue, as a worker of ours does: its record says running.
 func claim(t *testing.T, queue *Queue, workerID string) string {
@@ -49,7 +46,7 @@ func release(t *testing.T, queue *Queue, workerID, id string, result []byte) {
 // bury has workerID dead-letter the tracked task id it holds, its record ending as status with message.
 func bury(t *testing.T, queue *Queue, workerID, blob, id string, status Status, message string) {
 	t.Helper()
-	reply, err := buryForTests.run(context.Background(), queue.conn, queue.keys, args{
+	reply, err := buryScript.run(context.Background(), queue.conn, queue.keys, args{
 		"record": []any{queue.keys.task(id)}, "worker_id": workerID, "claimed": blob, "dead_max": 10,
 		"dead_max_age_ms": 0, "status": string(status), "error": message, "letter": []any{"record", "{}", "task", blob},
 	})
