@@ -11,10 +11,11 @@ import (
 // Dead letters a sweep writes: its crash loops (delayed/wire/dead_letter.py's format, which
 // `delayed dead`, the dashboard and Python's workers read).
 const (
-	reasonCrashLoop = "crash_loop"
-	// deadMax and deadMaxAge bound a queue's letters as a sweep writes one (Python's Queue defaults).
-	deadMax    = 10000
-	deadMaxAge = 7 * 24 * time.Hour
+	// ReasonCrashLoop is the reason of a task our workers died holding more often than a sweeper's max crashes.
+	ReasonCrashLoop = "crash_loop"
+	// defaultDeadMax and defaultDeadMaxAge bound a queue's letters as one is written (Python's Queue defaults).
+	defaultDeadMax    = 10_000
+	defaultDeadMaxAge = 7 * 24 * time.Hour
 )
 
 var buryScript = loadScript("bury")
@@ -46,7 +47,7 @@ func (q *Queue) crashed(ctx context.Context, workerID string, blob []byte, maxCr
 		again, err := blobWithOptions(blob, o)
 		return again, nil, err
 	}
-	loop := &crashLoop{workerID: workerID, funcPath: task.getFuncPath(), crashes: o.Crashes, reason: reasonCrashLoop}
+	loop := &crashLoop{workerID: workerID, funcPath: task.getFuncPath(), crashes: o.Crashes, reason: ReasonCrashLoop}
 	loop.buried, err = q.buryCrashed(ctx, loop, blob, o.ID,
 		fmt.Sprintf("its worker died while holding it %d times (the limit is %d)", o.Crashes, maxCrashes))
 	return nil, loop, err
@@ -73,11 +74,11 @@ func (q *Queue) buryCrashed(ctx context.Context, loop *crashLoop, blob []byte, i
 	records, status, trackedError := []any{}, "", ""
 	if id != "" {
 		records = []any{q.keys.task(id)}
-		status, trackedError = string(StatusDead), fmt.Sprintf("its workers died running it %d times", loop.crashes)
+		status, trackedError = string(TaskDead), fmt.Sprintf("its workers died running it %d times", loop.crashes)
 	}
 	reply, err := buryScript.run(ctx, q.conn, q.keys, args{
-		"record": records, "worker_id": loop.workerID, "claimed": blob, "dead_max": deadMax,
-		"dead_max_age_ms": deadMaxAge.Milliseconds(), "status": status, "error": trackedError,
+		"record": records, "worker_id": loop.workerID, "claimed": blob, "dead_max": defaultDeadMax,
+		"dead_max_age_ms": defaultDeadMaxAge.Milliseconds(), "status": status, "error": trackedError,
 		"letter": []any{"record", record, "task", blob},
 	})
 	buried, _ := reply.(int64)

@@ -38,7 +38,7 @@ func (h *TaskHandle) Info(ctx context.Context) (*TaskInfo, error) {
 }
 
 // Status reads the task's status now (Info has what goes with it).
-func (h *TaskHandle) Status(ctx context.Context) (Status, error) {
+func (h *TaskHandle) Status(ctx context.Context) (TaskStatus, error) {
 	info, err := h.Info(ctx)
 	if err != nil {
 		return "", err
@@ -59,7 +59,7 @@ func (h *TaskHandle) Result(ctx context.Context) (*TaskResult, error) {
 			return nil, err
 		}
 		if info.Status.Ended() {
-			if info.Status != StatusDone {
+			if info.Status != TaskDone {
 				return nil, &TaskFailedError{Info: info}
 			}
 			return info.Result, nil
@@ -77,9 +77,9 @@ func (h *TaskHandle) Result(ctx context.Context) (*TaskResult, error) {
 
 // Cancellation is what Cancel did.
 type Cancellation struct {
-	Cancelled bool   // whether the task was cancelled
-	Status    Status // the status it had: what it was when cancelled, or why it was not (running, or ended)
-	Reason    string // what happened, in a line
+	Cancelled bool       // whether the task was cancelled
+	Status    TaskStatus // the status it had: what it was when cancelled, or why it was not (running, or ended)
+	Reason    string     // what happened, in a line
 }
 
 // Cancel cancels the task if it waits (scheduled, pending or retrying): it is removed and its record
@@ -96,7 +96,7 @@ func (h *TaskHandle) Cancel(ctx context.Context) (*Cancellation, error) {
 	}
 	outcome, _ := items[0].(string)
 	text, _ := items[1].(string)
-	status := Status(text)
+	status := TaskStatus(text)
 	if outcome == "missing" {
 		return nil, q.noRecord(h.id)
 	}
@@ -107,7 +107,7 @@ func (h *TaskHandle) Cancel(ctx context.Context) (*Cancellation, error) {
 			"track tasks took it", h.id, q.name, status),
 		"not_waiting": fmt.Sprintf("task %s already ended (%s)", h.id, status),
 	}
-	if outcome == "not_waiting" && status == StatusRunning {
+	if outcome == "not_waiting" && status == TaskRunning {
 		reasons[outcome] = fmt.Sprintf("task %s is running: a running task is not interrupted", h.id)
 	}
 	reason, known := reasons[outcome]

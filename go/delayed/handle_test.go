@@ -44,7 +44,7 @@ func release(t *testing.T, queue *Queue, workerID, id string, result []byte) {
 }
 
 // bury has workerID dead-letter the tracked task id it holds, its record ending as status with message.
-func bury(t *testing.T, queue *Queue, workerID, blob, id string, status Status, message string) {
+func bury(t *testing.T, queue *Queue, workerID, blob, id string, status TaskStatus, message string) {
 	t.Helper()
 	reply, err := buryScript.run(context.Background(), queue.conn, queue.keys, args{
 		"record": []any{queue.keys.task(id)}, "worker_id": workerID, "claimed": blob, "dead_max": 10,
@@ -71,12 +71,12 @@ func TestResultOfADoneTaskAndItsRecordAsPythonsWorkerWritesIt(t *testing.T) {
 	ctx := context.Background()
 	queue := NewQueueWithClient("q", server.Client)
 	handle := trackedTask(t, queue)
-	if status, err := handle.Status(ctx); status != StatusPending || err != nil {
+	if status, err := handle.Status(ctx); status != TaskPending || err != nil {
 		t.Fatalf("status %q, %v", status, err)
 	}
 	claim(t, queue, testWorker)
 	info, err := handle.Info(ctx)
-	if err != nil || info.Status != StatusRunning || info.Worker != testWorker || info.Attempts != 1 ||
+	if err != nil || info.Status != TaskRunning || info.Worker != testWorker || info.Attempts != 1 ||
 		info.StartedAt.IsZero() || info.Func != "tasks:add" || info.Queue != "q" || info.ID != handle.ID() {
 		t.Fatalf("info %+v, %v", info, err)
 	}
@@ -97,7 +97,7 @@ func TestResultOfADoneTaskAndItsRecordAsPythonsWorkerWritesIt(t *testing.T) {
 		t.Fatalf("result %x decodes to %+v (%v)", result.Raw(), sum, err)
 	}
 	info, _ = handle.Info(ctx)
-	if info.Status != StatusDone || info.RunTime != 250*time.Millisecond || info.FinishedAt.Before(info.StartedAt) ||
+	if info.Status != TaskDone || info.RunTime != 250*time.Millisecond || info.FinishedAt.Before(info.StartedAt) ||
 		info.ExpiresIn <= 0 || info.ExpiresIn > time.Hour {
 		t.Fatalf("info %+v", info)
 	}
@@ -107,7 +107,7 @@ func TestResultOfAFailedOrDeadTaskIsATaskFailedError(t *testing.T) {
 	server := startRedis(t)
 	ctx := context.Background()
 	queue := NewQueueWithClient("q", server.Client)
-	for _, status := range []Status{StatusFailed, StatusDead} {
+	for _, status := range []TaskStatus{TaskFailed, TaskDead} {
 		handle := trackedTask(t, queue)
 		blob := claim(t, queue, testWorker)
 		bury(t, queue, testWorker, blob, handle.ID(), status, "ValueError: boom")
@@ -126,7 +126,7 @@ func TestCancelEndsAWaitingTaskAndItsResultSaysSo(t *testing.T) {
 	queue := NewQueueWithClient("q", server.Client)
 	handle := trackedTask(t, queue)
 	cancelled, err := handle.Cancel(ctx)
-	if err != nil || !cancelled.Cancelled || cancelled.Status != StatusPending ||
+	if err != nil || !cancelled.Cancelled || cancelled.Status != TaskPending ||
 		cancelled.Reason != "cancelled task "+handle.ID()+" (pending) in q" {
 		t.Fatalf("cancel %+v, %v", cancelled, err)
 	}
@@ -135,7 +135,7 @@ func TestCancelEndsAWaitingTaskAndItsResultSaysSo(t *testing.T) {
 	}
 	_, err = handle.Result(ctx)
 	var failed *TaskFailedError
-	if !errors.As(err, &failed) || failed.Info.Status != StatusCancelled {
+	if !errors.As(err, &failed) || failed.Info.Status != TaskCancelled {
 		t.Fatalf("result: %v", err)
 	}
 	again, err := handle.Cancel(ctx)
@@ -145,7 +145,7 @@ func TestCancelEndsAWaitingTaskAndItsResultSaysSo(t *testing.T) {
 
 	running := trackedTask(t, queue)
 	claim(t, queue, testWorker)
-	if outcome, err := running.Cancel(ctx); err != nil || outcome.Cancelled || outcome.Status != StatusRunning ||
+	if outcome, err := running.Cancel(ctx); err != nil || outcome.Cancelled || outcome.Status != TaskRunning ||
 		!strings.Contains(outcome.Reason, "a running task is not interrupted") {
 		t.Fatalf("cancel a running task: %+v, %v", outcome, err)
 	}
@@ -181,7 +181,7 @@ func TestAHandleWithoutARecordIsNotFound(t *testing.T) {
 func TestParseRecordReadsWhatPythonsParseReads(t *testing.T) {
 	now := time.Unix(2000, 0)
 	info := parseRecord("id", "q", map[string]string{"status": "scheduled", "due": "1999.5", "attempts": "x"}, -1, now)
-	if info.Status != StatusPending || info.Attempts != 0 || info.ExpiresIn != 0 {
+	if info.Status != TaskPending || info.Attempts != 0 || info.ExpiresIn != 0 {
 		t.Errorf("a due scheduled task: %+v", info)
 	}
 	info = parseRecord("id", "q", map[string]string{"status": "done", "result": "\xc1", "seconds": "nan"}, 30, now)

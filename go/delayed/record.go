@@ -11,25 +11,26 @@ import (
 	"github.com/shamaton/msgpack/v2"
 )
 
-// Status is a tracked task's status, as its record stores it (delayed/wire/tracking.py's Status).
-// A task ends as StatusDone, StatusFailed, StatusDead or StatusCancelled.
-type Status string
+// TaskStatus is a tracked task's status, as its record stores it (delayed/wire/tracking.py's Status;
+// go-delayed's StatusRunning, ... are a worker's). A task ends as TaskDone, TaskFailed, TaskDead or
+// TaskCancelled.
+type TaskStatus string
 
 // The statuses of a tracked task (TaskInfo says what goes with each).
 const (
-	StatusScheduled Status = "scheduled" // waits in the scheduled set (a delay, or At): Due
-	StatusPending   Status = "pending"   // waits in the queue: EnqueuedAt
-	StatusRunning   Status = "running"   // a worker claimed it: Worker, StartedAt
-	StatusRetrying  Status = "retrying"  // it failed and runs again: Attempts, Due (the next run), Error
-	StatusDone      Status = "done"      // it returned: Result, FinishedAt, RunTime, Note
-	StatusFailed    Status = "failed"    // it failed with no retries left, dead-lettered: Error, Letter
-	StatusDead      Status = "dead"      // dead-lettered without running (unknown handler, a crash loop, ...): Error, Letter
-	StatusCancelled Status = "cancelled" // Cancel removed it before it ran: FinishedAt
+	TaskScheduled TaskStatus = "scheduled" // waits in the scheduled set (a delay, or At): Due
+	TaskPending   TaskStatus = "pending"   // waits in the queue: EnqueuedAt
+	TaskRunning   TaskStatus = "running"   // a worker claimed it: Worker, StartedAt
+	TaskRetrying  TaskStatus = "retrying"  // it failed and runs again: Attempts, Due (the next run), Error
+	TaskDone      TaskStatus = "done"      // it returned: Result, FinishedAt, RunTime, Note
+	TaskFailed    TaskStatus = "failed"    // it failed with no retries left, dead-lettered: Error, Letter
+	TaskDead      TaskStatus = "dead"      // dead-lettered without running (unknown handler, a crash loop, ...): Error, Letter
+	TaskCancelled TaskStatus = "cancelled" // Cancel removed it before it ran: FinishedAt
 )
 
 // Ended says whether a task with this status has ended: done, failed, dead or cancelled.
-func (s Status) Ended() bool {
-	return s == StatusDone || s == StatusFailed || s == StatusDead || s == StatusCancelled
+func (s TaskStatus) Ended() bool {
+	return s == TaskDone || s == TaskFailed || s == TaskDead || s == TaskCancelled
 }
 
 // ErrTaskNotFound is the error (errors.Is) of a handle whose task has no record: never tracked (enqueued
@@ -47,8 +48,8 @@ var peekRecordScript = loadScript("peek_record")
 type TaskInfo struct {
 	ID     string
 	Queue  string
-	Status Status // a scheduled task that is due reads as pending
-	Func   string // the task's func path
+	Status TaskStatus // a scheduled task that is due reads as pending
+	Func   string     // the task's func path
 
 	EnqueuedAt time.Time
 	Attempts   int       // runs a worker started so far (a task given back unstarted is not counted)
@@ -142,7 +143,7 @@ func parseRecord(id, queue string, fields map[string]string, ttl int64, now time
 		status = "?"
 	}
 	info := &TaskInfo{
-		ID: id, Queue: queue, Status: Status(status), Func: fields["func"], EnqueuedAt: moment("enqueued"),
+		ID: id, Queue: queue, Status: TaskStatus(status), Func: fields["func"], EnqueuedAt: moment("enqueued"),
 		Due: moment("due"), Worker: fields["worker"], StartedAt: moment("started"), FinishedAt: moment("finished"),
 		Note: fields["note"], Error: fields["error"], Letter: fields["letter"],
 	}
@@ -155,10 +156,10 @@ func parseRecord(id, queue string, fields map[string]string, ttl int64, now time
 	if ttl >= 0 {
 		info.ExpiresIn = time.Duration(ttl) * time.Second
 	}
-	if info.Status == StatusScheduled && !info.Due.IsZero() && !info.Due.After(now) {
-		info.Status = StatusPending // due: moving due tasks puts it into the queue, if not done yet
+	if info.Status == TaskScheduled && !info.Due.IsZero() && !info.Due.After(now) {
+		info.Status = TaskPending // due: moving due tasks puts it into the queue, if not done yet
 	}
-	if info.Status == StatusDone {
+	if info.Status == TaskDone {
 		result, stored := fields["result"]
 		if !stored {
 			result = "\xc0"

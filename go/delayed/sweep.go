@@ -3,6 +3,7 @@ package delayed
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -17,8 +18,8 @@ const (
 	// notifyAfter is how long the head of a queue short of notifications must stand still before a
 	// sweep tops them up: sooner, a worker between its BLPOP and its dequeue would find a stray one.
 	notifyAfter = time.Second
-	// moveLimit is how many due tasks one move_due call moves at most.
-	moveLimit = 1000
+	// moveDueLimit is the most tasks one move_due call moves, so a burst never blocks Redis for long.
+	moveDueLimit = 1000
 )
 
 var (
@@ -164,19 +165,14 @@ func (q *Queue) claimSweep(ctx context.Context, interval time.Duration) (bool, e
 	return claimed == 1, err
 }
 
-// moveDue moves the queue's due scheduled tasks into it, moveLimit per call: how many it moved.
-func (q *Queue) moveDue(ctx context.Context) (int, error) {
-	moved := 0
+// moveDue moves every due task of the scheduled set into the queue, with its notification,
+// moveDueLimit a call (delayed/runtime/due.py's move_due_tasks).
+func (q *Queue) moveDue(ctx context.Context) error {
 	for {
-		now := float64(time.Now().UnixNano()) / 1e9
-		reply, err := moveDueScript.run(ctx, q.conn, q.keys, args{"now": now, "limit": moveLimit})
-		if err != nil {
-			return moved, err
-		}
-		chunk, _ := reply.(int64)
-		moved += int(chunk)
-		if chunk < moveLimit {
-			return moved, nil
+		now := strconv.FormatFloat(float64(time.Now().UnixNano())/1e9, 'f', -1, 64)
+		moved, err := moveDueScript.run(ctx, q.conn, q.keys, args{"now": now, "limit": moveDueLimit})
+		if err != nil || moved != int64(moveDueLimit) {
+			return err
 		}
 	}
 }

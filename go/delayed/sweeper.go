@@ -129,7 +129,7 @@ func (s *Sweeper) Stop() {
 // interval; the first Redis error ends it.
 func (s *Sweeper) round(ctx context.Context, sweeping bool) error {
 	for _, queue := range s.queues {
-		if _, err := queue.moveDue(ctx); err != nil {
+		if err := queue.moveDue(ctx); err != nil {
 			return err
 		}
 	}
@@ -159,7 +159,7 @@ func (s *Sweeper) tell(queue *Queue, swept sweepResult) {
 		if !loop.buried {
 			continue
 		}
-		if loop.reason == reasonCrashLoop {
+		if loop.reason == ReasonCrashLoop {
 			s.logger.Warn("dead-lettered a crash loop", "queue", queue.name, "func", loop.funcPath,
 				"crashes", loop.crashes, "max_crashes", s.maxCrashes, "worker", loop.workerID)
 		} else {

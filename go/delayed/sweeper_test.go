@@ -73,7 +73,7 @@ func TestRequeueLostCountsACrashInTheTasksOurDeadWorkersHeld(t *testing.T) {
 	if held := server.Client.HKeys(ctx, "q_processing").Val(); len(held) != 1 || held[0] != alive {
 		t.Fatalf("still held by %q", held)
 	}
-	if status, err := tracked.Status(ctx); status != StatusPending || err != nil {
+	if status, err := tracked.Status(ctx); status != TaskPending || err != nil {
 		t.Fatalf("the tracked task is %s (%v)", status, err)
 	}
 }
@@ -118,7 +118,7 @@ func TestRequeueLostDeadLettersACrashLoopAndEndsItsRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	failedAt, _ := record["failed_at"].(string)
-	if record["reason"] != reasonCrashLoop || record["func"] != "main.Crash" || record["queue"] != "q" ||
+	if record["reason"] != ReasonCrashLoop || record["func"] != "main.Crash" || record["queue"] != "q" ||
 		record["worker"] != ourDeadWorker || record["error"] != "its worker died while holding it 4 times (the limit is 3)" ||
 		letters[0].Values["task"] != string(looping) || !strings.HasSuffix(failedAt, "+00:00") {
 		t.Fatalf("letter %v", letters[0].Values)
@@ -128,7 +128,7 @@ func TestRequeueLostDeadLettersACrashLoopAndEndsItsRecord(t *testing.T) {
 	}
 	_, err = handle.Result(ctx)
 	var failed *TaskFailedError
-	if !errors.As(err, &failed) || failed.Info.Status != StatusDead || failed.Info.Error != "its workers died running it 4 times" ||
+	if !errors.As(err, &failed) || failed.Info.Status != TaskDead || failed.Info.Error != "its workers died running it 4 times" ||
 		failed.Info.Letter != letters[0].ID {
 		t.Fatalf("result: %v", err)
 	}
