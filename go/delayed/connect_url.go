@@ -43,6 +43,7 @@ type RedisURLError struct {
 	Reason string
 }
 
+// Error says the URL, its passwords masked, and what is wrong with it.
 func (e *RedisURLError) Error() string {
 	if e.URL == "" {
 		return "an empty URL: " + e.Reason

@@ -89,6 +89,7 @@ type TaskFailedError struct {
 	Info *TaskInfo
 }
 
+// Error says the task, how it ended and its record's error: "task ID (FUNC) failed: ERROR".
 func (e *TaskFailedError) Error() string {
 	detail := ""
 	if e.Info.Error != "" {
