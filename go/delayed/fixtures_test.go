@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/delayed-py/delayed/go/delayed"
+	"github.com/delayed-py/delayed/go/v2/delayed"
 )
 
 // go_fixtures/ holds the blobs go-delayed's own NewGoTask and NewPyTask wrote for the cases of

@@ -16,7 +16,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/delayed-py/delayed/go/delayed"
+	"github.com/delayed-py/delayed/go/v2/delayed"
 )
 
 func main() {
