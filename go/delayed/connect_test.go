@@ -194,7 +194,7 @@ func TestParseRedisURLReadsWhatPythonsConnectReads(t *testing.T) {
 		t.Errorf("sentinel: %+v", u)
 	}
 	u, err = parseRedisURL("rediss://redis.internal")
-	if err != nil || u.hosts[0] != "redis.internal:6379" || u.db != 0 || u.tls == nil || u.tls.ServerName != "redis.internal" ||
+	if err != nil || u.hosts[0] != "redis.internal:6379" || u.db != 0 || u.tls == nil || u.tls.ServerName != "" ||
 		u.readTimeout != socketTimeout || u.dialTimeout != connectTimeout || u.protocol != 2 {
 		t.Errorf("rediss: %+v, %v", u, err)
 	}

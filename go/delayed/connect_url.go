@@ -181,11 +181,8 @@ func parseRedisURL(raw string) (*redisURL, error) {
 		}
 	}
 	if u.scheme == schemeTLS || u.scheme == schemeClusterTLS {
-		host := u.hosts[0]
-		if at := strings.LastIndexByte(host, ':'); at >= 0 {
-			host = strings.Trim(host[:at], "[]")
-		}
-		u.tls = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host}
+		// no ServerName: each connection verifies the name it dialled, every node of a cluster its own
+		u.tls = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	if err := u.setQuery(query); err != nil {
 		return nil, fail("%v", err)
