@@ -37,10 +37,10 @@ const (
 	connectTimeout = 5 * time.Second
 )
 
-// RedisURLError is a Redis URL Connect cannot use, and why. URL has its passwords masked.
+// RedisURLError is a Redis URL Connect cannot use, and why.
 type RedisURLError struct {
-	URL    string
-	Reason string
+	URL    string // the URL, its passwords masked
+	Reason string // what is wrong with it, in a line
 }
 
 // Error says the URL, its passwords masked, and what is wrong with it.

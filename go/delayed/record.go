@@ -46,18 +46,18 @@ var peekRecordScript = loadScript("peek_record")
 // TaskInfo is a tracked task's record, read at one moment (delayed/wire/tracking.py's TaskInfo). A field
 // the status does not come with is its zero value.
 type TaskInfo struct {
-	ID     string
-	Queue  string
+	ID     string     // the task's id
+	Queue  string     // the queue's name
 	Status TaskStatus // a scheduled task that is due reads as pending
 	Func   string     // the task's func path
 
-	EnqueuedAt time.Time
-	Attempts   int       // runs a worker started so far (a task given back unstarted is not counted)
-	Due        time.Time // when it is due (scheduled), or runs again (retrying)
-	Worker     string    // the id of the worker that claimed it
-	StartedAt  time.Time // when its last run started
-	FinishedAt time.Time // when it ended
-	RunTime    time.Duration
+	EnqueuedAt time.Time     // when it was enqueued
+	Attempts   int           // runs a worker started so far (a task given back unstarted is not counted)
+	Due        time.Time     // when it is due (scheduled), or runs again (retrying)
+	Worker     string        // the id of the worker that claimed it
+	StartedAt  time.Time     // when its last run started
+	FinishedAt time.Time     // when it ended
+	RunTime    time.Duration // how long its last run took, as its worker measured (the record's seconds)
 
 	Result *TaskResult // done: what it returned
 	Note   string      // why the result was stored otherwise (not msgpack, over the size limit)
