@@ -13,8 +13,8 @@ import (
 
 var claimBatchForTests = loadScript("claim_batch")
 
-// claim has workerID claim the task at the head of queue, as a worker of ours does: its record says running.
-func claim(t *testing.T, queue *Queue, workerID string) string {
+// claimAs has workerID claim the task at the head of queue, as a worker of ours does: its record says running.
+func claimAs(t *testing.T, queue *Queue, workerID string) string {
 	t.Helper()
 	reply, err := claimBatchForTests.run(context.Background(), queue.conn, queue.keys, args{
 		"info": queue.keys.workerInfo(workerID), "records": []any{}, "released_count": 0, "tracked_count": 0,
@@ -30,8 +30,8 @@ func claim(t *testing.T, queue *Queue, workerID string) string {
 	return held[2].(string)
 }
 
-// release has workerID release the tracked task id with its result, as a worker of ours does: done.
-func release(t *testing.T, queue *Queue, workerID, id string, result []byte) {
+// releaseAs has workerID release the tracked task id with its result, as a worker of ours does: done.
+func releaseAs(t *testing.T, queue *Queue, workerID, id string, result []byte) {
 	t.Helper()
 	_, err := claimBatchForTests.run(context.Background(), queue.conn, queue.keys, args{
 		"info": queue.keys.workerInfo(workerID), "records": []any{queue.keys.task(id)}, "released_count": 0,
@@ -43,8 +43,8 @@ func release(t *testing.T, queue *Queue, workerID, id string, result []byte) {
 	}
 }
 
-// bury has workerID dead-letter the tracked task id it holds, its record ending as status with message.
-func bury(t *testing.T, queue *Queue, workerID, blob, id string, status TaskStatus, message string) {
+// buryAs has workerID dead-letter the tracked task id it holds, its record ending as status with message.
+func buryAs(t *testing.T, queue *Queue, workerID, blob, id string, status TaskStatus, message string) {
 	t.Helper()
 	reply, err := buryScript.run(context.Background(), queue.conn, queue.keys, args{
 		"record": []any{queue.keys.task(id)}, "worker_id": workerID, "claimed": blob, "dead_max": 10,
@@ -74,7 +74,7 @@ func TestResultOfADoneTaskAndItsRecordAsPythonsWorkerWritesIt(t *testing.T) {
 	if status, err := handle.Status(ctx); status != TaskPending || err != nil {
 		t.Fatalf("status %q, %v", status, err)
 	}
-	claim(t, queue, testWorker)
+	claimAs(t, queue, testWorker)
 	info, err := handle.Info(ctx)
 	if err != nil || info.Status != TaskRunning || info.Worker != testWorker || info.Attempts != 1 ||
 		info.StartedAt.IsZero() || info.Func != "tasks:add" || info.Queue != "q" || info.ID != handle.ID() {
@@ -86,7 +86,7 @@ func TestResultOfADoneTaskAndItsRecordAsPythonsWorkerWritesIt(t *testing.T) {
 		result, err = handle.Result(ctx)
 		waited <- err
 	}()
-	release(t, queue, testWorker, handle.ID(), []byte("\x81\xa3sum\x03")) // Python's msgpack.packb({"sum": 3})
+	releaseAs(t, queue, testWorker, handle.ID(), []byte("\x81\xa3sum\x03")) // Python's msgpack.packb({"sum": 3})
 	if err := <-waited; err != nil {
 		t.Fatal(err)
 	}
@@ -109,8 +109,8 @@ func TestResultOfAFailedOrDeadTaskIsATaskFailedError(t *testing.T) {
 	queue := NewQueueWithClient("q", server.Client)
 	for _, status := range []TaskStatus{TaskFailed, TaskDead} {
 		handle := trackedTask(t, queue)
-		blob := claim(t, queue, testWorker)
-		bury(t, queue, testWorker, blob, handle.ID(), status, "ValueError: boom")
+		blob := claimAs(t, queue, testWorker)
+		buryAs(t, queue, testWorker, blob, handle.ID(), status, "ValueError: boom")
 		_, err := handle.Result(ctx)
 		var failed *TaskFailedError
 		if !errors.As(err, &failed) || failed.Info.Status != status || failed.Info.Error != "ValueError: boom" ||
@@ -144,7 +144,7 @@ func TestCancelEndsAWaitingTaskAndItsResultSaysSo(t *testing.T) {
 	}
 
 	running := trackedTask(t, queue)
-	claim(t, queue, testWorker)
+	claimAs(t, queue, testWorker)
 	if outcome, err := running.Cancel(ctx); err != nil || outcome.Cancelled || outcome.Status != TaskRunning ||
 		!strings.Contains(outcome.Reason, "a running task is not interrupted") {
 		t.Fatalf("cancel a running task: %+v, %v", outcome, err)

@@ -17,7 +17,7 @@ func TestClearRemovesTheQueuesTasksTheirRecordsAndLocksAndKeepsTheRest(t *testin
 		t.Fatal(err)
 	}
 	const buried = "delayed-py-ffffffffffffffffffffffffffffffff"
-	bury(t, queue, buried, claim(t, queue, buried), "", "", "") // a dead letter: no task of the queue's
+	buryAs(t, queue, buried, claimAs(t, queue, buried), "", "", "") // a dead letter: no task of the queue's
 	var handles []*TaskHandle
 	for _, options := range [][]TaskOption{{ResultTTL(time.Hour)}, {Delay(time.Hour)},
 		{ResultTTL(time.Hour), Delay(time.Hour)}, {UniqueFor(time.Hour), UniqueKey("k")}} {
@@ -29,7 +29,7 @@ func TestClearRemovesTheQueuesTasksTheirRecordsAndLocksAndKeepsTheRest(t *testin
 			handles = append(handles, handle)
 		}
 	}
-	claim(t, queue, testWorker) // the first tracked task: held
+	claimAs(t, queue, testWorker) // the first tracked task: held
 	handles = append(handles, trackedTask(t, queue))
 	server.Client.Set(ctx, "q_unnotified", "x", 0)
 	server.Client.Set(ctx, "q_head_since", "x", 0)

@@ -17,8 +17,8 @@ import (
 // ourDeadWorker is an id of ours whose keep-alive key does not exist: a worker that died.
 const ourDeadWorker = "delayed-py-00000000000000000000000000000001"
 
-// hold makes worker hold blob in queue, as a claim would have.
-func hold(t *testing.T, server *testRedis, queue string, worker string, blob []byte) {
+// holdAs makes worker hold blob in queue, as a claim would have.
+func holdAs(t *testing.T, server *testRedis, queue string, worker string, blob []byte) {
 	t.Helper()
 	if err := server.Client.HSet(context.Background(), queue+processingKeySuffix, worker, blob).Err(); err != nil {
 		t.Fatal(err)
@@ -43,14 +43,14 @@ func TestRequeueLostCountsACrashInTheTasksOurDeadWorkersHeld(t *testing.T) {
 	ctx := context.Background()
 	queue := NewQueue("q", NewRedisPool(server.Addr))
 	tracked := trackedTask(t, queue)
-	claim(t, queue, ourDeadWorker)
+	claimAs(t, queue, ourDeadWorker)
 	goTask := NewGoTask("main.Add", 1, 2)
 	goBlob, _ := goTask.Serialize()
-	hold(t, server, "q", "delayed-py-00000000000000000000000000000002-1", goBlob)
-	hold(t, server, "q", "delayed-py-00000000000000000000000000000003", withCrashes(t, goTask, 2))
+	holdAs(t, server, "q", "delayed-py-00000000000000000000000000000002-1", goBlob)
+	holdAs(t, server, "q", "delayed-py-00000000000000000000000000000003", withCrashes(t, goTask, 2))
 	const alive = "delayed-py-00000000000000000000000000000004"
 	server.Client.Set(ctx, alive, 1, time.Hour)
-	hold(t, server, "q", alive, goBlob)
+	holdAs(t, server, "q", alive, goBlob)
 
 	count, err := queue.RequeueLost()
 	if err != nil || count != 3 {
@@ -83,7 +83,7 @@ func TestRequeueLostRequeuesAGoDelayedWorkersTaskAsItIs(t *testing.T) {
 	ctx := context.Background()
 	queue := NewQueueWithClient("q", server.Client)
 	blob, _ := NewGoTask("main.Add", 1, 2).Serialize()
-	hold(t, server, "q", "0123456789abcdef0123456789abcdef", blob)
+	holdAs(t, server, "q", "0123456789abcdef0123456789abcdef", blob)
 	if count, err := queue.RequeueLost(); count != 1 || err != nil {
 		t.Fatalf("RequeueLost %d, %v", count, err)
 	}
@@ -104,8 +104,8 @@ func TestRequeueLostDeadLettersACrashLoopAndEndsItsRecord(t *testing.T) {
 	server.Client.Del(ctx, "q_noti")
 	task, _ := decodeTask([]byte(blob))
 	looping := withCrashes(t, task, DefaultMaxCrashes)
-	hold(t, server, "q", ourDeadWorker, looping)
-	hold(t, server, "q", "delayed-py-00000000000000000000000000000002", []byte("\x92\xa1f")) // no task: [f, <nothing>]
+	holdAs(t, server, "q", ourDeadWorker, looping)
+	holdAs(t, server, "q", "delayed-py-00000000000000000000000000000002", []byte("\x92\xa1f")) // no task: [f, <nothing>]
 	if count, err := queue.RequeueLost(); count != 0 || err != nil {
 		t.Fatalf("RequeueLost %d, %v", count, err)
 	}
@@ -141,7 +141,7 @@ func TestAMaxCrashesOfZeroCountsNoCrash(t *testing.T) {
 	server := startRedis(t)
 	queue := NewQueueWithClient("q", server.Client)
 	blob := withCrashes(t, NewGoTask("main.Crash"), 5)
-	hold(t, server, "q", ourDeadWorker, blob)
+	holdAs(t, server, "q", ourDeadWorker, blob)
 	if swept, err := queue.sweep(context.Background(), 0); swept.notified != 1 || len(swept.crashLoops) != 0 || err != nil {
 		t.Fatalf("sweep %+v, %v", swept, err)
 	}
@@ -191,8 +191,8 @@ func TestASweeperRecoversLostTasksMovesDueOnesAndStops(t *testing.T) {
 	ctx := context.Background()
 	queue := NewQueueWithClient("q", server.Client)
 	blob, _ := NewGoTask("main.Add", 1, 2).Serialize()
-	hold(t, server, "q", "0123456789abcdef0123456789abcdef", blob)
-	hold(t, server, "q", ourDeadWorker, withCrashes(t, NewGoTask("main.Crash"), 1))
+	holdAs(t, server, "q", "0123456789abcdef0123456789abcdef", blob)
+	holdAs(t, server, "q", ourDeadWorker, withCrashes(t, NewGoTask("main.Crash"), 1))
 	server.Client.ZAdd(ctx, "q_scheduled", goredis.Z{Score: 1, Member: scheduledMember(scheduledDelayed, "due")})
 
 	sweeper := NewSweeper(queue)
@@ -237,8 +237,8 @@ func TestRequeueLostOnAClusterDeclaresOnlyTheQueuesSlot(t *testing.T) {
 	node := cluster.primaryFor(t, "{orders}")
 	blob, _ := NewGoTask("main.Add", 1, 2).Serialize()
 	ours := ourDeadWorker + queue.keys.workerIDSuffix()
-	hold(t, node, "{orders}", ours, blob)
-	hold(t, node, "{orders}", "0123456789abcdef0123456789abcdef", blob) // go-delayed's id: another slot
+	holdAs(t, node, "{orders}", ours, blob)
+	holdAs(t, node, "{orders}", "0123456789abcdef0123456789abcdef", blob) // go-delayed's id: another slot
 	if count, err := queue.RequeueLost(); count != 1 || err != nil {
 		t.Fatalf("RequeueLost %d, %v", count, err)
 	}
