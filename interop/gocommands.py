@@ -1,4 +1,4 @@
-"""go-delayed's own worker, producer and sweeper, and Asynq's worker and producer (the commands in
+"""go-delayed's own worker, producer and sweeper, our Go worker, and Asynq's (the commands in
 interop/cmd/) for Python callers.
 
 The live tests, the benchmark, the chaos runs and the demo run these beside ours. Each first
@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 
 INTEROP = Path(__file__).resolve().parent
 BIN = INTEROP / "bin"
-COMMANDS = ("goworker", "goproducer", "gosweeper", "clusterproducer", "contractworker", "asynqworker",
-            "asynqproducer")
+COMMANDS = ("goworker", "goproducer", "gosweeper", "clusterproducer", "contractworker", "ourgoworker",
+            "asynqworker", "asynqproducer")
 MODULE = "github.com/yizhisec/go-delayed"
 # commands that need a module beside go-delayed: where it does not resolve, they alone are not built
 # (unavailable says why) and the rest still are
@@ -103,6 +103,12 @@ def cluster_producer_argv(url: str, queue: str, *flags: str) -> List[str]:
         raise ValueError(f"clusterproducer needs redis+cluster://host:port[,host:port...] without a password, "
                          f"not {url}")
     return [path("clusterproducer"), "-nodes", parts.netloc, "-queue", queue, *flags]
+
+
+def our_worker_argv(url: str, queue: str, *flags: str) -> List[str]:
+    """argv of our Go worker on `queue` (go/delayed's Worker, goworker's flags and lines, plus
+    `-concurrency N`); it stops gracefully on SIGTERM, SIGINT or SIGHUP."""
+    return [path("ourgoworker"), "-redis", redis_address(url), "-queue", queue, *flags]
 
 
 def asynq_worker_argv(url: str, queue: str, *flags: str) -> List[str]:
