@@ -19,6 +19,7 @@ from typing import Any, Dict, List
 import msgpack
 import pytest
 
+from delayed.errors import MalformedTaskError
 from delayed.wire import dead_letter, keys, options, task
 from delayed.wire.options import Place, TaskOptions, place_of
 from delayed.wire.task import Float32, GoTask, PyTask, decode_task
@@ -51,6 +52,22 @@ PYTHON_CASES = [
     ("py_kwargs_ending_like_a_tracked_blob", "PyTask('tasks:add', [], {'id': ID})"),
 ]
 """Blobs Python writes that Go must decode: (name, the call; ID is TRACKED_ID)."""
+REFUSED_OPTIONS = [
+    ("refused_options_not_a_map", [1]),
+    ("refused_negative_max_retries", {"max_retries": -1}),
+    ("refused_fractional_max_retries", {"max_retries": 1.5}),
+    ("refused_too_many_crashes", {"crashes": 2 ** 31}),
+    ("refused_boolean_attempt", {"attempt": True}),
+    ("refused_zero_time_limit", {"time_limit": 0}),
+    ("refused_time_limit_as_text", {"time_limit": "5"}),
+    ("refused_time_limit_past_ten_years", {"time_limit": 10 ** 12}),
+    ("refused_nan_backoff", {"backoff": float("nan")}),
+    ("refused_backoff_no_function", {"backoff": "soon"}),
+    ("refused_empty_unique_key", {"unique_key": ""}),
+    ("refused_short_id", {"id": "0123"}),
+]
+"""Options maps no task may carry: a GoTask's blob ["main.F", bin, options] with each is malformed to
+Python's decode_task and to Go's alike."""
 
 
 def make(call: str) -> Any:
@@ -61,7 +78,7 @@ def make(call: str) -> Any:
 def golden_files() -> Dict[str, bytes]:
     """The files of go/delayed/testdata/python/ as this version of Python writes them: NAME.bin per case
     and manifest.json saying what each holds (kind, func, a GoTask's payload, the options map and which of
-    them Python does not know)."""
+    them Python does not know), or, for a blob of REFUSED_OPTIONS, that it is malformed and why."""
     files, cases = {}, []
     for name, call in PYTHON_CASES:
         call = call.replace("ID", repr(TRACKED_ID))
@@ -75,6 +92,12 @@ def golden_files() -> Dict[str, bytes]:
         entry["options"] = made.options.wire_map()
         entry["unknown"] = list(made.options.unknown)
         cases.append(entry)
+    for name, carried in REFUSED_OPTIONS:
+        blob = msgpack.packb(["main.F", msgpack.packb(1), carried])
+        with pytest.raises(MalformedTaskError) as refused:
+            decode_task(blob)
+        files[f"{name}.bin"] = blob
+        cases.append({"name": name, "kind": "malformed", "func": refused.value.func_path, "error": str(refused.value)})
     manifest = {"about": "Blobs Python's delayed wrote, for go/delayed/wire_test.go's TestPythonBlobsDecode; written by "
                          "`python -m tests.test_go_module` (tests/test_go_module.py checks they are current)",
                 "cases": cases}
@@ -206,4 +229,5 @@ def test_go(go_run, check):
 
 if __name__ == "__main__":
     write_golden(GOLDEN)
-    print(f"wrote {len(PYTHON_CASES)} blobs and manifest.json into {GOLDEN.relative_to(ROOT)}", file=sys.stderr)
+    print(f"wrote {len(PYTHON_CASES) + len(REFUSED_OPTIONS)} blobs and manifest.json into {GOLDEN.relative_to(ROOT)}",
+          file=sys.stderr)

@@ -3,6 +3,7 @@ package delayed
 import (
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -17,7 +18,7 @@ import (
 //     DELAYED_WIRE_SPEC names: Python compares each constant with its own, and each blob with the one
 //     Python makes for the same call.
 //   - TestPythonBlobsDecode decodes the blobs Python wrote (testdata/python/, which the Python test
-//     keeps current), as a Go worker decodes what it claims.
+//     keeps current), as a Go worker decodes what it claims, and refuses those Python refuses.
 
 // wireSpecFile is the environment variable naming the file TestWireSpec writes.
 const wireSpecFile = "DELAYED_WIRE_SPEC"
@@ -165,11 +166,12 @@ func TestWireSpec(t *testing.T) {
 type pythonCase struct {
 	Name    string          `json:"name"`
 	Python  string          `json:"python"`
-	Kind    string          `json:"kind"` // "go" or "py"
+	Kind    string          `json:"kind"` // "go", "py", or "malformed" (Python refuses it)
 	Func    string          `json:"func"`
 	Payload string          `json:"payload"` // a GoTask's: hex of the msgpack of its argument
 	Options json.RawMessage `json:"options"` // the options map, as JSON
 	Unknown []string        `json:"unknown"` // the options Python does not know, kept as they are
+	Error   string          `json:"error"`   // why Python refuses a malformed one
 }
 
 // wireValues are the options as the map would hold them, as JSON-able values (unknown ones decoded).
@@ -242,6 +244,13 @@ func TestPythonBlobsDecode(t *testing.T) {
 				t.Fatal(err)
 			}
 			task, err := decodeTask(blob)
+			if c.Kind == "malformed" {
+				var malformed *MalformedTaskError
+				if !errors.As(err, &malformed) || malformed.Reason != ReasonMalformed || malformed.FuncPath != c.Func {
+					t.Fatalf("Go decodes what Python refuses (%s) as %v, %v", c.Error, task, err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatalf("%s: %v", c.Python, err)
 			}
