@@ -373,6 +373,19 @@ def test_a_gotask_s_preview_shows_its_options_whole_or_from_its_head():
                                                       "bytes": len(long)}
 
 
+def test_a_tracked_gotask_s_page_and_dead_letter_show_its_options(conn):
+    """What the dashboard's task page and `delayed dead list` read: a tracked GoTask our Python worker
+    dead-lettered, its options in its preview (the id among them), its record dead."""
+    handle = Queue("q", conn).enqueue(GoTask("main.Resize", 640, max_retries=2, time_limit=30), result_ttl=60)
+    Worker(Queue("q", conn), ["tests.tasks"], burst=True, dequeue_timeout=0.05).run()
+    options = {"max_retries": 2, "time_limit": 30, "id": handle.id}
+    page = admin.tracked_task(conn, handle.id)
+    assert page is not None and page["status"] == "dead" and page["func"] == "main.Resize"
+    assert page["task"] == {"go": True, "func": "main.Resize", "payload": 640, "options": options}
+    [letter] = admin.dead_letters_of(conn, ["q"])[0]
+    assert admin.describe_dead(letter)["task"]["options"] == options and letter["reason"] == "go_task"
+
+
 def test_workers_lists_go_delayed_workers_that_hold_a_task_with_their_keep_alive(conn):
     go_id = "0123456789abcdef0123456789abcdef"
     conn.hset("go_processing", go_id, GoTask("main.Resize", 640).serialize())  # a go-delayed worker's last task
