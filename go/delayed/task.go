@@ -242,12 +242,13 @@ func decodeTask(data []byte) (Task, error) {
 	if err != nil {
 		return nil, malformed("", "not a task: its first element is not a func path")
 	}
-	second := r.at
-	kind, _, err = r.header()
-	if err != nil {
-		return nil, malformed(funcPath, err.Error())
+	if n > 1 { // Python writes a PyTask without arguments as [func_path]
+		second := r.at
+		if kind, _, err = r.header(); err != nil {
+			return nil, malformed(funcPath, err.Error())
+		}
+		r.at = second
 	}
-	r.at = second
 	if (n == 2 && (kind == 'b' || kind == 'n')) || (n == 3 && kind == 'b') {
 		task := &GoTask{raw: RawGoTask{FuncPath: funcPath}, data: data}
 		payload, err := r.skip()
