@@ -20,9 +20,11 @@ import msgpack
 import pytest
 
 from delayed.errors import MalformedTaskError
-from delayed.wire import dead_letter, keys, options, task
+from delayed.protocol import producer, sweeper_ops
+from delayed.wire import dead_letter, keys, options, task, tracking
 from delayed.wire.options import Place, TaskOptions, place_of
 from delayed.wire.task import Float32, GoTask, PyTask, decode_task
+from delayed.wire.tracking import Status
 
 from .conftest import ROOT
 
@@ -44,6 +46,7 @@ PYTHON_CASES = [
     ("go_tracked_str16_name", "GoTask('main.' + 'F' * 300, options=TaskOptions(id=ID))"),
     ("go_unique", "GoTask('main.Add', 1, options=TaskOptions(unique_key='report', unique_token='00ff00ff00ff00ff'))"),
     ("go_unknown_option", "GoTask('main.Add', 1, options={'max_retries': 1, 'future': [1, 'x']})"),
+    ("py_no_arguments", "PyTask('tasks:add')"),
     ("py_plain", "PyTask('tasks:add', [1, 2])"),
     ("py_every_option", "PyTask('tasks:add', [1], {'b': 2}, max_retries=2, backoff=0.5, time_limit=2.5)"),
     ("py_backoff_function", "PyTask('tasks:add', max_retries=2, backoff='tasks:curve')"),
@@ -157,7 +160,8 @@ def decodes_every_blob_python_writes(go_run: Dict[str, Any]) -> None:
 
 
 def has_python_s_wire_constants(spec: Dict[str, Any]) -> None:
-    modules = {"keys": keys, "options": options, "task": task, "dead_letter": dead_letter}
+    modules = {"keys": keys, "options": options, "task": task, "dead_letter": dead_letter, "tracking": tracking,
+               "producer": producer, "sweeper_ops": sweeper_ops}
     for path, value in spec["constants"].items():
         module, *names = path.split(".")
         ours: Any = modules[module]
@@ -166,12 +170,15 @@ def has_python_s_wire_constants(spec: Dict[str, Any]) -> None:
         assert (ours.hex() if isinstance(value, dict) else ours) == (value["hex"] if isinstance(value, dict) else value), path
     assert set(spec["options"]) == {name for name in TaskOptions.__dataclass_fields__
                                     if name != "unknown" and place_of(name) is Place.MAP}
+    assert spec["scheduled_kinds"] == {kind: first.decode() for first, kind in keys.SCHEDULED_KINDS.items()}
+    assert {value for path, value in spec["constants"].items() if path.startswith("tracking.Status.")} == set(Status)
 
 
 def lists_every_wire_constant_of_its_source(spec: Dict[str, Any]) -> None:
-    """A key suffix, a reason or an option name added to the Go module without its line in wireConstants
-    would go unchecked: every such constant's value in go/delayed/*.go must be one the spec holds."""
-    declared = re.compile(r'^\s*(\w*(?:Suffix|Infix|Prefix)|Reason\w+|opt[A-Z]\w*)\s*=\s*"([^"]*)"', re.MULTILINE)
+    """A key suffix, a reason, a status or an option name added to the Go module without its line in
+    wireConstants would go unchecked: every such constant's value in go/delayed/*.go must be one the spec holds."""
+    declared = re.compile(r'^\s*(\w*(?:Suffix|Infix|Prefix)|Reason\w+|opt[A-Z]\w*|Task[A-Z]\w*)\s*(?:\w+\s*)?=\s*"([^"]*)"',
+                          re.MULTILINE)
     found = {name: value for path in GO_PACKAGE.glob("*.go") if not path.name.endswith("_test.go")
              for name, value in declared.findall(path.read_text())}
     listed = {value for value in spec["constants"].values() if isinstance(value, str)} | set(spec["options"])
@@ -212,8 +219,23 @@ def writes_python_s_blobs_for_the_same_call(spec: Dict[str, Any]) -> None:
     assert wrong == []
 
 
+def counts_a_crash_in_a_python_blob_as_python_does(spec: Dict[str, Any]) -> None:
+    """Go's sweeper rewrites a blob Python wrote to count a crash (blobWithOptions): the same call, its
+    crashes one higher, as Python's own sweeper writes it (with_options)."""
+    golden = {name: (GOLDEN / f"{name}.bin").read_bytes() for name, _ in PYTHON_CASES}
+    assert spec["crash_counted"].keys() == golden.keys()
+    wrong = []
+    for name, rewritten in spec["crash_counted"].items():
+        ours = decode_task(golden[name])
+        counted = ours.with_options(crashes=ours.options.crashes + 1)
+        if not same_call(decode_task(bytes.fromhex(rewritten)), decode_task(counted.serialize())):
+            wrong.append((name, rewritten, counted.serialize().hex()))
+    assert wrong == []
+
+
 GO_CHECKS = [decodes_every_blob_python_writes, has_python_s_wire_constants, lists_every_wire_constant_of_its_source,
-             names_a_queue_s_keys_as_python_does, writes_python_s_blobs_for_the_same_call]
+             names_a_queue_s_keys_as_python_does, writes_python_s_blobs_for_the_same_call,
+             counts_a_crash_in_a_python_blob_as_python_does]
 """What Go's half must show; all but the first read TestWireSpec's JSON."""
 
 

@@ -27,40 +27,57 @@ const wireSpecFile = "DELAYED_WIRE_SPEC"
 const fixedID = "0123456789abcdef0123456789abcdef"
 
 // wireConstants are Go's constants of the wire by the name Python gives each (module.NAME, as
-// delayed.wire's modules define them): strings and numbers as they are, bytes as {"hex": ...}.
+// delayed.wire's modules and the protocol's producer and sweeper_ops define them): strings and numbers
+// as they are, bytes as {"hex": ...}.
 func wireConstants() map[string]any {
 	bytesOf := func(data string) map[string]string { return map[string]string{"hex": hex.EncodeToString([]byte(data))} }
 	return map[string]any{
-		"keys.NOTI_SUFFIX":             notiKeySuffix,
-		"keys.PROCESSING_SUFFIX":       processingKeySuffix,
-		"keys.DEAD_SUFFIX":             deadSuffix,
-		"keys.DEAD_LETTERS_SUFFIX":     deadLettersSuffix,
-		"keys.SCHEDULED_SUFFIX":        scheduledSuffix,
-		"keys.UNIQUE_INFIX":            uniqueInfix,
-		"keys.WORKERS_SUFFIX":          workersSuffix,
-		"keys.UNNOTIFIED_SUFFIX":       unnotifiedSuffix,
-		"keys.COUNTS_SUFFIX":           countsSuffix,
-		"keys.TRACKED_SUFFIX":          trackedSuffix,
-		"keys.TASK_INFIX":              taskInfix,
-		"keys.WORKER_INFIX":            workerInfix,
-		"keys.PAUSED_SUFFIX":           pausedSuffix,
-		"keys.SAMPLES_SUFFIX":          samplesSuffix,
-		"keys.HEAD_SINCE_SUFFIX":       headSinceSuffix,
-		"keys.SWEPT_SUFFIX":            sweptSuffix,
-		"keys.PERIODIC_SUFFIX":         periodicSuffix,
-		"keys.WORKER_ID_PREFIX":        workerIDPrefix,
-		"options.MAX_SECONDS":          MaxSeconds,
-		"options.MAX_COUNT":            MaxCount,
-		"options.ID_OPTION":            optID,
-		"options.CRASHES_OPTION":       optCrashes,
-		"task.TRACKED_TAIL":            bytesOf(trackedTail),
-		"task.WITH_OPTIONS":            bytesOf(string([]byte{pyWithOptions})),
-		"task.GO_WITH_OPTIONS":         bytesOf(string([]byte{goWithOptions})),
-		"task._GO_NO_ARGUMENT":         bytesOf(string(noArgument)),
-		"dead_letter.Reason.MALFORMED": ReasonMalformed,
-		"dead_letter.Reason.PY_TASK":   ReasonPyTask,
+		"keys.NOTI_SUFFIX":                notiKeySuffix,
+		"keys.PROCESSING_SUFFIX":          processingKeySuffix,
+		"keys.DEAD_SUFFIX":                deadSuffix,
+		"keys.DEAD_LETTERS_SUFFIX":        deadLettersSuffix,
+		"keys.SCHEDULED_SUFFIX":           scheduledSuffix,
+		"keys.UNIQUE_INFIX":               uniqueInfix,
+		"keys.WORKERS_SUFFIX":             workersSuffix,
+		"keys.UNNOTIFIED_SUFFIX":          unnotifiedSuffix,
+		"keys.COUNTS_SUFFIX":              countsSuffix,
+		"keys.TRACKED_SUFFIX":             trackedSuffix,
+		"keys.TASK_INFIX":                 taskInfix,
+		"keys.WORKER_INFIX":               workerInfix,
+		"keys.PAUSED_SUFFIX":              pausedSuffix,
+		"keys.SAMPLES_SUFFIX":             samplesSuffix,
+		"keys.HEAD_SINCE_SUFFIX":          headSinceSuffix,
+		"keys.SWEPT_SUFFIX":               sweptSuffix,
+		"keys.PERIODIC_SUFFIX":            periodicSuffix,
+		"keys.WORKER_ID_PREFIX":           workerIDPrefix,
+		"options.MAX_SECONDS":             MaxSeconds,
+		"options.MAX_COUNT":               MaxCount,
+		"options.ID_OPTION":               optID,
+		"options.CRASHES_OPTION":          optCrashes,
+		"task.TRACKED_TAIL":               bytesOf(trackedTail),
+		"task.WITH_OPTIONS":               bytesOf(string([]byte{pyWithOptions})),
+		"task.GO_WITH_OPTIONS":            bytesOf(string([]byte{goWithOptions})),
+		"task._GO_NO_ARGUMENT":            bytesOf(string(noArgument)),
+		"keys.SCHEDULED_PREFIX_BYTES":     scheduledPrefixBytes,
+		"dead_letter.Reason.MALFORMED":    ReasonMalformed,
+		"dead_letter.Reason.PY_TASK":      ReasonPyTask,
+		"dead_letter.Reason.CRASH_LOOP":   ReasonCrashLoop,
+		"tracking.Status.SCHEDULED":       string(TaskScheduled),
+		"tracking.Status.PENDING":         string(TaskPending),
+		"tracking.Status.RUNNING":         string(TaskRunning),
+		"tracking.Status.RETRYING":        string(TaskRetrying),
+		"tracking.Status.DONE":            string(TaskDone),
+		"tracking.Status.FAILED":          string(TaskFailed),
+		"tracking.Status.DEAD":            string(TaskDead),
+		"tracking.Status.CANCELLED":       string(TaskCancelled),
+		"producer.DEFAULT_MAX_TASK_SIZE":  maxTaskSize,
+		"sweeper_ops.DEFAULT_MAX_CRASHES": DefaultMaxCrashes,
 	}
 }
+
+// scheduledKinds are the first bytes of a scheduled-set member's nonce, by the kind of wait Python's
+// SCHEDULED_KINDS names.
+var scheduledKinds = map[string]string{"delayed": string(rune(scheduledDelayed)), "retry": string(rune(scheduledRetry))}
 
 // mapOptions are the options map's keys Go reads and writes: Python's TaskOptions fields placed in the map.
 var mapOptions = []string{optMaxRetries, optBackoff, optTimeLimit, optUniqueKey, optAttempt, optCrashes, optUniqueToken, optID}
@@ -124,14 +141,18 @@ func wireCases() []wireCase {
 type wireSpec struct {
 	Constants map[string]any      `json:"constants"`
 	Options   []string            `json:"options"`
+	Scheduled map[string]string   `json:"scheduled_kinds"`
 	QueueKeys map[string]string   `json:"queue_keys"` // the keys of queue "q" by the names the scripts' headers use
 	WorkerIDs map[string][]string `json:"worker_ids"` // three ids of one worker, by queue name
 	HashTags  map[string]*string  `json:"hash_tags"`
 	Cases     []wireCase          `json:"cases"`
+	// CrashCounted are Python's golden blobs (testdata/python/) as Go's sweeper rewrites them to count
+	// a crash (blobWithOptions), by case name: Python reads each as its own sweeper's rewrite.
+	CrashCounted map[string]string `json:"crash_counted"`
 }
 
 func TestWireSpec(t *testing.T) {
-	spec := wireSpec{Constants: wireConstants(), Options: mapOptions, QueueKeys: keysOf("q").named,
+	spec := wireSpec{Constants: wireConstants(), Options: mapOptions, Scheduled: scheduledKinds, QueueKeys: keysOf("q").named,
 		WorkerIDs: map[string][]string{}, HashTags: map[string]*string{}}
 	for _, name := range []string{"q", "{orders}q", "a{b}c{d}"} {
 		spec.WorkerIDs[name] = keysOf(name).workerIDs(3)
@@ -150,6 +171,24 @@ func TestWireSpec(t *testing.T) {
 		}
 		c.Blob = hex.EncodeToString(blob)
 		spec.Cases = append(spec.Cases, c)
+	}
+	spec.CrashCounted = map[string]string{}
+	for _, c := range pythonCases(t) {
+		if c.Kind == "malformed" {
+			continue
+		}
+		blob := pythonBlob(t, c)
+		task, err := decodeTask(blob)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Python, err)
+		}
+		counted := optionsOf(task)
+		counted.Crashes++
+		again, err := blobWithOptions(blob, counted)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Python, err)
+		}
+		spec.CrashCounted[c.Name] = hex.EncodeToString(again)
 	}
 	data, err := json.MarshalIndent(spec, "", "  ")
 	if err != nil {
@@ -222,9 +261,12 @@ func sameJSON(t *testing.T, a, b any) bool {
 	return reflect.DeepEqual(values[0], values[1])
 }
 
-func TestPythonBlobsDecode(t *testing.T) {
-	dir := filepath.Join("testdata", "python")
-	data, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+// pythonDir holds the blobs Python wrote, and their manifest.
+var pythonDir = filepath.Join("testdata", "python")
+
+// pythonCases are the entries of testdata/python/manifest.json.
+func pythonCases(t *testing.T) []pythonCase {
+	data, err := os.ReadFile(filepath.Join(pythonDir, "manifest.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,12 +279,22 @@ func TestPythonBlobsDecode(t *testing.T) {
 	if len(manifest.Cases) == 0 {
 		t.Fatal("no cases in the manifest")
 	}
-	for _, c := range manifest.Cases {
+	return manifest.Cases
+}
+
+// pythonBlob is the blob Python wrote for a case.
+func pythonBlob(t *testing.T, c pythonCase) []byte {
+	blob, err := os.ReadFile(filepath.Join(pythonDir, c.Name+".bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return blob
+}
+
+func TestPythonBlobsDecode(t *testing.T) {
+	for _, c := range pythonCases(t) {
 		t.Run(c.Name, func(t *testing.T) {
-			blob, err := os.ReadFile(filepath.Join(dir, c.Name+".bin"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			blob := pythonBlob(t, c)
 			task, err := decodeTask(blob)
 			if c.Kind == "malformed" {
 				var malformed *MalformedTaskError
