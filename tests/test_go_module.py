@@ -7,6 +7,7 @@ under go/delayed/testdata/python/ (test_the_golden_python_blobs_are_current keep
 `.venv/bin/python -m tests.test_go_module` writes them again). Without `go` on the PATH the tests that
 run it are skipped, saying so in one line; the rest need no Go.
 """
+import hashlib
 import json
 import os
 import re
@@ -219,6 +220,21 @@ def writes_python_s_blobs_for_the_same_call(spec: Dict[str, Any]) -> None:
     assert wrong == []
 
 
+def locks_a_unique_call_as_python_does(spec: Dict[str, Any]) -> None:
+    """A unique task without unique_key takes the lock named by the digest of the blob Python writes for
+    its call (producer.unique_call), from Go too: the same lock for the same call, wherever both write
+    its options alike (Go writes a whole number of seconds as an integer, Python 1.0 as a float)."""
+    compared, wrong = 0, []
+    for case in spec["cases"]:
+        ours = make(case["python"])
+        go_options = decode_task(bytes.fromhex(case["blob"])).options.wire_map()
+        if msgpack.packb(go_options) == msgpack.packb(ours.options.wire_map()):
+            compared += 1
+            if case["digest"] != hashlib.sha1(ours.serialize()).hexdigest():
+                wrong.append(case["name"])
+    assert wrong == [] and compared == len(spec["cases"]) - 1  # all but go_whole_seconds
+
+
 def counts_a_crash_in_a_python_blob_as_python_does(spec: Dict[str, Any]) -> None:
     """Go's sweeper rewrites a blob Python wrote to count a crash (blobWithOptions): the same call, its
     crashes one higher, as Python's own sweeper writes it (with_options)."""
@@ -235,7 +251,7 @@ def counts_a_crash_in_a_python_blob_as_python_does(spec: Dict[str, Any]) -> None
 
 GO_CHECKS = [decodes_every_blob_python_writes, has_python_s_wire_constants, lists_every_wire_constant_of_its_source,
              names_a_queue_s_keys_as_python_does, writes_python_s_blobs_for_the_same_call,
-             counts_a_crash_in_a_python_blob_as_python_does]
+             locks_a_unique_call_as_python_does, counts_a_crash_in_a_python_blob_as_python_does]
 """What Go's half must show; all but the first read TestWireSpec's JSON."""
 
 

@@ -89,7 +89,8 @@ type wireCase struct {
 	Name    string `json:"name"`
 	Python  string `json:"python"`
 	Compare string `json:"compare"`
-	Blob    string `json:"blob"` // hex
+	Blob    string `json:"blob"`   // hex
+	Digest  string `json:"digest"` // the unique lock's key without a UniqueKey (uniqueDigest)
 	task    Task
 }
 
@@ -170,6 +171,9 @@ func TestWireSpec(t *testing.T) {
 			t.Fatalf("%s: %v", c.Name, err)
 		}
 		c.Blob = hex.EncodeToString(blob)
+		if c.Digest, err = uniqueDigest(blob); err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
 		spec.Cases = append(spec.Cases, c)
 	}
 	spec.CrashCounted = map[string]string{}
