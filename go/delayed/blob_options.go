@@ -15,9 +15,9 @@ func blobWithOptions(blob []byte, o TaskOptions) ([]byte, error) {
 	r := &reader{data: blob}
 	_, n, _ := r.header()
 	funcPath, _ := r.skip()
-	out := append(make([]byte, 0, len(blob)+64), 0x95)
+	out := append(make([]byte, 0, len(blob)+64), pyWithOptions)
 	if _, isGo := task.(*GoTask); isGo {
-		out[0] = 0x93
+		out[0] = goWithOptions
 		payload, _ := r.skip()
 		if payload[0] == 0xc0 {
 			payload = appendHeader(nil, 'b', len(noArgument))
