@@ -32,6 +32,13 @@ const (
 	// workerIDPrefix starts every id our workers (Python's and Go's) hold tasks under; go-delayed's
 	// ids are 32 bare hex digits. Sweepers count a crash only for ids of ours.
 	workerIDPrefix = "delayed-py-"
+
+	// scheduledPrefixBytes is the nonce before the blob in a member of a queue's scheduled set: its
+	// first byte says why the task waits (scheduledDelayed, scheduledRetry), the rest are random, which
+	// keeps identical tasks due at the same time apart.
+	scheduledPrefixBytes = 8
+	scheduledDelayed     = 'd' // a producer's Delay or At
+	scheduledRetry       = 'r' // a worker's retry with backoff
 )
 
 // queueKeys are the keys of one queue, by the names the Lua scripts' headers give them.
@@ -97,6 +104,17 @@ func (k *queueKeys) workerIDs(count int) []string {
 		ids = append(ids, base+"-"+strconv.Itoa(slot)+suffix)
 	}
 	return ids
+}
+
+// scheduledMember is a scheduled-set member for blob, of this kind (scheduledDelayed or scheduledRetry):
+// a nonce, then the blob (delayed/wire/keys.py's scheduled_nonce).
+func scheduledMember(kind byte, blob string) string {
+	nonce := make([]byte, scheduledPrefixBytes)
+	nonce[0] = kind
+	if _, err := rand.Read(nonce[1:]); err != nil {
+		panic("delayed: no randomness: " + err.Error())
+	}
+	return string(nonce) + blob
 }
 
 // hashTag is the part of a key Redis Cluster hashes: between the first "{" and the next "}", if not empty.
