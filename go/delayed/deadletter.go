@@ -118,7 +118,7 @@ var buryScript = loadScript("bury")
 // the letters to the queue's bounds; a tracked task's record ends as its reason's status, with the
 // error and the letter's id. Fenced: false, and nothing done, if workerID no longer holds claimed
 // (a sweeper took it).
-func bury(ctx context.Context, q *Queue, workerID, claimed string, fields []any, track *tracked) (bool, error) {
+func bury(ctx context.Context, q *Queue, workerID, claimed string, fields []any, track *recordNews) (bool, error) {
 	status, message, record := "", "", []any{}
 	if track != nil {
 		status, message, record = track.status, track.err, []any{q.keys.task(track.id)}

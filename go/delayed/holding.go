@@ -49,20 +49,20 @@ type holding struct {
 	about []any // the worker's description (workerDescription)
 
 	mu        sync.Mutex
-	held      map[string]*claim   // id -> its claim, not yet settled
-	finished  []string            // ids whose task is done, released with the next claim
-	results   map[string]*tracked // those of them whose task is tracked: what their release writes
-	noted     map[string]bool     // ids whose claim time is noted in the description
-	unsure    []string            // the claim ids of a claim whose reply was lost: sent again as they were
-	unlocks   []uniqueLock        // unique tasks that ended: their locks, freed after the next claim
-	abandoned bool                // tasks were left held at stop: the keep-alive keys must lapse
-	paused    bool                // as the last claim found the queue
+	held      map[string]*claim      // id -> its claim, not yet settled
+	finished  []string               // ids whose task is done, released with the next claim
+	results   map[string]*recordNews // those of them whose task is tracked: what their release writes
+	noted     map[string]bool        // ids whose claim time is noted in the description
+	unsure    []string               // the claim ids of a claim whose reply was lost: sent again as they were
+	unlocks   []uniqueLock           // unique tasks that ended: their locks, freed after the next claim
+	abandoned bool                   // tasks were left held at stop: the keep-alive keys must lapse
+	paused    bool                   // as the last claim found the queue
 	seq       uint64
 }
 
 func newHolding(q *Queue, idCount int) *holding {
 	return &holding{queue: q, ids: q.keys.workerIDs(idCount), held: map[string]*claim{},
-		results: map[string]*tracked{}, noted: map[string]bool{}}
+		results: map[string]*recordNews{}, noted: map[string]bool{}}
 }
 
 // mainID is the worker's main id: its description is named after it.
@@ -110,7 +110,7 @@ func (h *holding) claim(ctx context.Context, count int) ([]*claim, bool, error) 
 		h.mu.Unlock()
 		return nil, paused, nil
 	}
-	h.finished, h.results = nil, map[string]*tracked{}
+	h.finished, h.results = nil, map[string]*recordNews{}
 	h.mu.Unlock()
 
 	untracked := make([]any, 0, len(released))
@@ -195,7 +195,7 @@ func (h *holding) took(pairs []string) []*claim {
 
 // release marks a claim done: it is released with the next claim's round trip (track: what a
 // tracked task's release writes into its record).
-func (h *holding) release(c *claim, track *tracked, lock *uniqueLock) {
+func (h *holding) release(c *claim, track *recordNews, lock *uniqueLock) {
 	h.mu.Lock()
 	delete(h.held, c.id)
 	h.finished = append(h.finished, c.id)

@@ -51,13 +51,13 @@ type settlement struct {
 	due     float64 // reschedule: unix seconds
 	reason  string  // bury
 	letter  []any   // bury: its stream fields
-	track   *tracked
+	track   *recordNews
 	lock    *uniqueLock
 }
 
-// tracked is what a tracked task's settlement writes into its record (tracking.py's Tracked): on
+// recordNews is what a tracked task's settlement writes into its record (tracking.py's Tracked): on
 // release its result (msgpack) and a note, on a retry the error, on a dead letter the status and error.
-type tracked struct {
+type recordNews struct {
 	id      string
 	seconds float64
 	result  []byte
@@ -104,7 +104,7 @@ func decide(r *run, worker string, now time.Time) settlement {
 		s = settlement{kind: settleRelease, outcome: outcomeDone}
 		if r.options.ID != "" {
 			result, note := packResult(r.value)
-			s.track = &tracked{id: r.options.ID, seconds: r.seconds, result: result, note: note}
+			s.track = &recordNews{id: r.options.ID, seconds: r.seconds, result: result, note: note}
 		}
 	default:
 		s = r.failed(worker, now)
@@ -126,7 +126,7 @@ func (r *run) failed(worker string, now time.Time) settlement {
 			due := float64(now.UnixNano())/1e9 + backoffSeconds(r.options, next.Attempt)
 			s := settlement{kind: settleReschedule, outcome: outcomeRetried, blob: string(blob), due: due}
 			if r.options.ID != "" {
-				s.track = &tracked{id: r.options.ID, seconds: r.seconds, err: message}
+				s.track = &recordNews{id: r.options.ID, seconds: r.seconds, err: message}
 			}
 			return s
 		}
@@ -144,7 +144,7 @@ func (r *run) letter(reason, message, traceback, worker string, now time.Time) s
 	s := settlement{kind: settleBury, outcome: statusOf(reason), reason: reason,
 		letter: letterFields(reason, message, r.funcPath, r.queue.name, worker, traceback, r.blob, now)}
 	if r.options.ID != "" {
-		s.track = &tracked{id: r.options.ID, status: statusOf(reason), err: oneLine(message, maxLetterError)}
+		s.track = &recordNews{id: r.options.ID, status: statusOf(reason), err: oneLine(message, maxLetterError)}
 	}
 	return s
 }
