@@ -1,4 +1,4 @@
-module github.com/delayed-py/delayed/go
+module github.com/delayed-py/delayed/go/v2
 
 go 1.23.0
 

@@ -3,12 +3,16 @@
 A page line `<!-- reference: NAME -->` becomes:
 - `cli`: every command's usage and options, read from the argparse parsers `--help` prints;
 - `worker-metrics`, `queue-metrics`: a table of the metric families a worker's and the exporter's
-  /metrics expose, from their declarations (delayed.worker.metrics.SERIES, delayed.ops.metrics.queues.SERIES).
+  /metrics expose, from their declarations (delayed.worker.metrics.SERIES, delayed.ops.metrics.queues.SERIES);
+- `go-api`: the Go module's package, from its doc comments (`go doc -all`).
 """
 import argparse
 import importlib.metadata
 import os
 import re
+import shutil
+import subprocess
+import sys
 from typing import Callable, Dict, Iterator, List, Sequence, Set, Tuple
 
 MARKER = re.compile(r"^<!-- reference: (?P<name>[\w-]+) -->$", re.M)
@@ -149,5 +153,77 @@ def queue_metrics() -> str:
     return _metrics_table(SERIES)
 
 
+# The Go API
+
+GO_PACKAGE = "./delayed"
+"""The Go module's package, as `go doc` names it from go/."""
+_GO_SECTIONS = {"CONSTANTS": "Constants", "VARIABLES": "Variables", "FUNCTIONS": "Functions", "TYPES": "Types"}
+_GO_NAME = re.compile(r"^(?:func (?:\([^)]*\) )?|type )(\w+)")
+
+
+def _go_doc() -> str:
+    """`go doc -all` of the package, run in go/; without Go, a note saying the reference was not made (and a
+    line on stderr saying so: the build goes on, loudly)."""
+    go_dir = os.path.join(os.path.dirname(__file__), "..", "..", "go")
+    if shutil.which("go") is None:
+        print("!!!!!!!! GO API REFERENCE NOT GENERATED: no go command on PATH !!!!!!!!", file=sys.stderr)
+        return ""
+    return subprocess.run(["go", "doc", "-all", GO_PACKAGE], cwd=go_dir, capture_output=True, text=True,
+                          check=True).stdout
+
+
+def _go_blocks(text: str) -> Iterator[Tuple[str, List[str], List[str]]]:
+    """(section, declaration lines, doc lines) for each declaration `go doc -all` prints, in its order; the
+    package's own comment is the section "" (no declaration)."""
+    section, code, doc = "", [], []  # type: Tuple[str, List[str], List[str]]
+    for line in text.splitlines()[1:]:
+        if line in _GO_SECTIONS:
+            if code or doc:
+                yield section, code, doc
+            section, code, doc = line, [], []
+        elif line.startswith("    ") or (not line and doc):
+            doc.append(line[4:])
+        elif line and section:
+            if doc:
+                yield section, code, doc
+                code, doc = [], []
+            code.append(line)
+        elif line:
+            doc.append(line)
+    if code or doc:
+        yield section, code, doc
+
+
+def go_api() -> str:
+    text = _go_doc()
+    if not text:
+        return ("!!! warning\n    This reference is made by `go doc` from the Go module's doc comments, and Go was not "
+                "installed where this site was built.\n")
+    lines: List[str] = []
+    current = ""
+    for section, code, doc in _go_blocks(text):
+        if section != current:
+            lines += [f"## {_GO_SECTIONS[section]}", ""]
+            current = section
+        if code and section in ("FUNCTIONS", "TYPES") and _GO_NAME.match(code[0]):
+            lines += [f"### {_go_heading(code[0])}", ""]
+        if code:
+            lines += ["```go", *code, "```", ""]
+        paragraphs = "\n".join(line if line[:1].isspace() else re.sub(r"([*_<\[\]])", r"\\\1", line)
+                               for line in doc).strip()
+        if paragraphs:
+            lines += [paragraphs, ""]
+    return "\n".join(lines)
+
+
+def _go_heading(declaration: str) -> str:
+    """What a declaration's heading says: its name, `Type.Method` for a method."""
+    name = _GO_NAME.match(declaration)[1]  # type: ignore[index]
+    if not declaration.startswith("func ("):
+        return name
+    receiver = declaration[declaration.index("(") + 1:declaration.index(")")].split()[-1].lstrip("*")
+    return f"{receiver}.{name}"
+
+
 RENDERERS: Dict[str, Callable[[], str]] = {"cli": cli, "worker-metrics": worker_metrics,
-                                           "queue-metrics": queue_metrics}
+                                           "queue-metrics": queue_metrics, "go-api": go_api}
