@@ -89,7 +89,7 @@ func TestHandlerDecodesAsGoDelayed(t *testing.T) {
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
 			h := NewHandler(tt.f)
-			if h == nil || h.path != FuncPath(tt.f) || !strings.HasPrefix(h.path, "github.com/delayed-py/delayed/go/delayed.") {
+			if h == nil || h.path != FuncPath(tt.f) || !strings.HasPrefix(h.path, "github.com/delayed-py/delayed/go/v2/delayed.") {
 				t.Fatalf("NewHandler(%s) = %+v", tt.name, h)
 			}
 			var payload []byte

@@ -20,7 +20,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/delayed-py/delayed/go/delayed"
+	"github.com/delayed-py/delayed/go/v2/delayed"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	goredis "github.com/redis/go-redis/v9"

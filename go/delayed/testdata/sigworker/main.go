@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/delayed-py/delayed/go/delayed"
+	"github.com/delayed-py/delayed/go/v2/delayed"
 	goredis "github.com/redis/go-redis/v9"
 )
 
