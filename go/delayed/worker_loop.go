@@ -31,7 +31,8 @@ type dispatcher struct {
 
 	base      time.Time
 	lastStart atomic.Int64 // ns since base: when a task last started (or was claimed into an empty ready)
-	running   atomic.Int64
+	running   atomic.Int64 // slots running a task
+	unsettled atomic.Int64 // tasks started and not yet settled
 	stopping  atomic.Bool // no slot starts a task any more
 	closed    atomic.Bool // the worker is gone: settlements are dropped
 	look      lookahead
@@ -231,6 +232,7 @@ func (d *dispatcher) slot() {
 		}
 		d.lastStart.Store(d.now())
 		d.running.Add(1)
+		d.unsettled.Add(1)
 		started := time.Now()
 		d.w.process(d.ctx, d.hold, c, d.settle)
 		d.look.finished(time.Since(started).Seconds())
@@ -247,9 +249,11 @@ func (d *dispatcher) slot() {
 // worker is gone (the task stays held for a sweeper).
 func (d *dispatcher) settle(c *claim, s settlement) bool {
 	if d.closed.Load() {
+		d.hold.abandon()
 		d.w.logger.Warn("a task ended after its worker stopped: left held for a sweeper", "worker", d.w.id, "held_by", c.id)
 		return false
 	}
+	defer d.unsettled.Add(-1)
 	if s.kind == settleRelease {
 		d.hold.release(c, s.track, s.lock)
 		return true
@@ -303,9 +307,12 @@ func (d *dispatcher) drain() int {
 	select {
 	case <-finished:
 	default:
-		d.closed.Store(true)
+		d.closed.Store(true) // from now on a task that ends is not settled: it stays held
+		if left = int(d.unsettled.Load()); left == 0 {
+			<-finished // every task was settled meanwhile: the slots are leaving
+			break
+		}
 		d.cancel()
-		left = int(d.running.Load())
 		d.hold.abandon()
 		d.w.logger.Warn("tasks still run as the grace period ends: left held, their contexts cancelled; a sweeper "+
 			"requeues them once the worker's keep-alive lapses", "worker", d.w.id, "running", left,
