@@ -277,3 +277,29 @@ func TestDequeueAndReleaseAsGoDelayed(t *testing.T) {
 		t.Error("Die left the keep-alive key")
 	}
 }
+
+func TestATrackedTaskRunningSaysSoInItsRecord(t *testing.T) {
+	if !strings.Contains(readLua("tracking"), "0x93") {
+		t.Skip("tracking.lua does not find a tracked GoTask's record by its blob yet: the go-wire slice teaches it")
+	}
+	resetHandlers()
+	server := startRedis(t)
+	q := testQueue(t, server, "jobs")
+	w := newTestWorker(t, q)
+	w.RegisterHandlers(blockUntilReleased)
+	const id = "0123456789abcdef0123456789abcdee"
+	enqueueTracked(t, q, NewGoTaskOfFunc(blockUntilReleased, "tracked"), id, 60)
+	runWorker(t, w)
+	<-entered
+	ctx := context.Background()
+	record := server.Client.HGetAll(ctx, q.keys.task(id)).Val()
+	if record["status"] != "running" || record["attempts"] != "1" || !strings.HasPrefix(record["worker"], w.ID()) {
+		t.Errorf("the record of a running task: %v", record)
+	}
+	close(release)
+	waitFor(t, "the record to say done", func() bool { return server.Client.HGet(ctx, q.keys.task(id), "status").Val() == "done" })
+	want, _ := msgpack.Marshal("tracked")
+	if result := server.Client.HGet(ctx, q.keys.task(id), "result").Val(); result != string(want) {
+		t.Errorf("result %q, want %q", result, want)
+	}
+}
