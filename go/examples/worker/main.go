@@ -36,8 +36,8 @@ type Point struct {
 	X, Y int
 }
 
-// Swap returns the point with its coordinates swapped: GoTask("main.Swap", {"X": 1, "Y": 2}) (a struct
-// is sent as a map or as an array of its fields).
+// Swap returns the point with its coordinates swapped: GoTask("main.Swap", [1, 2]) (a struct parameter
+// takes an array of its fields, as go-delayed decodes it; a struct result reads in Python as a dict).
 func Swap(p Point) Point {
 	return Point{X: p.Y, Y: p.X}
 }
