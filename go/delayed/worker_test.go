@@ -185,3 +185,33 @@ func TestWorkerIsOnlineWithItsDescription(t *testing.T) {
 
 // hexWorkerID is our worker ids' form (delayed/wire/keys.py's new_worker_id), for a queue without a hash tag.
 var hexWorkerID = regexp.MustCompile(`^delayed-py-[0-9a-f]{32}$`)
+
+func TestATaskHeldASecondIsNotedInTheDescriptionUntilReleased(t *testing.T) {
+	resetHandlers()
+	server := startRedis(t)
+	q := testQueue(t, server, "jobs")
+	w := newTestWorker(t, q)
+	w.RegisterHandlers(blockUntilReleased)
+	enqueue(t, q, blob(t, NewGoTaskOfFunc(blockUntilReleased, "long")))
+	before := time.Now()
+	runWorker(t, w)
+	<-entered
+	ctx := context.Background()
+	var holder, note string
+	waitFor(t, "the claim to be noted", func() bool {
+		for id := range server.Client.HGetAll(ctx, q.keys.key("processing")).Val() {
+			holder = id
+		}
+		note = server.Client.HGet(ctx, q.keys.workerInfo(w.ID()), holder).Val()
+		return note != ""
+	})
+	claimed, err := strconv.ParseInt(note, 10, 64)
+	if err != nil || claimed < before.UnixMilli()-1000 || claimed > time.Now().UnixMilli()+1000 {
+		t.Errorf("noted %q for %s: want the ms it claimed its task at", note, holder)
+	}
+	close(release)
+	waitFor(t, "the note to go with the release", func() bool {
+		return server.Client.HExists(ctx, q.keys.workerInfo(w.ID()), holder).Val() == false &&
+			server.Client.HLen(ctx, q.keys.key("processing")).Val() == 0
+	})
+}
