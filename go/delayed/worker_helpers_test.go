@@ -186,7 +186,9 @@ func (l *logLines) String() string {
 	return l.buf.String()
 }
 
-func (l *logLines) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+func (l *logLines) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
 
 // waitLog waits until the log has a line containing text.
 func (l *logLines) waitLog(t testing.TB, text string) {

@@ -33,8 +33,8 @@ type dispatcher struct {
 	lastStart atomic.Int64 // ns since base: when a task last started (or was claimed into an empty ready)
 	running   atomic.Int64 // slots running a task
 	unsettled atomic.Int64 // tasks started and not yet settled
-	stopping  atomic.Bool // no slot starts a task any more
-	closed    atomic.Bool // the worker is gone: settlements are dropped
+	stopping  atomic.Bool  // no slot starts a task any more
+	closed    atomic.Bool  // the worker is gone: settlements are dropped
 	look      lookahead
 	wait      *backoff
 	paused    bool // as the last claim found the queue
@@ -84,7 +84,10 @@ func (d *dispatcher) round() bool {
 	}
 	waiting := len(d.ready)
 	if waiting > 0 && time.Duration(d.now()-d.lastStart.Load()) >= batchPatience {
-		d.giveBack(d.takeReady())
+		late := d.takeReady()
+		d.w.logger.Debug("gave back claimed tasks none of which started within the patience: the slots are busy",
+			"worker", d.w.id, "tasks", len(late), "patience", batchPatience)
+		d.giveBack(late)
 		d.look.gaveBack()
 		return true
 	}

@@ -203,3 +203,37 @@ func TestADrainGivesBackWhatWasClaimedInOrderAndReleasesWhatFinished(t *testing.
 		t.Errorf("the given back tracked task's record says %q, want pending", status)
 	}
 }
+
+func TestTasksClaimedBehindASlowOneGoBackForAnotherWorker(t *testing.T) {
+	resetHandlers()
+	started = counter{}
+	server := startRedis(t)
+	q := testQueue(t, server, "jobs")
+	logs := &logLines{}
+	slow := newTestWorker(t, q, Logger(logs.logger()))
+	slow.RegisterHandlers(noop, blockOnce)
+	for i := 0; i < 50; i++ { // short tasks first: the worker then claims ahead of its one slot
+		enqueue(t, q, blob(t, NewGoTaskOfFunc(noop, "warm"+strconv.Itoa(i))))
+	}
+	runWorker(t, slow)
+	waitFor(t, "the short tasks", func() bool { return started.total() == 50 })
+	var behind [][]byte
+	for i := 0; i < 5; i++ {
+		behind = append(behind, blob(t, NewGoTaskOfFunc(noop, "behind"+strconv.Itoa(i))))
+	}
+	enqueue(t, q, append([][]byte{blob(t, NewGoTaskOfFunc(blockOnce, "slow"))}, behind...)...)
+	<-entered
+	logs.waitLog(t, `msg="gave back claimed tasks none of which started within the patience: the slots are busy"`)
+	other := newTestWorker(t, testQueue(t, server, "jobs"))
+	other.RegisterHandlers(noop)
+	runWorker(t, other)
+	waitFor(t, "the other worker to run the tasks behind the slow one", func() bool {
+		for i := range behind {
+			if started.get("behind"+strconv.Itoa(i)) != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	close(release)
+}
