@@ -96,9 +96,6 @@ func (w *Worker) renewIDs() {
 func (w *Worker) KeepAlive() {
 	w.life.Lock()
 	defer w.life.Unlock()
-	if w.refresh != nil {
-		return
-	}
 	if !w.online {
 		if w.hold.about == nil {
 			w.hold.about = describeWorker(w.queue.name, time.Now())
@@ -118,6 +115,9 @@ func (w *Worker) startKeepAlive() {
 
 func (w *Worker) startKeepAliveLocked() {
 	w.online = true
+	if w.refresh != nil {
+		return // refreshing already (KeepAlive was called before Run)
+	}
 	refresh, done := make(chan struct{}), make(chan struct{})
 	w.refresh, w.done = refresh, done
 	go func() {

@@ -135,7 +135,10 @@ func (w *Worker) RunContext(ctx context.Context) error {
 	stopped := context.AfterFunc(ctx, w.Stop)
 	defer stopped()
 
-	if !w.goOnline() {
+	w.life.Lock()
+	online := w.online // KeepAlive was called before
+	w.life.Unlock()
+	if !online && !w.goOnline() {
 		return nil // stopped before Redis could be reached
 	}
 	w.startKeepAlive()

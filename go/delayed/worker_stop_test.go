@@ -237,3 +237,22 @@ func TestTasksClaimedBehindASlowOneGoBackForAnotherWorker(t *testing.T) {
 	})
 	close(release)
 }
+
+func TestKeepAliveBeforeRunKeepsTheWorkersIDs(t *testing.T) {
+	resetHandlers()
+	server := startRedis(t)
+	q := testQueue(t, server, "jobs")
+	w := newTestWorker(t, q)
+	w.RegisterHandlers(addNumbers)
+	w.KeepAlive()
+	id := w.ID()
+	enqueue(t, q, blob(t, NewGoTaskOfFunc(addNumbers, 4, 4)))
+	stop := runWorker(t, w)
+	waitFor(t, "the task", func() bool { return added.total() == 1 })
+	if err := stop(); err != nil || w.ID() != id || q.workerID != id {
+		t.Errorf("after KeepAlive then Run: %v, ids %s and %s, want %s", err, w.ID(), q.workerID, id)
+	}
+	if keys := server.Client.Keys(context.Background(), workerIDPrefix+"*").Val(); len(keys) != 0 {
+		t.Errorf("%d keep-alive keys left, %s among them", len(keys), keys[0])
+	}
+}
