@@ -215,3 +215,19 @@ func TestATaskHeldASecondIsNotedInTheDescriptionUntilReleased(t *testing.T) {
 			server.Client.HLen(ctx, q.keys.key("processing")).Val() == 0
 	})
 }
+
+func TestAWorkerOfAHashTaggedQueueKeepsItsIDsInTheQueuesSlot(t *testing.T) {
+	resetHandlers()
+	server := startRedis(t)
+	q := testQueue(t, server, "{orders}")
+	w := newTestWorker(t, q)
+	w.RegisterHandlers(addNumbers)
+	enqueue(t, q, blob(t, NewGoTaskOfFunc(addNumbers, 3, 3)))
+	runWorker(t, w)
+	waitFor(t, "the task", func() bool { return added.total() == 1 })
+	for _, id := range w.hold.ids {
+		if tag, ok := hashTag(id); !ok || tag != "orders" {
+			t.Fatalf("id %s is not in the queue's slot", id)
+		}
+	}
+}
