@@ -30,7 +30,7 @@ func (w *Worker) prepare(r *run) {
 		r.task, r.options, r.funcPath = t, t.options, t.raw.FuncPath
 	case *PyTask:
 		r.options, r.funcPath = t.options, t.raw.FuncPath
-		r.refuse(ReasonPyTask, fmt.Sprintf("a PyTask for %q: only a Python worker can run it", t.raw.FuncPath))
+		r.refuse(ReasonPyTask, fmt.Sprintf("a PyTask for '%s': only a Python worker can run it", t.raw.FuncPath)) // as Python words a GoTask's
 	}
 }
 

@@ -51,7 +51,7 @@ func TestEachRefusalIsADeadLetterWithItsReason(t *testing.T) {
 	}{
 		{ReasonNotAllowed, "no handler is registered for main.Unregistered", "main.Unregistered"},
 		{ReasonBadArguments, "delayed.addNumbers(int, int) does not take the task's arguments", FuncPath(addNumbers)},
-		{ReasonPyTask, `a PyTask for "tasks:add": only a Python worker can run it`, "tasks:add"},
+		{ReasonPyTask, "a PyTask for 'tasks:add': only a Python worker can run it", "tasks:add"},
 		{ReasonMalformed, "not a task", ""},
 	}
 	for i, letter := range records {
