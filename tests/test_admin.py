@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from delayed import GoTask, PyTask, Queue, Worker
+from delayed import GoTask, PyTask, Queue, TaskOptions, Worker
 from delayed.ops import admin
 from delayed.protocol.sweeper_ops import SweeperOps
 from delayed.protocol.worker_ops import WorkerOps
@@ -356,6 +356,34 @@ def test_a_long_task_s_preview_tells_a_py_task_from_a_go_task_by_its_second_elem
     assert describe_task(py) == {"func": "tests.tasks:record", "truncated": True, "bytes": len(py)}
     assert describe_task(go[:1024], len(go)) == {"func": "main.Resize", "go": True, "truncated": True,
                                                   "bytes": len(go)}
+
+
+def test_a_gotask_s_preview_shows_its_options_whole_or_from_its_head():
+    """A GoTask with options ([func, payload, options]) is still told from a PyTask by its payload's bin,
+    whole or from its head; its options show, as a PyTask's do (none for go-delayed's bytes)."""
+    from delayed.ops.admin import PREVIEW_BYTES, describe_task
+
+    task = GoTask("main.Resize", {"w": 640}, max_retries=3, time_limit=30, options=TaskOptions(id="a" * 32))
+    assert describe_task(task.serialize()) == {"go": True, "func": "main.Resize", "payload": {"w": 640},
+                                               "options": {"max_retries": 3, "time_limit": 30, "id": "a" * 32}}
+    assert "options" not in describe_task(GoTask("main.Resize", 640).serialize())
+    long = GoTask("main.Resize", "x" * 100_000, max_retries=3).serialize()
+    assert len(long) > PREVIEW_BYTES
+    assert describe_task(long[:1024], len(long)) == {"func": "main.Resize", "go": True, "truncated": True,
+                                                      "bytes": len(long)}
+
+
+def test_a_tracked_gotask_s_page_and_dead_letter_show_its_options(conn):
+    """What the dashboard's task page and `delayed dead list` read: a tracked GoTask our Python worker
+    dead-lettered, its options in its preview (the id among them), its record dead."""
+    handle = Queue("q", conn).enqueue(GoTask("main.Resize", 640, max_retries=2, time_limit=30), result_ttl=60)
+    Worker(Queue("q", conn), ["tests.tasks"], burst=True, dequeue_timeout=0.05).run()
+    options = {"max_retries": 2, "time_limit": 30, "id": handle.id}
+    page = admin.tracked_task(conn, handle.id)
+    assert page is not None and page["status"] == "dead" and page["func"] == "main.Resize"
+    assert page["task"] == {"go": True, "func": "main.Resize", "payload": 640, "options": options}
+    [letter] = admin.dead_letters_of(conn, ["q"])[0]
+    assert admin.describe_dead(letter)["task"]["options"] == options and letter["reason"] == "go_task"
 
 
 def test_workers_lists_go_delayed_workers_that_hold_a_task_with_their_keep_alive(conn):

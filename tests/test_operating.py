@@ -336,8 +336,8 @@ def test_help_does_not_show_the_password_in_delayed_redis_url():
     (["enqueue", "tasks:add", "--unique-key", "k"], "unique_key needs unique_for"),
     (["scheduled", "list", "--limit", "0"], "argument --limit: must be a positive number"),
     (["enqueue", "tasks:add", "--result-ttl", "0"], "argument --result-ttl: result_ttl must be above 0 seconds"),
-    (["enqueue", "main.Add", "--go", "--result-ttl", "60"], "result_ttl is for PyTasks"),
-    (["enqueue", "main.Add", "--go", "--max-retries", "3"], "a GoTask carries no max_retries"),
+    (["enqueue", "main.Add", "--go", "--retry", "3"], "a GoTask has no retry"),
+    (["enqueue", "main.Add", "--go", "--max-retries", "3", "--backoff", "tasks:curve"], "a GoTask's backoff is seconds"),
 ])
 def test_bad_enqueue_input_is_one_line_exit_2_and_writes_nothing(conn, redis_server, words, message):
     conn.set("keep", "me")
@@ -345,6 +345,18 @@ def test_bad_enqueue_input_is_one_line_exit_2_and_writes_nothing(conn, redis_ser
     assert status == 2 and out == "" and "Traceback" not in err
     assert message in err.splitlines()[-1], err
     assert conn.keys() == [b"keep"]
+
+
+def test_delayed_enqueue_go_writes_its_options_and_tracks_it(conn, redis_server):
+    status, out, err = run("enqueue", "main.Add", "1", "2", "--go", "--max-retries", "3", "--time-limit", "30",
+                           "--result-ttl", "60", "--json", url=redis_server.url)
+    assert status == 0, err
+    printed = json.loads(out)
+    assert printed["enqueued"] == {"go": True, "func": "main.Add", "payload": [1, 2],
+                                   "options": {"max_retries": 3, "time_limit": 30.0}}
+    task = GoTask.deserialize(conn.lindex("default", 0))
+    assert (task.options.max_retries, task.options.time_limit, task.options.id) == (3, 30.0, printed["id"])
+    assert conn.hget(f"default_task:{printed['id']}", "status") == b"pending"
 
 
 def test_a_task_too_large_is_one_line_exit_2_and_writes_nothing(conn, redis_server, capsys):

@@ -4,6 +4,7 @@ import re
 import secrets
 import time
 
+import msgpack
 import pytest
 import redis.asyncio
 
@@ -336,17 +337,32 @@ def test_identical_tasks_held_by_workers_that_died_once_each_are_requeued(conn, 
     assert not conn.exists("q_dead_letters")
 
 
-def test_a_blob_that_is_not_a_pytask_is_dead_lettered_at_its_first_crash(conn, queue):
+def test_a_blob_that_is_not_a_task_is_dead_lettered_at_its_first_crash(conn, queue):
     """It cannot carry its crash count, and a worker of ours would dead-letter it anyway."""
-    for blob, reason in ((b"\x00\xff\xc1", "malformed"), (GoTask("main.F", 1).serialize(), "go_task")):
-        conn.rpush("q", blob)
-        conn.rpush("q_noti", 1)
+    conn.rpush("q", b"\x00\xff\xc1")
+    conn.rpush("q_noti", 1)
+    die_holding(queue)
+    sweep = SweeperOps(queue).sweep(max_crashes=3)
+    assert sweep.notified == 0 and [(loop.reason, loop.buried) for loop in sweep.crash_loops] == [("malformed", True)]
+    [entry] = queue.dead.list()
+    assert (entry["reason"], entry["task"]) == ("malformed", b"\x00\xff\xc1")
+    assert entry["error"].startswith("its worker died holding it")
+
+
+def test_a_gotask_counts_its_crashes_in_its_options_as_a_pytask_does(conn, queue):
+    """Our Go workers hold GoTasks under ids of ours: a sweep counts each death in the blob's third
+    element, keeping the payload's bytes (a Go float32 stays one), and dead-letters a crash loop."""
+    payload = bytes.fromhex("92" "ca3fc00000" "a178")  # [float32 1.5, "x"], as Go writes it
+    conn.rpush("q", msgpack.packb(["main.F", payload]))
+    conn.rpush("q_noti", 1)
+    for crash in range(1, 3):
         die_holding(queue)
-        sweep = SweeperOps(queue).sweep(max_crashes=3)
-        assert sweep.notified == 0 and [(loop.reason, loop.buried) for loop in sweep.crash_loops] == [(reason, True)]
-    assert [(entry["reason"], entry["task"]) for entry in queue.dead.list()] == [
-        ("malformed", b"\x00\xff\xc1"), ("go_task", GoTask("main.F", 1).serialize())]
-    assert all(entry["error"].startswith("its worker died holding it") for entry in queue.dead.list())
+        assert queue.requeue_lost(max_crashes=2) == 1
+        assert conn.lrange("q", 0, -1) == [msgpack.packb(["main.F", payload, {"crashes": crash}])]
+    held = die_holding(queue)
+    assert queue.requeue_lost(max_crashes=2) == 0
+    [entry] = queue.dead.list()
+    assert (entry["reason"], entry["func"], entry["task"]) == ("crash_loop", "main.F", held)
 
 
 def test_crash_counting_can_be_turned_off_and_leaves_blobs_as_they_are(conn, queue):

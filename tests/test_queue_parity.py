@@ -7,7 +7,17 @@ import pytest
 import redis.asyncio
 
 import delayed.queue
-from delayed import AsyncQueue, AsyncTaskHandle, NotReplicatedError, PyTask, Queue, TaskHandle
+from delayed import (
+    AsyncQueue,
+    AsyncTaskHandle,
+    DuplicateTaskError,
+    GoTask,
+    NotReplicatedError,
+    PyTask,
+    Queue,
+    TaskHandle,
+)
+from delayed.wire.task import decode_task
 
 SYNC_ONLY = {
     "dead",  # the dead letters are an operator's: DeadLetters is sync, read by the delayed command and the dashboard
@@ -97,3 +107,32 @@ def test_the_async_queue_waits_for_replicas_as_the_queue_does(conn, redis_server
     assert conn.llen("q") == (2 if many else 1)  # on the primary all the same
     with pytest.raises(NotReplicatedError, match="0 of 1 replicas"):
         Queue("q", conn, wait_replicas=1, wait_timeout_ms=10).enqueue(PyTask("m:f"))
+
+
+def test_both_faces_track_and_lock_a_gotask_alike(conn, redis_server):
+    """enqueue(GoTask, result_ttl=, unique_for=) writes the same record and lock from either face."""
+    sync = Queue("q", conn)
+    given = dict(result_ttl=60, unique_for=60, max_retries=2)
+
+    def enqueued_by_sync():
+        handle = sync.enqueue(GoTask("main.Add", [1, 2]), **given)
+        return handle.id, handle.info().status
+
+    async def enqueued_by_async():
+        client = redis.asyncio.Redis.from_url(redis_server.url)
+        try:
+            handle = await AsyncQueue("q", client).enqueue(GoTask("main.Add", [1, 2]), **given)
+            return handle.id, (await handle.info()).status
+        finally:
+            await client.aclose()
+
+    made = []
+    for enqueue in (enqueued_by_sync, lambda: asyncio.run(enqueued_by_async())):
+        task_id, status = enqueue()
+        task = decode_task(conn.lindex("q", -1))
+        with pytest.raises(DuplicateTaskError):
+            sync.enqueue(GoTask("main.Add", [1, 2]), unique_for=60, max_retries=2)  # the same call, untracked
+        made.append((status, task.options.id == task_id, task.options.max_retries, task.args,
+                     conn.hget(f"q_task:{task_id}", "func")))
+        conn.delete(f"q_unique:{task.options.unique_key}")
+    assert made == [("pending", True, 2, [1, 2], b"main.Add")] * 2

@@ -211,3 +211,43 @@ def test_an_argument_msgpack_cannot_write_is_named_with_its_task_path_and_type(t
     assert str(raised.value).startswith(f"task {task.func_path}: {where} is of type {kind}, which msgpack "
                                         "cannot serialize (")
     assert isinstance(raised.value, TypeError)  # what msgpack raised, for code that caught that
+
+
+def test_a_gotask_s_options_ride_in_a_third_element_its_payload_always_a_bin():
+    assert GoTask("main.F", [1, 2], max_retries=3, time_limit=30).serialize() == \
+        msgpack.packb(["main.F", msgpack.packb([1, 2]), {"max_retries": 3, "time_limit": 30}])
+    assert GoTask("main.F", backoff=1.5).serialize().hex() == "93a66d61696e2e46c401c0" "81a76261636b6f6666cb3ff8000000000000"
+    assert GoTask("main.F", [1, 2], delay=5, result_ttl=60).serialize() == GoTask("main.F", [1, 2]).serialize()
+
+
+def test_decode_task_tells_a_gotask_with_options_from_go_delayeds_new_pytask():
+    """[func, bin, map] is a GoTask; [func, nil, map] and [func, array, map] are PyTasks (NewPyTask's)."""
+    task = decode_task(msgpack.packb(["main.F", msgpack.packb("x"), {"max_retries": 2, "future": 1}]))
+    assert isinstance(task, GoTask) and (task.args, task.options.max_retries, task.options.unknown) == ("x", 2, {"future": 1})
+    for args in (None, [1]):
+        task = decode_task(msgpack.packb(["m:f", args, {"max_retries": 2}]))
+        assert isinstance(task, PyTask) and task.kwargs == {"max_retries": 2} and task.options.max_retries is None
+
+
+@pytest.mark.parametrize("options, message", [([1], "task options must be a map with string keys"),
+                                              ({1: 2}, "task options must be a map with string keys"),
+                                              ({"max_retries": -1}, "max_retries must be from 0"),
+                                              ({"time_limit": "5"}, "time_limit must be a number")])
+def test_a_gotask_s_bad_options_are_malformed_and_name_its_handler(options, message):
+    with pytest.raises(MalformedTaskError, match=f"^{message}") as info:
+        decode_task(msgpack.packb(["main.F", msgpack.packb(1), options]))
+    assert (info.value.reason, info.value.func_path) == ("malformed", "main.F")
+
+
+def test_a_gotask_rewritten_keeps_its_payload_s_bytes():
+    """A sweeper counting a crash rewrites the options only: Go's float32 stays a float32 (Python
+    would write it back as a float64, which a Go float32 parameter refuses), a map its order."""
+    payload = bytes.fromhex("92" "ca3fc00000" "82a17a01a16102")  # [float32 1.5, {"z": 1, "a": 2}]
+    task = decode_task(msgpack.packb(["main.F", payload]))
+    counted = task.with_options(crashes=1)
+    assert counted.serialize() == msgpack.packb(["main.F", payload, {"crashes": 1}])
+    assert decode_task(counted.serialize()).with_options(crashes=2).serialize() == \
+        msgpack.packb(["main.F", payload, {"crashes": 2}])
+    assert task.options.crashes == 0  # unchanged
+    with pytest.raises(TypeError, match="^a GoTask has no retry"):
+        task.with_options(retry=1)

@@ -15,7 +15,7 @@ from delayed.protocol.worker_ops import WorkerOps
 from delayed.wire import options as task_options
 from delayed.wire import tracking
 from delayed.wire.options import MAX_SECONDS, PUBLIC, Place
-from delayed.wire.task import TRACKED_TAIL, WITH_OPTIONS, decode_task
+from delayed.wire.task import BIN_MARKERS, GO_WITH_OPTIONS, TRACKED_TAIL, WITH_OPTIONS, decode_task
 
 from .conftest import ROOT
 
@@ -134,13 +134,46 @@ def test_enqueue_options_win_over_the_tasks_own(queue, conn):
     assert conn.zscore("q_scheduled", conn.zrange("q_scheduled", 0, 0)[0]) == FUTURE.timestamp()
 
 
-def test_a_gotask_takes_the_options_that_say_how_to_enqueue_only(queue, conn):
-    queue.enqueue(GoTask("main.F", [1], delay=600))
-    assert conn.zcard("q_scheduled") == 1
-    with pytest.raises(TypeError, match="^a GoTask carries no max_retries"):
-        GoTask("main.F", max_retries=3)
-    with pytest.raises(TypeError, match="^a GoTask carries no time_limit"):
-        queue.enqueue(GoTask("main.F"), time_limit=3)
+GO_SAMPLES = {**{name: value for name, value in SAMPLES.items() if name != "retry"}, "backoff": 1.5}
+"""A value of each option a GoTask takes: all but keakon's retry, and a backoff in seconds."""
+
+
+@pytest.mark.parametrize("name", sorted(GO_SAMPLES))
+def test_every_option_a_gotask_takes_reaches_its_blob(queue, conn, name):
+    """As test_every_option_reaches_the_worker, for a GoTask: an option that rides in the blob decodes
+    from its third element; one that says how to enqueue did what it says."""
+    given = {name: GO_SAMPLES[name]}
+    if name == "unique_key":
+        given["unique_for"] = 30.0
+    if name == "at":
+        given = {"at": datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=60)}
+    handle = queue.enqueue(GoTask("main.Add", [1, 2]), **given)
+    scheduled = conn.zrange("q_scheduled", 0, -1, withscores=True)
+    blob = scheduled[0][0][8:] if scheduled else conn.lindex("q", 0)
+    task = GoTask.deserialize(blob)
+    assert task.args == [1, 2] and msgpack.unpackb(blob)[1] == msgpack.packb([1, 2])
+    if task_options.place_of(name) is not Place.ENQUEUE:
+        assert getattr(task.options, name) == GO_SAMPLES[name] and blob[:1] == b"\x93"
+    elif name in ("delay", "at"):
+        assert len(scheduled) == 1 and scheduled[0][1] > time.time() + 50
+        assert blob == GoTask("main.Add", [1, 2]).serialize()  # go-delayed's bytes: nothing rides in it
+    elif name == "unique_for":
+        assert conn.pttl(f"q_unique:{task.options.unique_key}") > 25_000 and task.options.unique_token
+    else:
+        assert handle is not None and handle.id == task.options.id and conn.hget(f"q_task:{handle.id}", "ttl") == b"60"
+        assert tracking.task_id(blob) == handle.id
+
+
+def test_a_gotask_refuses_retry_and_a_backoff_function_saying_what_to_use(queue):
+    for entry in (lambda: GoTask("main.F", retry=3), lambda: queue.enqueue(GoTask("main.F"), retry=3),
+                  lambda: GoTask("main.F", options=TaskOptions(retry=-1))):
+        with pytest.raises(TypeError, match="^a GoTask has no retry .*: use max_retries$"):
+            entry()
+    for entry in (lambda: GoTask("main.F", max_retries=2, backoff="tests.tasks:add"),
+                  lambda: queue.enqueue(GoTask("main.F", max_retries=2), backoff="tests.tasks:add")):
+        with pytest.raises(TypeError, match="^a GoTask's backoff is seconds, not a Python function's path"):
+            entry()
+    assert queue.conn.keys() == []
 
 
 def test_a_batch_goes_in_with_one_due_time(queue, conn):
@@ -169,12 +202,60 @@ def test_the_tracked_blob_layout_is_pinned_byte_by_byte():
     assert msgpack.unpackb(GOLDEN_TRACKED)[4] == {"max_retries": 2, "attempt": 1, "id": task_id}
 
 
+GOLDEN_GO_TRACKED = bytes.fromhex(
+    "93" "a6" "6d61696e2e46" "c4" "01" "01"  # [ "main.F", bin(msgpack of 1),
+    "83" "ab" "6d61785f72657472696573" "02"  # { "max_retries": 2,
+    "a7" "61747465" "6d7074" "01"  # "attempt": 1,
+    "a2" "6964" "d9" "20" "30313233343536373839616263646566" "30313233343536373839616263646566")  # "id": ... }]
+"""A tracked GoTask's blob, byte by byte: go-delayed's two elements, then the options map as a PyTask's."""
+
+
+def test_the_tracked_gotask_layout_is_pinned_byte_by_byte():
+    task_id = "0123456789abcdef" * 2
+    task = GoTask("main.F", 1, options=TaskOptions(max_retries=2, attempt=1, id=task_id))
+    assert task.serialize() == GOLDEN_GO_TRACKED
+    assert GOLDEN_GO_TRACKED[:1] == GO_WITH_OPTIONS and GOLDEN_GO_TRACKED[-37:-32] == TRACKED_TAIL
+    assert tracking.task_id(GOLDEN_GO_TRACKED) == task_id and decode_task(GOLDEN_GO_TRACKED) == task
+
+
+TRACKED_ID = "0123456789abcdef" * 2
+DECOY = msgpack.packb(["m:f", [], {"x": 1, "id": TRACKED_ID}])
+"""A three-element PyTask (0x93, as a GoTask with options) whose kwargs end as a tracked blob does."""
+BLOBS = {
+    "pytask": (GOLDEN_TRACKED, TRACKED_ID),
+    "gotask fixstr": (GOLDEN_GO_TRACKED, TRACKED_ID),
+    "gotask str8": (GoTask("main." + "F" * 40, options=TaskOptions(id=TRACKED_ID)).serialize(), TRACKED_ID),
+    "gotask str16": (GoTask("main." + "F" * 300, [1], options=TaskOptions(id=TRACKED_ID)).serialize(), TRACKED_ID),
+    "gotask bin16": (GoTask("main.F", "x" * 300, options=TaskOptions(id=TRACKED_ID)).serialize(), TRACKED_ID),
+    "pytask kwargs ending with an id": (DECOY, None),
+    "go-delayed's NewPyTask kwargs ending with an id": (msgpack.packb(["m:f", None, {"id": TRACKED_ID}]), None),
+    "untracked gotask": (GoTask("main.F", TRACKED_ID).serialize(), None),
+}
+"""Blobs and the tracked id each holds (None: none), for Python's task_id and Lua's track.key alike."""
+
+
+@pytest.mark.parametrize("name", sorted(BLOBS))
+def test_the_tracked_id_is_found_in_both_kinds_of_task_and_nowhere_else(queue, conn, name):
+    """tracking.task_id and tracking.lua's track.key agree on every blob: a claim marks the record of
+    the id Python finds, and none other."""
+    blob, expected = BLOBS[name]
+    assert tracking.task_id(blob) == expected
+    conn.hset(f"q_task:{TRACKED_ID}", mapping={"status": "pending", "func": "m:f", "ttl": 60})
+    conn.set(queue.keys.tracked, 1)  # what enqueuing a tracked task marks
+    conn.rpush("q", blob)
+    conn.rpush("q_noti", "1")
+    assert WorkerOps(queue).claim_batch((), ("delayed-py-" + "4" * 32,))
+    assert conn.hget(f"q_task:{TRACKED_ID}", "status") == (b"pending" if expected is None else b"running")
+
+
 def test_the_scripts_read_the_tracked_layout_python_writes(queue, conn):
-    """tracking.lua's track.key reads the first byte and the tail as Python writes them: its source holds
+    """tracking.lua's track.key reads the first bytes and the tail as Python writes them: its source holds
     Python's constants, and on Redis it finds the golden blob's record."""
     source = (ROOT / "delayed/protocol/lua/tracking.lua").read_text()
     lua_tail = "".join(chr(byte) if chr(byte).isascii() and chr(byte).isalnum() else f"\\{byte}" for byte in TRACKED_TAIL)
-    assert f"'{lua_tail}'" in source and f"0x{WITH_OPTIONS[0]:02x}" in source
+    assert f"'{lua_tail}'" in source
+    for byte in WITH_OPTIONS + GO_WITH_OPTIONS + BIN_MARKERS:
+        assert f"0x{byte:02x}" in source
     task_id = "0123456789abcdef" * 2
     conn.hset(f"q_task:{task_id}", mapping={"status": "pending", "func": "m:f", "ttl": 60})
     conn.set(queue.keys.tracked, 1)  # what enqueuing a tracked task marks

@@ -195,14 +195,59 @@ def test_the_record_expires_result_ttl_after_the_end(queue, run_worker):
         handle.status()
 
 
-def test_bad_result_ttls_and_go_tasks_are_refused(queue):
+def test_bad_result_ttls_are_refused(queue):
     for ttl, error in ((0, ValueError), (-1, ValueError), (float("inf"), ValueError), (float("nan"), ValueError),
                        (10 ** 20, ValueError), ("60", TypeError)):
         with pytest.raises(error, match="^result_ttl must be"):
             queue.enqueue(PyTask("m:f"), result_ttl=ttl)
-    with pytest.raises(TypeError, match="PyTasks"):
-        queue.enqueue(GoTask("main.F"), result_ttl=60)
     assert not queue.conn.keys("*")
+
+
+# Tracked GoTasks: our Go worker writes their records; Python enqueues, reads and settles what it can
+
+
+def test_a_tracked_gotask_has_its_record_and_carries_its_id_last(conn, queue):
+    handle = queue.enqueue(GoTask("main.Add", [1, 2], max_retries=2), result_ttl=60)
+    [blob] = conn.lrange("q", 0, -1)
+    assert blob[:1] == b"\x93" and blob.endswith(b"\xa2id\xd9\x20" + handle.id.encode())
+    task = decode_task(blob)
+    assert isinstance(task, GoTask) and (task.args, task.options.max_retries, task.options.id) == ([1, 2], 2, handle.id)
+    info = handle.info()
+    assert (info.status, info.func, info.attempts) == ("pending", "main.Add", 0)
+    assert record_of(conn, handle)["blob"] == blob and conn.exists("q_tracked")
+
+
+def test_a_unique_tracked_gotask_locks_its_call(conn, queue):
+    handle = queue.enqueue(GoTask("main.Add", [1, 2]), unique_for=60, result_ttl=60)
+    with pytest.raises(DuplicateTaskError):  # the lock is the untracked call's digest
+        queue.enqueue(GoTask("main.Add", [1, 2]), unique_for=60)
+    queue.enqueue(GoTask("main.Add", [1, 3]), unique_for=60)
+    task = decode_task(conn.lindex("q", 0))
+    assert task.options.id == handle.id and conn.get(f"q_unique:{task.options.unique_key}") == \
+        task.options.unique_token.encode()
+
+
+def test_our_python_worker_dead_letters_a_tracked_gotask_and_its_record_says_so(conn, queue, run_worker):
+    handle = queue.enqueue(GoTask("main.Add", [1, 2], max_retries=3), unique_for=60, result_ttl=60)
+    run_worker()
+    wait_for(lambda: handle.status() == "dead", what="the GoTask dead-lettered")
+    info = handle.info()
+    [letter] = queue.dead.list()
+    assert (letter["reason"], letter["func"], info.letter) == ("go_task", "main.Add", letter["id"])
+    assert info.error == letter["error"] and "only a Go worker can run it" in info.error
+    assert not conn.keys("q_unique:*")  # a dead-lettered task's lock is released, whatever its kind
+
+
+def test_a_tracked_gotask_in_a_crash_loop_ends_dead(conn, queue):
+    handle = queue.enqueue(GoTask("main.Slow", ["k"]), result_ttl=60)
+    for crash in range(2):
+        assert WorkerOps(queue).claim_batch((), ("delayed-py-" + "1" * 32,)).tasks
+        assert handle.status() == "running"
+        assert SweeperOps(queue).sweep(max_crashes=1).notified == (1 if crash == 0 else 0)
+        if crash == 0:
+            assert handle.info().status == "pending" and decode_task(conn.lindex("q", 0)).options.crashes == 1
+    info = handle.info()
+    assert (info.status, info.error) == ("dead", "its workers died running it 2 times")
 
 
 def test_unique_and_tracked(conn, queue, run_worker):

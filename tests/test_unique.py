@@ -44,9 +44,20 @@ def test_a_unique_delayed_task(conn, queue):
     assert conn.zcard("q_scheduled") == 1 and not conn.exists("q")
 
 
-def test_unique_is_for_pytasks(queue):
-    with pytest.raises(TypeError, match="PyTasks"):
-        queue.enqueue(GoTask("main.F"), unique_for=1)
+def test_a_gotask_is_unique_by_its_call_or_its_key(conn, queue):
+    """Its lock's identity is its go-delayed bytes' digest (or unique_key); the blob carries the lock's key
+    and token in its third element for our Go worker to release."""
+    queue.enqueue(GoTask("main.F", 1), unique_for=60)
+    with pytest.raises(DuplicateTaskError):
+        queue.enqueue(GoTask("main.F", 1), unique_for=60)
+    queue.enqueue(GoTask("main.F", 2), unique_for=60)
+    queue.enqueue(GoTask("main.G"), unique_for=60, unique_key="report")
+    with pytest.raises(DuplicateTaskError):
+        queue.enqueue(PyTask("m:f"), unique_for=60, unique_key="report")
+    tasks = [GoTask.deserialize(blob) for blob in conn.lrange("q", 0, -1)]
+    assert [task.args for task in tasks] == [1, 2, None]
+    assert all(conn.get(f"q_unique:{task.options.unique_key}") == task.options.unique_token.encode() for task in tasks)
+    assert tasks[2].options.unique_key == "report"
 
 
 def test_the_lock_is_released_when_the_task_finishes(conn, queue, run_worker):

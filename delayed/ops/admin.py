@@ -14,7 +14,7 @@ from ..protocol.scheduled import ScheduledTasks
 from ..wire import preview, worker_info
 from ..wire.dead_letter import MAX_ERROR, check_ids, id_order
 from ..wire.keys import COUNTED_EVENTS, GO_WORKER_ID
-from ..wire.task import GoTask, decode_task
+from ..wire.task import BIN_MARKERS, GoTask, decode_task
 from ..wire.tracking import Cancel, Status
 from ..wire.tracking import parse as parse_record
 
@@ -200,8 +200,6 @@ def _tick_time(text: str) -> str:
 PREVIEW_BYTES = 64 * 1024
 """Bytes of a blob the operating views read and decode: a longer one is shown from its head."""
 _PY_FIELDS = ("args", "kwargs", "retry", "options")
-_BIN_TYPES = (b"\xc4", b"\xc5", b"\xc6")
-"""The first byte of a msgpack bin: a GoTask's payload (a PyTask's args are an array)."""
 
 
 def describe_task(blob: bytes, length: Optional[int] = None) -> Row:
@@ -209,7 +207,8 @@ def describe_task(blob: bytes, length: Optional[int] = None) -> Row:
     (delayed.preview.value) for --json and tables alike, whatever the bytes.
 
     A PyTask: {"func", "args", "kwargs", "retry", "options"}; a GoTask: {"go": true, "func",
-    "payload"} (its decoded argument); anything else: {"undecodable": <its length in bytes>}. A blob
+    "payload"} (its decoded argument), and "options" when it carries some; anything else:
+    {"undecodable": <its length in bytes>}. A blob
     over PREVIEW_BYTES is read as far as its first PREVIEW_BYTES go, unchecked: its fields that did
     not fit are left out, and "truncated": true and "bytes": its length say so.
     """
@@ -221,7 +220,9 @@ def describe_task(blob: bytes, length: Optional[int] = None) -> Row:
     except MalformedTaskError:
         return {"undecodable": length}
     if isinstance(task, GoTask):
-        return {"go": True, "func": preview.value(task.func_path), "payload": preview.value(task.args)}
+        carried = task.options.wire_map()
+        return {"go": True, "func": preview.value(task.func_path), "payload": preview.value(task.args),
+                **({"options": preview.value(carried)} if carried else {})}
     return {"func": preview.value(task.func_path), "args": preview.value(task.args),
             "kwargs": preview.value(task.kwargs), "retry": task.retry, "options": preview.value(task.options.wire_map())}
 
@@ -243,13 +244,15 @@ def _describe_head(head: bytes, length: int) -> Row:
     if not fields or not isinstance(fields[0], str):
         return {"undecodable": length}
     shown: Row = {"func": preview.value(fields[0])}
-    if size == 2 and second in _BIN_TYPES:  # a GoTask: [func, payload], its payload a msgpack bin
+    if size in (2, 3) and second and second[0] in BIN_MARKERS:  # a GoTask: [func, payload, options?]
         shown["go"] = True
-        if len(fields) == 2:
+        if len(fields) >= 2:
             try:
                 shown["payload"] = preview.value(msgpack.unpackb(fields[1], raw=False, strict_map_key=False))
             except Exception:  # not msgpack: show the bytes
                 shown["payload"] = preview.value(fields[1])
+        if len(fields) == 3:
+            shown["options"] = preview.value(fields[2])
     else:
         shown.update(zip(_PY_FIELDS, map(preview.value, fields[1:])))
     return {**shown, "truncated": True, "bytes": length}

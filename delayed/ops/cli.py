@@ -378,7 +378,7 @@ def _enqueue_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queue", default="default", help="the queue to enqueue into (default: %(default)s)")
     parser.add_argument("--kwargs", metavar="JSON", help='keyword arguments, e.g. \'{"b": 2}\'')
     add_task_options(parser)
-    parser.add_argument("--go", action="store_true", help="a GoTask for a go-delayed worker")
+    parser.add_argument("--go", action="store_true", help="a GoTask, for a Go worker (ours or go-delayed's)")
 
 
 @operation("enqueue", "enqueue a task by hand", _enqueue_arguments)

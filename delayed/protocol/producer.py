@@ -69,13 +69,10 @@ def _winner(given: Dict[str, Any]) -> Optional[TaskOptions]:
 def _applied(task: Task, winner: Optional[TaskOptions]) -> Tuple[Task, TaskOptions]:
     if winner is None:
         return task, task.options
-    options = task.options.merged(winner)
     if any(place_of(name) is not Place.ENQUEUE for name in winner.given()):
-        if isinstance(task, GoTask):
-            task = GoTask(task.func_path, task.args, options=options)  # refuses what its blob cannot carry
-        else:
-            task = PyTask(task.func_path, task.args, task.kwargs, options=options)
-    return task, options
+        task = task.with_options(**TaskOptions.overrides(winner))  # a GoTask refuses what its blob cannot carry
+        return task, task.options
+    return task, task.options.merged(winner)
 
 
 def batch_of(tasks: Iterable[Task], **given: Any) -> Tuple[List[Task], TaskOptions]:
@@ -124,9 +121,9 @@ def unique_call(keys: QueueKeys, task: Task, options: TaskOptions, max_task_size
                 track: Optional[Tuple[str, int]] = None) -> Dict[str, Any]:
     """The enqueue_unique script's arguments, for options with unique_for: the lock is keyed by
     unique_key, or by the task's own digest; the task carries the lock's key and token so its worker
-    can release it. track: (task id, record ttl) of a tracked task (the digest is the untracked task's)."""
-    if not isinstance(task, PyTask):
-        raise TypeError("unique_for is for PyTasks: a go-delayed worker would never release the lock")
+    can release it. track: (task id, record ttl) of a tracked task (the digest is the untracked task's).
+    A GoTask's lock is taken as a PyTask's: our Go worker releases it, a go-delayed worker never does
+    (the lock then lasts unique_for)."""
     assert options.unique_for is not None
     key = options.unique_key or hashlib.sha1(task.serialize()).hexdigest()
     token = os.urandom(8).hex()
@@ -141,11 +138,11 @@ def unique_call(keys: QueueKeys, task: Task, options: TaskOptions, max_task_size
 
 def tracked_call(keys: QueueKeys, tasks: Iterable[Task], due: Optional[float], ttl: int,
                   max_task_size: int) -> Tuple[List[str], Dict[str, Any]]:
-    """The ids of tracked tasks and the enqueue_tracked script's arguments to enqueue them."""
+    """The ids of tracked tasks and the enqueue_tracked script's arguments to enqueue them. A GoTask is
+    tracked as a PyTask is: our Go worker writes its record, a go-delayed worker never does (the record
+    then says pending, and never expires)."""
     ids, func_paths, tracked = [], [], []
     for task in tasks:
-        if not isinstance(task, PyTask):
-            raise TypeError("result_ttl is for PyTasks: a go-delayed worker would not write the record")
         ids.append(tracking.new_id())
         func_paths.append(task.func_path)
         tracked.append(task.with_options(id=ids[-1]))

@@ -104,12 +104,15 @@ class Queue(QueueBase):
             unique_for: Refuse, with `DuplicateTaskError`, an identical task (same function, arguments and
                 options) while this one is queued, waiting for a retry, or running. The lock goes when a
                 worker finishes the task or dead-letters it (not between retries), and in any case after
-                `unique_for` seconds, so a lost worker cannot hold it forever. PyTasks only.
+                `unique_for` seconds, so a lost worker cannot hold it forever. A go-delayed worker never
+                releases a GoTask's lock: it lasts `unique_for` (our Go worker releases it).
             unique_key: With `unique_for`: every task with this key (`"report:2026-11"`) is a duplicate,
                 whatever its function and arguments.
-            result_ttl: Track the task (a PyTask): its status and result are kept until `result_ttl`
-                seconds (rounded up) after it ended, and the call returns its handle. Its blob carries an
-                id option, which keakon/delayed 1.x cannot read; an untracked task's blob is unchanged.
+            result_ttl: Track the task: its status and result are kept until `result_ttl` seconds
+                (rounded up) after it ended, and the call returns its handle. Its blob carries an id
+                option, which keakon/delayed 1.x cannot read; an untracked task's blob is unchanged. A
+                GoTask's record is written by our Go worker; a go-delayed worker runs the task but
+                never writes it, so it says pending, and never expires.
                 With `unique_for` too, the lock is the untracked task's digest.
             **options: Any other option `TaskOptions` takes, by name (`max_retries=5`, `time_limit=30`).
                 Every option given here wins over the task's own (`PyTask(..., delay=10)`), which apply
@@ -129,8 +132,7 @@ class Queue(QueueBase):
                 on the primary).
             ValueError: An option's value it cannot take (both `delay` and `at`; NaN, infinite, negative or
                 over ten years), naming the option. Nothing was written.
-            TypeError: An unknown option; `unique_for` or `result_ttl` with a GoTask: a go-delayed worker
-                would never release the lock or write the record.
+            TypeError: An unknown option; an option a GoTask cannot carry (`retry`, a backoff function).
         """
         return self._run(self._plan_enqueue((task,), True, delay=delay, at=at, unique_for=unique_for,
                                             unique_key=unique_key, result_ttl=result_ttl, **options))
@@ -153,7 +155,7 @@ class Queue(QueueBase):
             tasks: PyTasks and GoTasks.
             delay: Seconds to wait before they are due, as for `enqueue`.
             at: When they are due, as for `enqueue`.
-            result_ttl: Track each task (PyTasks only), as for `enqueue`.
+            result_ttl: Track each task, as for `enqueue`.
             **options: Other options by name, as for `enqueue`. The tasks' own options apply too, but
                 a batch goes in with one `delay`, `at` and `result_ttl`, and no `unique_for`.
 
@@ -166,7 +168,7 @@ class Queue(QueueBase):
             QueueFullError: Redis refused the write for want of memory; nothing was written.
             NotReplicatedError: With `wait_replicas`: fewer replicas acknowledged the tasks in time.
             ValueError: As for `enqueue`; tasks whose own `delay`, `at` or `result_ttl` differ.
-            TypeError: `result_ttl` with a GoTask among the tasks; a task with `unique_for`.
+            TypeError: As for `enqueue`; a task with `unique_for`.
         """
         return self._run(self._plan_enqueue(tasks, False, delay=delay, at=at, result_ttl=result_ttl, **options))
 
@@ -335,9 +337,9 @@ class AsyncQueue(Producer[AsyncTaskHandle]):
             delay: Seconds to wait before the task is due.
             at: When the task is due (a naive datetime is local time).
             unique_for: Refuse an identical task while this one is queued, waiting for a retry, or
-                running, for at most this many seconds (PyTasks only).
+                running, for at most this many seconds.
             unique_key: With `unique_for`: every task with this key is a duplicate.
-            result_ttl: Track the task (a PyTask): its record is kept this many seconds after it ended.
+            result_ttl: Track the task: its record is kept this many seconds after it ended.
             **options: Other options by name, as for `Queue.enqueue`.
 
         Returns:
@@ -374,7 +376,7 @@ class AsyncQueue(Producer[AsyncTaskHandle]):
             tasks: PyTasks and GoTasks.
             delay: Seconds to wait before they are due.
             at: When they are due.
-            result_ttl: Track each task (PyTasks only).
+            result_ttl: Track each task.
             **options: Other options by name, as for `Queue.enqueue_many`.
 
         Returns:

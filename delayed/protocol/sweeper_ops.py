@@ -10,7 +10,7 @@ from redis.crc import key_slot
 from ..errors import MalformedTaskError, message_of
 from ..wire import dead_letter, tracking
 from ..wire.keys import WORKER_ID_PREFIX
-from ..wire.task import PyTask
+from ..wire.task import decode_task
 from ..wire.tracking import Tracked
 from .base import QueueBase
 from .connection import is_cluster
@@ -35,8 +35,8 @@ CLAIM_SWEEP = Script("claim_sweep")
 class CrashLoop:
     """A task one of our workers died holding that a sweep dead-lettered: one its workers died holding
     more than max_crashes times (reason crash_loop), or one that cannot count its crashes, not being
-    a PyTask (the reason a worker would have given it: "malformed", "go_task"). buried is False if
-    another sweeper took it first."""
+    a task (reason "malformed", as a worker would have given it). buried is False if another sweeper
+    took it first."""
 
     worker_id: str
     blob: bytes
@@ -52,8 +52,8 @@ class Sweep:
     Attributes:
         notified (int): The notifications pushed (go-delayed's count): the missing ones, and one per
             task requeued.
-        crash_loops (list[CrashLoop]): The tasks it dead-lettered: crash loops, and tasks our workers
-            died holding that cannot count crashes, not being PyTasks.
+        crash_loops (list[CrashLoop]): The tasks it dead-lettered: crash loops, and blobs our workers
+            died holding that cannot count crashes, not being tasks.
         failures (list[tuple[str, str]]): The held tasks it could not handle, as (worker id, why): left
             where they are for the next sweep.
     """
@@ -110,8 +110,8 @@ class SweeperOps:
         the task itself: each time one of our workers dies holding it, its blob comes back with its
         `crashes` option one higher, so identical tasks count apart. One that reaches more than
         `max_crashes` is dead-lettered instead (reason `crash_loop`), fenced as a worker's bury; a blob
-        that is not a PyTask (it cannot count) at its first crash, as a worker would have. Only our
-        workers' deaths count: a go-delayed worker never releases its last task, so one that stopped
+        that is not a task (it cannot count) at its first crash, as a worker would have. PyTasks and
+        GoTasks count alike, since our workers of either language hold both. Only our workers' deaths count: a go-delayed worker never releases its last task, so one that stopped
         cleanly leaves a task behind too.
 
         The ids holding tasks are read first, so each script declares every keep-alive key it reads (a
@@ -181,7 +181,7 @@ class SweeperOps:
         """A task one of our workers died holding: the blob to requeue it as (one more crash counted
         in it), or, dead-lettered, its CrashLoop."""
         try:
-            task = PyTask.deserialize(blob)
+            task = decode_task(blob)
         except MalformedTaskError as exc:  # a worker of ours would dead-letter it: it cannot count crashes
             letter = dead_letter.record(reason=exc.reason, error=f"its worker died holding it; {exc}", blob=blob,
                                         queue=self.queue.name, worker=worker_id, func=exc.func_path)

@@ -32,6 +32,7 @@ class Reason(StrEnum):
 
     MALFORMED = "malformed"
     GO_TASK = "go_task"
+    PY_TASK = "py_task"
     TOO_LARGE = "too_large"
     NOT_ALLOWED = "not_allowed"
     BAD_ARGUMENTS = "bad_arguments"
@@ -42,7 +43,8 @@ class Reason(StrEnum):
 
 REASONS = {
     Reason.MALFORMED: "the blob is not a task: not msgpack, or the wrong shape",
-    Reason.GO_TASK: "a GoTask: only a go-delayed worker can run it",
+    Reason.GO_TASK: "a GoTask: only a Go worker can run it",
+    Reason.PY_TASK: "a PyTask: only a Python worker can run it",
     Reason.TOO_LARGE: "the blob is over the worker's max task size",
     Reason.NOT_ALLOWED: "the function is not one the worker allows",
     Reason.BAD_ARGUMENTS: "the function's signature does not take the task's arguments: it was not called",
@@ -54,6 +56,7 @@ REASONS = {
 STATUS_OF = {
     Reason.MALFORMED: Status.DEAD,
     Reason.GO_TASK: Status.DEAD,
+    Reason.PY_TASK: Status.DEAD,
     Reason.TOO_LARGE: Status.DEAD,
     Reason.NOT_ALLOWED: Status.DEAD,
     Reason.BAD_ARGUMENTS: Status.FAILED,

@@ -3,8 +3,8 @@
 A task's options are of three kinds, told apart by each field's `Place`:
 - carried in its blob (`max_retries`, `backoff`, `time_limit`, and the state delayed writes as the
   task moves: `attempt`, `crashes`, `unique_key`, `unique_token` and a tracked task's `id`), in the
-  map that is a PyTask blob's fifth element (see delayed.wire.task);
-- carried in the blob's array (`retry`, keakon/delayed 1.x's fourth element);
+  map that is a PyTask blob's fifth element and a GoTask blob's third (see delayed.wire.task);
+- carried in the blob's array (`retry`, keakon/delayed 1.x's fourth element: PyTasks only);
 - used at enqueue only (`delay`, `at`, `unique_for`, `result_ttl`): how the task goes in.
 `PyTask`, `GoTask`, `Queue.enqueue`, the `delayed()` decorator and `delayed enqueue` all take them by
 these names, and `TaskOptions` checks each value as it is made: a value no option may have raises a
@@ -133,11 +133,11 @@ class TaskOptions:
 
     Args:
         retry: More runs after the task raises, requeued at once; -1 retries forever, each retry
-            waiting 0.1 s, 0.2 s, 0.4 s ... up to 60 s (keakon/delayed 1.x's option).
+            waiting 0.1 s, 0.2 s, 0.4 s ... up to 60 s (keakon/delayed 1.x's option; PyTasks only).
         max_retries: Retry with backoff instead: up to this many more runs after it raises, each
             waiting in the scheduled set first.
-        backoff: With `max_retries`, the wait before each next attempt: seconds, or the `"module:func"`
-            path of an allowed function of the attempt number (1, 2, ...) that returns seconds. Default:
+        backoff: With `max_retries`, the wait before each next attempt: seconds, or (PyTasks only) the
+            `"module:func"` path of an allowed function of the attempt number (1, 2, ...) that returns seconds. Default:
             Sidekiq's curve with jitter (16-35 s after the first failure, about 5 minutes after the fourth).
         time_limit: Seconds the call may run before the worker fails it; wins over the worker's.
         delay: Seconds to wait before the task is due.
@@ -145,10 +145,10 @@ class TaskOptions:
             `delay` or `at`, not both.
         unique_for: Refuse, with `DuplicateTaskError`, an identical task (same function, arguments and
             options) while this one is queued, waiting for a retry, or running; the lock goes when the
-            task ends, and in any case after this many seconds. PyTasks only.
+            task ends, and in any case after this many seconds.
         unique_key: With `unique_for`: every task with this key is a duplicate, whatever its call.
         result_ttl: Track the task: its status and result are kept this many seconds (rounded up) after
-            it ended, and `enqueue` returns its handle. PyTasks only.
+            it ended, and `enqueue` returns its handle.
 
     Raises:
         ValueError: A value the option cannot take (NaN, infinite, negative, out of range), naming it.
@@ -178,12 +178,12 @@ class TaskOptions:
                                               datetime.datetime.fromisoformat, metavar="TIME")
     unique_for: Optional[float] = _option(
         Place.ENQUEUE, seconds(True), "refuse an identical task while this one waits or runs, for at most this "
-        "many seconds (PyTasks only)", float)
+        "many seconds", float)
     unique_key: Optional[str] = _option(Place.MAP, text(), "with --unique-for: the lock's key, whatever the call",
                                         metavar="KEY")
     result_ttl: Optional[float] = _option(
         Place.ENQUEUE, seconds(True), "track it (prints its id, for `delayed task ID`): its record is kept this "
-        "long after it ended (PyTasks only)", float)
+        "long after it ended", float)
     attempt: int = _option(Place.MAP, count(0), "runs of it that failed, with max_retries", int, default=0,
                            public=False)
     crashes: int = _option(Place.MAP, count(0), "times our workers died holding it (see --max-crashes)", int,
@@ -224,13 +224,18 @@ class TaskOptions:
     def merged(self, winner: "TaskOptions") -> "TaskOptions":
         """These options with those set in winner winning (a due time given there replaces this one's,
         `delay` or `at` alike): what enqueue does with the task's own options and those it is given."""
+        changes = self.overrides(winner)
+        return self.replace(**changes) if changes else self
+
+    @staticmethod
+    def overrides(winner: "TaskOptions") -> Dict[str, Any]:
+        """The changes (for `replace`, or a task's `with_options`) that make options merged with winner:
+        the options set in winner, and a due time given there clears the other (`delay` or `at`)."""
         changes = winner.given()
-        if not changes:
-            return self
         if "delay" in changes or "at" in changes:
             changes.setdefault("delay", None)
             changes.setdefault("at", None)
-        return self.replace(**changes)
+        return changes
 
     def given(self, place: Optional[Place] = None) -> Dict[str, Any]:
         """The options set (not at their defaults), in field order; only those in place, if given."""

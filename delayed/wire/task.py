@@ -14,22 +14,56 @@ GoTask: msgpack array [func_path, payload] where payload is a bin holding the
 msgpack of the argument, exactly what go-delayed's NewGoTask(func_path, arg...)
 writes: one argument as itself, several as an array, none as msgpack nil.
 go-delayed's NewGoTask(func_path, nil) writes [func_path, nil]: that decodes as a GoTask too.
+A GoTask's options ride in a third element, the same map: [func_path, payload, options], the payload
+then always a bin, which tells it from go-delayed's NewPyTask(func_path, nil, kwargs) (nil, or an
+array, where a GoTask has its bin). go-delayed's decoder skips array elements past its two fields, so
+its workers run such a task, ignoring the options. A tracked GoTask's blob starts with GO_WITH_OPTIONS
+and ends with TRACKED_TAIL and the id, as a PyTask's does (see carries_options).
 """
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import msgpack
 
 from ..errors import MalformedTaskError, TaskArgumentError
-from .options import NO_OPTIONS, Place, TaskOptions, make, place_of
+from .options import NO_OPTIONS, TaskOptions, make
 from .preview import brief
 
 FUNC_PATH_SEP = ":"
 WITH_OPTIONS = b"\x95"
 """A PyTask blob with options starts so: a five-element msgpack array."""
+GO_WITH_OPTIONS = b"\x93"
+"""A GoTask blob with options starts so: a three-element msgpack array (as go-delayed's NewPyTask
+does: the byte after the func path tells them apart, a bin marker for a GoTask's payload)."""
+BIN_MARKERS = b"\xc4\xc5\xc6"
+"""The first byte of a msgpack bin (bin8, bin16, bin32): a GoTask's payload. A PyTask's args are an
+array or nil."""
 TRACKED_TAIL = b"\xa2id\xd9\x20"
 """What comes before the id at the end of a tracked blob: the key "id" (fixstr), then a str8 of 32 bytes.
 (protocol/lua/tracking.lua's track.key reads the same bytes: tests/test_task_options.py pins both.)"""
 _GO_NO_ARGUMENT = msgpack.packb(None)  # go-delayed marshals its empty variadic slice as nil
+_STR_HEADERS = {0xD9: 1, 0xDA: 2, 0xDB: 4}
+"""The str8, str16 and str32 markers, and how many bytes of length follow each (fixstr: none)."""
+
+
+def carries_options(blob: bytes) -> bool:
+    """Whether a blob has the shape of a task with an options map, read from its first bytes without
+    decoding it: a PyTask's five elements, or a GoTask's three, its func path followed by a bin. (A
+    three-element PyTask, [func, args, kwargs], has an array or nil there, and its kwargs could end
+    as a tracked blob does.) tracking.lua's track.key reads the same bytes."""
+    first = blob[:1]
+    if first == WITH_OPTIONS:
+        return True
+    if first != GO_WITH_OPTIONS or len(blob) < 2:
+        return False
+    marker = blob[1]
+    if 0xA0 <= marker <= 0xBF:  # fixstr
+        after = 2 + marker - 0xA0
+    elif marker in _STR_HEADERS:
+        size = _STR_HEADERS[marker]
+        after = 2 + size + int.from_bytes(blob[2:2 + size], "big")
+    else:
+        return False
+    return after < len(blob) and blob[after] in BIN_MARKERS
 
 
 class Float32:
@@ -138,6 +172,21 @@ def func_path_of(func: Callable[..., Any]) -> str:
     return module + FUNC_PATH_SEP + name
 
 
+def _options_of(options: Union[None, TaskOptions, Mapping[str, Any]], given: Dict[str, Any]) -> TaskOptions:
+    """A task's options from its constructor's `options` (TaskOptions, or a blob's options map) and
+    the options given by name, which win; each checked."""
+    if options is None:
+        base = NO_OPTIONS
+    elif isinstance(options, TaskOptions):
+        base = options
+    else:
+        base = TaskOptions.from_wire(options)
+    if given:
+        make(**given)  # names checked as the public entry points check them
+        base = base.replace(**given)
+    return base
+
+
 def _unpack(blob: bytes) -> Any:
     try:
         return msgpack.unpackb(blob, raw=False, strict_map_key=False)
@@ -209,18 +258,9 @@ class PyTask:
             raise TypeError(f"args must be a list or a tuple, not {type(args).__name__}")
         if kwargs is not None and not isinstance(kwargs, dict):
             raise TypeError(f"kwargs must be a dict, not {type(kwargs).__name__}")
-        if options is None:
-            base = NO_OPTIONS
-        elif isinstance(options, TaskOptions):
-            base = options
-        else:
-            base = TaskOptions.from_wire(options)
         if retry:
             given.setdefault("retry", retry)
-        if given:
-            make(**given)  # names checked as the public entry points check them
-            base = base.replace(**given)
-        self._fill(func_path, args, kwargs, base, None)
+        self._fill(func_path, args, kwargs, _options_of(options, given), None)
 
     def _fill(self, func_path: str, args: Optional[Sequence[Any]], kwargs: Optional[Dict[str, Any]],
               options: TaskOptions, data: Optional[bytes]) -> None:
@@ -296,7 +336,7 @@ class PyTask:
         task = decode_task(data)
         if not isinstance(task, cls):
             raise MalformedTaskError(
-                f"a GoTask for {task.func_path!r}: only a go-delayed worker can run it",
+                f"a GoTask for {task.func_path!r}: only a Go worker can run it",
                 reason="go_task", func_path=task.func_path,
             )
         return task
@@ -336,12 +376,15 @@ class PyTask:
 
 
 class GoTask:
-    """A call of a registered go-delayed handler, e.g. `GoTask("main.Add", [1, 2])`.
+    """A call of a Go handler, e.g. `GoTask("main.Add", [1, 2])`: its name, its argument and its options.
 
     Its blob is what go-delayed's `NewGoTask(func_path, arg...)` writes: a msgpack array
-    `[func_path, payload]`, the payload a bin holding the msgpack of the argument. Only go-delayed's
-    workers run it: ours dead-letter it (reason `go_task`). A contract (`delayed.contract.Contract`)
-    checks the arguments against the Go handler before you enqueue.
+    `[func_path, payload]`, the payload a bin holding the msgpack of the argument. Options a worker acts
+    on (`max_retries`, `backoff`, `time_limit`, and those of unique and tracked tasks) ride in a third
+    element, written only when set; go-delayed's workers skip it and run the task without them, our Go
+    worker honours them (see the docs' "Options on GoTasks"). Our Python workers dead-letter a GoTask
+    (reason `go_task`). A contract (`delayed.contract.Contract`) checks the arguments against the Go
+    handler before you enqueue.
 
     Args:
         func_path: The handler's name as go-delayed knows it: `main.Add` in a command, else its
@@ -349,13 +392,14 @@ class GoTask:
         args: go-delayed's `arg`: the value itself for a one-argument function, a list for several
             (a Go struct is a list of its fields, in order), None for none. Wrap a value for a Go
             `float32` in `Float32`.
-        options: A `TaskOptions`: only those that say how it is enqueued (`delay`, `at`) apply,
-            since go-delayed's blob carries no options.
-        **given: Those options by name (`delay=10`); they win over `options`.
+        options: A `TaskOptions` (or a blob's options map): the task's options.
+        **given: Options by name, as `TaskOptions` takes them (`max_retries=5`, `time_limit=30`,
+            `delay=10`, `result_ttl=3600`, ...); they win over `options`.
 
     Raises:
-        TypeError: An option go-delayed's blob has no room for (`max_retries`, `time_limit`, ...), or
-            an unknown one.
+        TypeError: `retry` (keakon's array element, which a GoTask has no room for: use
+            `max_retries`), a `backoff` that is a Python function's path (a GoTask's is seconds), an
+            option of the wrong type, or an unknown one.
         ValueError: An option's value it cannot take, naming the option.
 
     Attributes:
@@ -364,23 +408,36 @@ class GoTask:
         options (TaskOptions): The task's options.
     """
 
-    __slots__ = ("func_path", "args", "options", "_data")
+    __slots__ = ("func_path", "args", "options", "_payload", "_data")
 
-    def __init__(self, func_path: str, args: Any = None, *, options: Optional[TaskOptions] = None,
-                 **given: Any) -> None:
+    def __init__(self, func_path: str, args: Any = None, *,
+                 options: Union[None, TaskOptions, Mapping[str, Any]] = None, **given: Any) -> None:
+        chosen = _options_of(options, given)
+        _refuse_for_go(chosen, chosen.given())
+        self._fill(func_path, args, chosen, None, None)
+
+    def _fill(self, func_path: str, args: Any, options: TaskOptions, payload: Optional[bytes],
+              data: Optional[bytes]) -> None:
+        """Set the fields. payload: the msgpack of args as a blob holds it (a decoded task keeps its
+        bytes, so a rewrite changes its options and nothing else: Go's float32 or its map order stay)."""
         self.func_path = func_path
         self.args = args
-        chosen = (options or NO_OPTIONS).replace(**given) if given else (options or NO_OPTIONS)
-        if given:
-            make(**given)
-        carried = [name for name in chosen.given() if place_of(name) is not Place.ENQUEUE]
-        if carried:
-            raise TypeError(f"a GoTask carries no {carried[0]}: go-delayed's blob has no room for options")
-        self.options = chosen
-        self._data: Optional[bytes] = None
+        self.options = options
+        self._payload = payload
+        self._data: Optional[bytes] = data
+
+    @classmethod
+    def _decoded(cls, func_path: str, args: Any, options: TaskOptions, payload: Optional[bytes],
+                 data: Optional[bytes]) -> "GoTask":
+        """A GoTask from fields decode_task (or with_options) has checked."""
+        task = cls.__new__(cls)
+        task._fill(func_path, args, options, payload, data)
+        return task
 
     def serialize(self) -> bytes:
         """The task's blob, made once and cached.
+
+        Without options in its blob it is byte-identical to go-delayed's; with them, a third element.
 
         Returns:
             The msgpack bytes a queue stores.
@@ -389,9 +446,12 @@ class GoTask:
             TaskArgumentError: An argument msgpack cannot write; it names the argument and its type.
         """
         if self._data is None:
+            carried = self.options.wire_map() if self.options is not NO_OPTIONS else None
             try:
-                payload = _GO_NO_ARGUMENT if self.args is None else _pack_go_value(self.args)
-                self._data = msgpack.packb((self.func_path, payload))
+                if self._payload is None:
+                    self._payload = _GO_NO_ARGUMENT if self.args is None else _pack_go_value(self.args)
+                fields: tuple = (self.func_path, self._payload)
+                self._data = msgpack.packb(fields + (carried,) if carried else fields)
             except _UNPACKABLE as exc:
                 raise _argument_error(self.func_path, (("args", self.args),), True, exc) from None
         return self._data
@@ -417,11 +477,41 @@ class GoTask:
             )
         return task
 
+    def with_options(self, **changes: Any) -> "GoTask":
+        """The same call with some options changed (any `TaskOptions` field, state ones included): what
+        a producer tracks, what a sweeper counts a crash in. Its argument's bytes are kept as they are.
+
+        Args:
+            **changes: The options to set.
+
+        Returns:
+            A new task; this one is unchanged.
+
+        Raises:
+            TypeError: A change a GoTask cannot carry, as for the constructor.
+        """
+        options = self.options.replace(**changes)
+        _refuse_for_go(options, changes)
+        return GoTask._decoded(self.func_path, self.args, options, self._payload, None)
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, GoTask) and self.serialize() == other.serialize()
 
     def __repr__(self) -> str:
-        return f"GoTask({brief(self.func_path)}, args={brief(self.args)})"
+        given = self.options.given()
+        options = f", options={brief(given)}" if given else ""
+        return f"GoTask({brief(self.func_path)}, args={brief(self.args)}{options})"
+
+
+def _refuse_for_go(options: TaskOptions, names: Iterable[str]) -> None:
+    """TypeError for an option among names that a GoTask's blob cannot carry as options holds it."""
+    names = set(names)
+    if "retry" in names and options.retry:
+        raise TypeError("a GoTask has no retry (keakon/delayed's array element, which its blob has no room for): "
+                        "use max_retries")
+    if "backoff" in names and isinstance(options.backoff, str):
+        raise TypeError(f"a GoTask's backoff is seconds, not a Python function's path ({options.backoff!r}): "
+                        "a Go worker cannot call it")
 
 
 def decode_task(data: bytes) -> Union[PyTask, GoTask]:
@@ -433,13 +523,8 @@ def decode_task(data: bytes) -> Union[PyTask, GoTask]:
     if type(fields) is not list or not 1 <= len(fields) <= 5 or type(fields[0]) is not str:
         raise MalformedTaskError(f"not a task: expected [func_path, ...], got {brief(fields)}")
     func_path = fields[0]
-    if len(fields) == 2 and (fields[1] is None or type(fields[1]) is bytes):
-        try:
-            task = GoTask(func_path, None if fields[1] is None else _unpack(fields[1]))
-        except MalformedTaskError as exc:
-            raise MalformedTaskError(f"GoTask payload: {exc}", func_path=func_path) from None
-        task._data = data
-        return task
+    if (len(fields) == 2 and fields[1] is None) or (len(fields) in (2, 3) and type(fields[1]) is bytes):
+        return _decode_go_task(func_path, fields, data)
     _, args, kwargs, retry, options = fields + [None, None, 0, None][len(fields) - 1 :]
     # msgpack decodes arrays to lists, maps to dicts, integers to int: exact type checks, the hot path
     if args is not None and type(args) is not list:
@@ -463,3 +548,23 @@ def decode_task(data: bytes) -> Union[PyTask, GoTask]:
         else:
             return PyTask._decoded(func_path, args, kwargs, checked, data)
     raise MalformedTaskError(problem, func_path=func_path)
+
+
+def _decode_go_task(func_path: str, fields: List[Any], data: bytes) -> GoTask:
+    """A GoTask from its blob's fields: [func_path, payload (a bin, or nil)] or [func_path, payload, options]."""
+    payload = fields[1]
+    try:
+        args = None if payload is None else _unpack(payload)
+    except MalformedTaskError as exc:
+        raise MalformedTaskError(f"GoTask payload: {exc}", func_path=func_path) from None
+    options = NO_OPTIONS
+    if len(fields) == 3:
+        carried = fields[2]
+        if not (type(carried) is dict and all(type(k) is str for k in carried)):
+            raise MalformedTaskError(f"task options must be a map with string keys, got {brief(carried)}",
+                                     func_path=func_path)
+        try:
+            options = TaskOptions.from_wire(carried) if carried else NO_OPTIONS
+        except (TypeError, ValueError) as exc:
+            raise MalformedTaskError(str(exc), func_path=func_path) from None
+    return GoTask._decoded(func_path, args, options, payload, data)

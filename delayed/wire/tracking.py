@@ -2,7 +2,7 @@
 as the scripts write them (delayed/protocol/lua/tracking.lua: the one place that writes one) read
 back. The handles enqueue returns are in delayed.protocol.handles.
 
-A tracked task is a PyTask whose options hold its id (`id`); an untracked task's blob is
+A tracked task is a PyTask or a GoTask whose options hold its id (`id`); an untracked task's blob is
 unchanged, and costs nothing more anywhere. Its record lives in <queue>_task:<id> and expires
 result_ttl seconds after the task ended.
 """
@@ -16,7 +16,7 @@ import msgpack
 
 from ..errors import TaskFailedError
 from .strenum import StrEnum
-from .task import TRACKED_TAIL, WITH_OPTIONS
+from .task import TRACKED_TAIL, carries_options
 
 
 class Status(StrEnum):
@@ -62,7 +62,7 @@ def ttl_seconds(result_ttl: float) -> int:
 def task_id(blob: bytes) -> Optional[str]:
     """The tracked id at the end of a blob (see delayed.task), or None: what the scripts' track.key
     reads, for the settlements Python writes without a decoded task (dead-lettered blobs, give-backs)."""
-    if blob[:1] != WITH_OPTIONS or blob[-37:-32] != TRACKED_TAIL:
+    if blob[-37:-32] != TRACKED_TAIL or not carries_options(blob):
         return None
     return blob[-32:].decode("ascii", errors="replace")
 

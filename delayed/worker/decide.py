@@ -12,7 +12,7 @@ Policy, so a test can give every case fixed answers.
     raised, no retries left             Bury, reason failed (timed_out for TimeLimitExceeded)
     refused before its call             Bury, for its reason (not_allowed, bad_arguments, malformed ...)
 
-A decoded task that ended (Release or Bury) releases its unique lock. (What a tracked task's record
+A decoded task that ended (Release or Bury) releases its unique lock, a GoTask refused too. (What a tracked task's record
 gets is added by the Tracking middleware, delayed.worker.tracking.)
 """
 import traceback
@@ -22,7 +22,7 @@ from typing import Optional, Protocol
 from ..errors import SkipRetry, message_of
 from ..wire import dead_letter
 from ..wire.dead_letter import Reason
-from ..wire.options import NO_OPTIONS
+from ..wire.options import NO_OPTIONS, TaskOptions
 from ..wire.task import PyTask
 from .holding import Bury, Release, Requeue, Reschedule, Settlement
 from .run import Run
@@ -54,15 +54,19 @@ def decide(run: Run, policy: Policy) -> Settlement:
     refusal = run.refusal
     if refusal is not None:
         settlement: Settlement = _bury(run, policy, refusal.reason, refusal.error, refusal.func)
-        if task is None:  # not even decoded: no options to honour
-            return settlement
+        if task is None:  # not decoded as a PyTask: only a GoTask's options to honour
+            return _unlocking(settlement, refusal.options)
     elif run.error is None:
         settlement = RELEASE
     else:
         assert task is not None
         settlement = _failed(task, run, policy)
     assert task is not None
-    options = task.options
+    return _unlocking(settlement, task.options)
+
+
+def _unlocking(settlement: Settlement, options: TaskOptions) -> Settlement:
+    """settlement, releasing the task's unique lock if it has one and the settlement ends the task."""
     if options is NO_OPTIONS or options.unique_key is None:  # most tasks: no lock to release
         return settlement
     lock = (options.unique_key, options.unique_token or "")

@@ -24,7 +24,7 @@ from typing import Callable, Sequence, Tuple
 from ..errors import MalformedTaskError
 from ..wire.dead_letter import Reason
 from ..wire.options import NO_OPTIONS
-from ..wire.task import PyTask
+from ..wire.task import PyTask, decode_task
 from .holding import Settlement
 from .run import Run
 
@@ -79,7 +79,9 @@ class Pipeline:
         try:
             task = run.task = PyTask.deserialize(run.blob)
         except MalformedTaskError as exc:
-            run.refuse(Reason(exc.reason), str(exc), exc.func_path)
+            reason = Reason(exc.reason)
+            other = decode_task(run.blob).options if reason is Reason.GO_TASK else NO_OPTIONS  # its unique lock
+            run.refuse(reason, str(exc), exc.func_path, other)
             return False
         if task.options is NO_OPTIONS:
             hooks, run.timed = self._plain_before, self._plain_timed

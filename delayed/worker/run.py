@@ -4,17 +4,20 @@ from typing import Any, NamedTuple, Optional
 
 from ..protocol.queue import Queue
 from ..wire.dead_letter import Reason
+from ..wire.options import NO_OPTIONS, TaskOptions
 from ..wire.task import PyTask
 from .callee import Callee
 from .holding import Settlement
 
 
 class Refusal(NamedTuple):
-    """Why a task is not called: its dead letter's reason and error, and its func path where known."""
+    """Why a task is not called: its dead letter's reason and error, its func path where known, and the
+    options of a task that decoded as another kind (a GoTask's: its unique lock is released too)."""
 
     reason: Reason
     error: str
     func: Optional[str] = None
+    options: TaskOptions = NO_OPTIONS
 
 
 class Run:
@@ -44,6 +47,6 @@ class Run:
         self.refusal: Optional[Refusal] = None
         self.settlement: Optional[Settlement] = None
 
-    def refuse(self, reason: Reason, error: str, func: Optional[str] = None) -> None:
+    def refuse(self, reason: Reason, error: str, func: Optional[str] = None, options: TaskOptions = NO_OPTIONS) -> None:
         """Settle the task without calling it: it is dead-lettered for reason."""
-        self.refusal = Refusal(reason, error, func)
+        self.refusal = Refusal(reason, error, func, options)

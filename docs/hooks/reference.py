@@ -209,8 +209,8 @@ def go_api() -> str:
             lines += [f"### {_go_heading(code[0])}", ""]
         if code:
             lines += ["```go", *code, "```", ""]
-        paragraphs = "\n".join(line if line[:1].isspace() else re.sub(r"([*_<\[\]])", r"\\\1", line)
-                               for line in doc).strip()
+        paragraphs = "\n".join(line if line.startswith(("    ", "\t")) else re.sub(r"([*_<\[\]])", r"\\\1", line)
+                               for line in doc).strip()  # a doc comment's code block stays as it is
         if paragraphs:
             lines += [paragraphs, ""]
     return "\n".join(lines)

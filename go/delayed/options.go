@@ -32,6 +32,10 @@ const (
 
 var hexID = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
+// pythonFuncPath is a "module:func" path as Python's TaskOptions takes one for a backoff function
+// (Python's \w is a Unicode letter, digit or underscore).
+var pythonFuncPath = regexp.MustCompile(`^[A-Za-z_][\p{L}\p{N}_.]*:[A-Za-z_][\p{L}\p{N}_]*$`)
+
 // TaskOptions are a task's options: how it runs (carried in its blob, in the map Python's TaskOptions
 // writes) and how it is enqueued. Set them with TaskOption values (MaxRetries(3), ResultTTL(time.Minute),
 // ...) on GoTask.With, PyTask.With or Queue.EnqueueContext. A field left nil (or empty) is not set.
@@ -277,7 +281,7 @@ func (o *TaskOptions) setWire(key string, raw []byte) error {
 	case optBackoff, optTimeLimit:
 		f, ok := toFloat(value)
 		if !ok || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || (key == optTimeLimit && f == 0) || f > MaxSeconds {
-			if s, isText := value.(string); key == optBackoff && isText && s != "" {
+			if s, isText := value.(string); key == optBackoff && isText && pythonFuncPath.MatchString(s) {
 				o.unknown = append(o.unknown, rawEntry{key, raw}) // a Python backoff function: Go keeps it untouched
 				return nil
 			}

@@ -20,17 +20,25 @@ type testRedis struct {
 	cmd    *exec.Cmd
 }
 
-// startRedis starts a throwaway redis-server (no persistence) for one test, with extra
-// redis-server arguments ("--maxmemory", "1mb", ...).
-func startRedis(t testing.TB, extra ...string) *testRedis {
+// freePort is a loopback TCP port no one listened on a moment ago.
+func freePort(t testing.TB) int {
 	t.Helper()
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := listener.Addr().(*net.TCPAddr).Port
-	listener.Close()
-	argv := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}, extra...)
+	defer listener.Close()
+	return listener.Addr().(*net.TCPAddr).Port
+}
+
+// startRedis starts a throwaway redis-server (no persistence) for one test, with extra
+// redis-server arguments ("--maxmemory", "1mb", ...).
+func startRedis(t testing.TB, extra ...string) *testRedis {
+	t.Helper()
+	port := freePort(t)
+	// --dir: a primary writes an RDB file to sync a replica, and the replica keeps it
+	argv := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", t.TempDir()}, extra...)
 	cmd := exec.Command("redis-server", argv...)
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {

@@ -24,6 +24,13 @@ import (
 // trackedTail comes before the id at the end of a tracked blob: "id" (fixstr), then a str8 of 32 bytes.
 const trackedTail = "\xa2id\xd9\x20"
 
+// The first byte of a blob with options: a GoTask's three-element array (its payload then always a
+// bin, which tells it from go-delayed's NewPyTask), a PyTask's five (as Python's WITH_OPTIONS).
+const (
+	goWithOptions = 0x93
+	pyWithOptions = 0x95
+)
+
 // noArgument is the payload of a task without one: go-delayed marshals its empty variadic slice as nil.
 var noArgument = []byte{0xc0}
 
@@ -128,7 +135,7 @@ func (t *GoTask) Serialize() (data []byte, err error) {
 		return nil, fmt.Errorf("task %s: %w", t.raw.FuncPath, err)
 	}
 	if carried {
-		data[0] = 0x93
+		data[0] = goWithOptions
 		if data, err = t.options.appendWireMap(data); err != nil {
 			return nil, err
 		}
@@ -206,7 +213,7 @@ func (t *PyTask) Serialize() (data []byte, err error) {
 		return nil, fmt.Errorf("task %s: %w", t.raw.FuncPath, err)
 	}
 	if t.options.carried() {
-		data[0] = 0x95
+		data[0] = pyWithOptions
 		data = append(data, 0) // retry: keakon's fourth element, unused by options
 		if data, err = t.options.appendWireMap(data); err != nil {
 			return nil, err
@@ -235,12 +242,13 @@ func decodeTask(data []byte) (Task, error) {
 	if err != nil {
 		return nil, malformed("", "not a task: its first element is not a func path")
 	}
-	second := r.at
-	kind, _, err = r.header()
-	if err != nil {
-		return nil, malformed(funcPath, err.Error())
+	if n > 1 { // Python writes a PyTask without arguments as [func_path]
+		second := r.at
+		if kind, _, err = r.header(); err != nil {
+			return nil, malformed(funcPath, err.Error())
+		}
+		r.at = second
 	}
-	r.at = second
 	if (n == 2 && (kind == 'b' || kind == 'n')) || (n == 3 && kind == 'b') {
 		task := &GoTask{raw: RawGoTask{FuncPath: funcPath}, data: data}
 		payload, err := r.skip()

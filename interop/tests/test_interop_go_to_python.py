@@ -49,7 +49,7 @@ def test_go_pytask_with_struct_kwargs_is_dead_lettered_and_the_worker_goes_on(pr
 
 def test_go_delayed_gotask_with_a_nil_argument_is_read_as_a_gotask(procs, conn):
     """NewGoTask(path, nil) writes [path, nil], no payload at all. Our worker must see a GoTask
-    (dead letter reason go_task: only a go-delayed worker can run it), not a PyTask naming a
+    (dead letter reason go_task: only a Go worker can run it), not a PyTask naming a
     function it does not allow."""
     worker = procs.py_worker("q")
     procs.go_producer("-func", "main.Int", "-args", "null")

@@ -3,9 +3,11 @@
 Each handler records the Go type (%T) and Go value (%#v) it received, so these tests pin which
 Python values reach which Go parameter types, and what go-delayed does with the ones that do not fit.
 """
+import msgpack
 import pytest
 from conftest import go_results, wait_for
 
+from delayed import DuplicateTaskError
 from delayed.queue import Queue
 from delayed.task import Float32, GoTask
 
@@ -139,3 +141,35 @@ def test_values_go_delayed_refuses_are_logged_and_dropped(procs, conn, func, val
     assert records == []
     assert f"Failed to unmarshal payload: msgpack : {error}" in worker.err()
     assert conn.llen("q") == 0 and conn.xlen("q_dead_letters") == 0
+
+
+# GoTasks carrying options: [func, payload, options], run by a stock go-delayed worker that ignores them
+
+WITH_OPTIONS = [
+    ("Struct", [1, 2, "p"], [("main.Point", 'main.Point{X:1, Y:2, Label:"p"}')]),
+    ("Several", [1, "a", 2.5], [("int", "1"), ("string", '"a"'), ("float64", "2.5")]),
+    ("Float32", Float32(1.5), [("float32", "1.5")]),
+    ("NoArg", None, []),
+]
+
+
+@pytest.mark.parametrize("func, args, expected", WITH_OPTIONS, ids=[f for f, _, _ in WITH_OPTIONS])
+def test_a_gotask_carrying_options_runs_on_go_delayed_s_worker_which_ignores_them(procs, conn, func, args, expected):
+    """go-delayed's decoder (shamaton/msgpack v2.1.1, setStructFromArray) skips array elements past its
+    two fields: a stock go-delayed worker runs a GoTask whose third element carries max_retries,
+    time_limit and the options of a tracked, unique task, with its argument intact, logging nothing.
+    It writes no record and releases no lock: the record says pending, the lock stays until unique_for."""
+    queue = Queue("q", conn)
+    task = GoTask("main." + func, args, max_retries=3, time_limit=30)
+    handle = queue.enqueue(task, result_ttl=60, unique_for=600)
+    [blob] = conn.lrange("q", 0, -1)
+    assert msgpack.unpackb(blob)[2].keys() == {"max_retries", "time_limit", "unique_key", "unique_token", "id"}
+    queue.enqueue(SENTINEL)
+    worker = procs.go_worker("q")
+    wait_for(lambda: any(r["func"] == "String" and r["args"][0]["json"] == "sentinel" for r in go_results(conn)),
+             what="the sentinel task to run on the Go worker")
+    assert received(go_results(conn)[:-1]) == [(func, expected)], worker.err()
+    assert "Failed" not in worker.err()
+    assert handle.status() == "pending"
+    with pytest.raises(DuplicateTaskError):
+        queue.enqueue(task, unique_for=600)

@@ -1,6 +1,6 @@
 -- Tracked tasks' records: the functions every script that writes one shares (scripts.py puts this
 -- file before each of those scripts, so the record's format is written here and nowhere else).
--- A tracked task is a PyTask whose options (its blob's fifth element, a map) hold its id, `id`;
+-- A tracked task is a PyTask or a GoTask whose options (its blob's last element, a map) hold its id, `id`;
 -- its record is the hash <queue>_task:<id> (the prefix comes from keys.py, as an argument):
 --   status    scheduled | pending | running | done | retrying | failed | dead | cancelled
 --   func      the task's func path            ttl       seconds the record is kept once the task ended
@@ -32,13 +32,40 @@ local function tracking(prefix)
         return clock
     end
 
-    -- The record key of a tracked blob, or nil. A tracked blob has options (a five-element msgpack
-    -- array: first byte 0x95) whose last entry is its id, 32 hex digits (see delayed/wire/task.py, whose
-    -- WITH_OPTIONS and TRACKED_TAIL these are; tests/test_task_options.py pins both): it ends
-    -- with "id" (a2 69 64), a str8 of 32 bytes (d9 20), and the id. Nothing is decoded (Redis's
-    -- cmsgpack cannot read msgpack bin, which a bytes argument is).
+    -- Whether a blob has the shape of a task with options, from its first bytes (delayed/wire/task.py's
+    -- carries_options, whose WITH_OPTIONS, GO_WITH_OPTIONS and BIN_MARKERS these are): a PyTask's
+    -- five-element msgpack array (first byte 0x95), or a GoTask's three (0x93) whose func path (a
+    -- fixstr, str8, str16 or str32) is followed by a bin (0xc4, 0xc5, 0xc6); a three-element PyTask
+    -- has its args there, an array or nil.
+    local function carries_options(blob)
+        local first, marker = string.byte(blob, 1, 2)
+        if first == 0x95 then
+            return true
+        elseif first ~= 0x93 or not marker then
+            return false
+        end
+        local after  -- the position of the byte after the func path
+        if marker >= 0xa0 and marker <= 0xbf then
+            after = 3 + marker - 0xa0
+        elseif marker >= 0xd9 and marker <= 0xdb then
+            local size, length = 2 ^ (marker - 0xd9), 0
+            for i = 3, 2 + size do
+                length = length * 256 + (string.byte(blob, i) or 0)
+            end
+            after = 3 + size + length
+        else
+            return false
+        end
+        local bin = string.byte(blob, after)
+        return bin == 0xc4 or bin == 0xc5 or bin == 0xc6
+    end
+
+    -- The record key of a tracked blob, or nil. A tracked blob has options whose last entry is its
+    -- id, 32 hex digits (see delayed/wire/task.py, whose TRACKED_TAIL this is; tests/test_task_options.py
+    -- pins these bytes): it ends with "id" (a2 69 64), a str8 of 32 bytes (d9 20), and the id.
+    -- Nothing is decoded (Redis's cmsgpack cannot read msgpack bin, which a bytes argument is).
     function track.key(blob)
-        if string.byte(blob, 1) ~= 0x95 or string.sub(blob, -37, -33) ~= '\162id\217\32' then
+        if string.sub(blob, -37, -33) ~= '\162id\217\32' or not carries_options(blob) then
             return nil
         end
         return prefix .. string.sub(blob, -32)
