@@ -17,23 +17,19 @@ const (
 	ReasonBadArguments = "bad_arguments" // its payload does not decode into the handler's parameters: not called
 	ReasonFailed       = "failed"        // its handler returned an error or panicked, with no retries left
 	ReasonTimedOut     = "timed_out"     // its handler ran past its time limit, with no retries left
+	ReasonTooLarge     = "too_large"     // its blob is over maxTaskSize: not even decoded
 	ReasonCrashLoop    = "crash_loop"    // workers died holding it more often than a sweeper's max crashes
 )
 
-// The statuses a tracked task's record ends in once dead-lettered (tracking.lua's, as
-// delayed/wire/tracking.py's Status names them).
-const (
-	statusFailed = "failed" // a worker chose its function: it failed, timed out, or did not take the arguments
-	statusDead   = "dead"   // it never got that far
-)
-
-// statusOf is the status a tracked task's record ends in, by its letter's reason (dead_letter.py's STATUS_OF).
+// statusOf is the status a tracked task's record ends in, by its letter's reason (dead_letter.py's
+// STATUS_OF): failed once a worker chose its function (it failed, timed out, or did not take the
+// arguments), dead if it never got that far.
 func statusOf(reason string) string {
 	switch reason {
 	case ReasonBadArguments, ReasonFailed, ReasonTimedOut:
-		return statusFailed
+		return string(TaskFailed)
 	}
-	return statusDead
+	return string(TaskDead)
 }
 
 // Bounds of a letter's record, as dead_letter.py's MAX_ERROR and MAX_TRACEBACK: characters of its
@@ -43,8 +39,8 @@ const (
 	maxLetterTraceback = 8192
 )
 
-// Where letters are written and how many are kept: dead_letters.py's DeadLetters defaults (a queue of
-// ours keeps 10,000 letters, each at most 7 days; writing one trims the rest).
+// How many letters are kept: dead_letters.py's DeadLetters defaults (a queue of ours keeps 10,000
+// letters, each at most 7 days; writing one trims the rest); the stream fields of a letter.
 const (
 	defaultDeadMax    = 10_000
 	defaultDeadMaxAge = 7 * 24 * time.Hour

@@ -12,8 +12,12 @@ import (
 // What a worker does with one claimed task: decode it, find its handler, call it within its time
 // limit, settle it (settle.go), count it and log a failure.
 
-// prepare decodes the run's blob and finds its handler, or refuses it (malformed, py_task, not_allowed).
+// prepare decodes the run's blob, or refuses it (too_large, malformed, py_task).
 func (w *Worker) prepare(r *run) {
+	if len(r.blob) > maxTaskSize {
+		r.refuse(ReasonTooLarge, fmt.Sprintf("%d bytes, over %d", len(r.blob), maxTaskSize))
+		return
+	}
 	task, err := decodeTask([]byte(r.blob))
 	var malformed *MalformedTaskError
 	switch {

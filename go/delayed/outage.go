@@ -8,11 +8,11 @@ import (
 
 // Riding out a Redis outage, as Python's delayed/runtime/backoff.py does: waits that double while
 // Redis fails, and the outage said once as it starts and once as it ends, however many of the
-// worker's goroutines meet it.
+// worker's goroutines meet it (a sweeper waits as long).
 
 const (
 	outageFirstWait = 100 * time.Millisecond
-	outageMostWait  = 10 * time.Second
+	outageMaxWait   = 10 * time.Second
 )
 
 // outage is whether Redis is gone, as a worker's goroutines see it.
@@ -62,7 +62,7 @@ func (b *backoff) failed(err error, stop <-chan struct{}) {
 	case <-timer.C:
 	case <-stop:
 	}
-	b.wait = min(2*b.wait, outageMostWait)
+	b.wait = min(2*b.wait, outageMaxWait)
 }
 
 func (b *backoff) succeeded() {

@@ -12,7 +12,8 @@ import (
 )
 
 // What the worker writes that Python reads, or does as Python's worker does, is defined once in each
-// language: these tests read the Python package's definitions and fail when the two differ.
+// language: these tests read the Python package's definitions and fail when the two differ (the
+// wire's names, reasons and statuses among them, are the wire spec's: wire_test.go).
 
 const pythonPackage = "../../delayed"
 
@@ -55,16 +56,14 @@ func TestTheWorkersNamesAndBoundsArePythons(t *testing.T) {
 			t.Errorf("%s %s is %s in Python, %s in Go", path, name, python, goValue)
 		}
 	}
-	for name, value := range map[string]string{"MALFORMED": ReasonMalformed, "NOT_ALLOWED": ReasonNotAllowed,
-		"BAD_ARGUMENTS": ReasonBadArguments, "FAILED": ReasonFailed, "TIMED_OUT": ReasonTimedOut, "CRASH_LOOP": ReasonCrashLoop} {
-		same("wire/dead_letter.py", name, pythonValue(t, "wire/dead_letter.py", name), strconv.Quote(value))
+	// the reasons' and statuses' names are the wire spec's (wire_test.go); the status each reason ends in:
+	for name, value := range map[string]string{"MALFORMED": ReasonMalformed, "PY_TASK": ReasonPyTask,
+		"NOT_ALLOWED": ReasonNotAllowed, "BAD_ARGUMENTS": ReasonBadArguments, "FAILED": ReasonFailed,
+		"TIMED_OUT": ReasonTimedOut, "TOO_LARGE": ReasonTooLarge, "CRASH_LOOP": ReasonCrashLoop} {
 		status := regexp.MustCompile(`Reason\.` + name + `: Status\.(\w+),`).FindStringSubmatch(pythonSource(t, "wire/dead_letter.py"))
 		if status == nil || strings.ToLower(status[1]) != statusOf(value) {
 			t.Errorf("STATUS_OF[%s] is %v in Python, %s in Go", name, status, statusOf(value))
 		}
-	}
-	for name, value := range map[string]string{"DONE": outcomeDone, "FAILED": statusFailed, "DEAD": statusDead} {
-		same("wire/tracking.py", name, pythonValue(t, "wire/tracking.py", name), strconv.Quote(value))
 	}
 	same("wire/dead_letter.py", "MAX_ERROR", pythonValue(t, "wire/dead_letter.py", "MAX_ERROR"), strconv.Itoa(maxLetterError))
 	same("wire/dead_letter.py", "MAX_TRACEBACK", pythonValue(t, "wire/dead_letter.py", "MAX_TRACEBACK"), strconv.Itoa(maxLetterTraceback))
@@ -73,7 +72,6 @@ func TestTheWorkersNamesAndBoundsArePythons(t *testing.T) {
 	same("protocol/dead_letters.py", "DEFAULT_DEAD_MAX", pythonValue(t, "protocol/dead_letters.py", "DEFAULT_DEAD_MAX"), number(defaultDeadMax))
 	same("protocol/dead_letters.py", "DEFAULT_DEAD_MAX_AGE", pythonValue(t, "protocol/dead_letters.py", "DEFAULT_DEAD_MAX_AGE"),
 		number(defaultDeadMaxAge.Seconds()))
-	same("protocol/producer.py", "DEFAULT_MAX_TASK_SIZE", pythonValue(t, "protocol/producer.py", "DEFAULT_MAX_TASK_SIZE"), number(maxResultSize))
 	same("worker/loop.py", "DEFAULT_BATCH", pythonValue(t, "worker/loop.py", "DEFAULT_BATCH"), number(defaultBatch))
 	same("worker/loop.py", "BATCH_TIME", pythonValue(t, "worker/loop.py", "BATCH_TIME"), number(batchPatience.Seconds()))
 	same("worker/loop.py", "POLL", pythonValue(t, "worker/loop.py", "POLL"), number(pollInterval.Seconds()))
@@ -82,7 +80,7 @@ func TestTheWorkersNamesAndBoundsArePythons(t *testing.T) {
 	same("worker/holding.py", "NOTE_AFTER", pythonValue(t, "worker/holding.py", "NOTE_AFTER"), number(noteAfter.Seconds()))
 	same("runtime/due.py", "MOVE_DUE_INTERVAL", pythonValue(t, "runtime/due.py", "MOVE_DUE_INTERVAL"), number(moveDueInterval.Seconds()))
 	same("runtime/due.py", "MOVE_LIMIT", pythonValue(t, "runtime/due.py", "MOVE_LIMIT"), number(moveDueLimit))
-	for name, value := range map[string]time.Duration{"initial": outageFirstWait, "maximum": outageMostWait} {
+	for name, value := range map[string]time.Duration{"initial": outageFirstWait, "maximum": outageMaxWait} {
 		match := regexp.MustCompile(name + `: float = ([\d.]+)`).FindStringSubmatch(pythonSource(t, "runtime/backoff.py"))
 		python, err := strconv.ParseFloat(match[1], 64)
 		if err != nil || python != value.Seconds() {
@@ -93,7 +91,6 @@ func TestTheWorkersNamesAndBoundsArePythons(t *testing.T) {
 		number(defaultKeepAliveTimeout.Seconds()))
 	same("worker/loop.py", "keep_alive_interval (a quarter of the timeout)", "keep_alive_timeout / 4",
 		fmt.Sprintf("keep_alive_timeout / %d", defaultKeepAliveTimeout/defaultKeepAliveDuration))
-	same("wire/keys.py", "SCHEDULED_PREFIX_BYTES", pythonValue(t, "wire/keys.py", "SCHEDULED_PREFIX_BYTES"), number(scheduledPrefixBytes))
 	same("wire/keys.py", "SCHEDULED_KINDS", pythonValue(t, "wire/keys.py", "SCHEDULED_KINDS"),
 		fmt.Sprintf(`{b"%c": "delayed", b"%c": "retry"}`, scheduledDelayed, scheduledRetry))
 	same("wire/worker_info.py", "FIELDS", pythonValue(t, "wire/worker_info.py", "FIELDS"), func() string {

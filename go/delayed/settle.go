@@ -22,15 +22,11 @@ import (
 // Outcomes of a settlement: the metrics' outcome label, one each (Python's Outcome). All but retried
 // are the status a tracked task's record ends in.
 const (
-	outcomeDone    = "done"
+	outcomeDone    = string(TaskDone)
 	outcomeRetried = "retried"
-	outcomeFailed  = statusFailed
-	outcomeDead    = statusDead
+	outcomeFailed  = string(TaskFailed)
+	outcomeDead    = string(TaskDead)
 )
-
-// maxResultSize is the most bytes of a result a record keeps (Python's default max_task_size, 1 MiB):
-// a larger one is not stored, and its note says so.
-const maxResultSize = 1 << 20
 
 // nilResult is msgpack's nil: the result a record holds for a handler that returned no value, or one not stored.
 var nilResult = []byte{0xc0}
@@ -197,8 +193,8 @@ func backoffSeconds(options TaskOptions, attempt int) float64 {
 
 // packResult is a handler's value as a record keeps it: msgpack (shamaton's Marshal: a struct as a
 // map of its field names, so Python reads them by name), with a note when it could not be: a value
-// msgpack cannot take is stored as its %v text, one over maxResultSize bytes not at all (tracking.py's
-// pack_result).
+// msgpack cannot take is stored as its %v text, one over maxTaskSize bytes (a task's bound) not at all
+// (tracking.py's pack_result).
 func packResult(value any) (data []byte, note string) {
 	data, err := marshalResult(value)
 	if err != nil {
@@ -207,8 +203,8 @@ func packResult(value any) (data []byte, note string) {
 			data, note = nilResult, fmt.Sprintf("not serialisable with msgpack, nor its text (%v): not stored", err)
 		}
 	}
-	if len(data) > maxResultSize {
-		return nilResult, fmt.Sprintf("%d bytes, over the queue's max_task_size of %d: not stored", len(data), maxResultSize)
+	if len(data) > maxTaskSize {
+		return nilResult, fmt.Sprintf("%d bytes, over the queue's max_task_size of %d: not stored", len(data), maxTaskSize)
 	}
 	return data, note
 }

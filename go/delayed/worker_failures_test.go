@@ -3,6 +3,7 @@ package delayed
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,9 +44,10 @@ func TestEachRefusalIsADeadLetterWithItsReason(t *testing.T) {
 	badArguments := blob(t, NewGoTaskOfFunc(addNumbers, "one", "two"))
 	pyTask := blob(t, NewPyTask("tasks:add", []int{1, 2}, nil))
 	malformed := []byte("not msgpack \xc1")
-	enqueue(t, q, unknown, badArguments, pyTask, malformed)
+	tooLarge := blob(t, NewGoTaskOfFunc(addNumbers, strings.Repeat("x", maxTaskSize), 1))
+	enqueue(t, q, unknown, badArguments, pyTask, malformed, tooLarge)
 	runWorker(t, w)
-	records, blobs := waitLetters(t, server, q, 4)
+	records, blobs := waitLetters(t, server, q, 5)
 	want := []struct {
 		reason, error, funcPath string
 	}{
@@ -53,6 +55,7 @@ func TestEachRefusalIsADeadLetterWithItsReason(t *testing.T) {
 		{ReasonBadArguments, "delayed.addNumbers(int, int) does not take the task's arguments", FuncPath(addNumbers)},
 		{ReasonPyTask, "a PyTask for 'tasks:add': only a Python worker can run it", "tasks:add"},
 		{ReasonMalformed, "not a task", ""},
+		{ReasonTooLarge, strconv.Itoa(len(tooLarge)) + " bytes, over 1048576", ""},
 	}
 	for i, letter := range records {
 		if letter.Reason != want[i].reason || !strings.Contains(letter.Error, want[i].error) {
@@ -65,18 +68,18 @@ func TestEachRefusalIsADeadLetterWithItsReason(t *testing.T) {
 			t.Errorf("letter %d: %+v", i, letter)
 		}
 		failedAt, err := time.Parse("2006-01-02T15:04:05.000-07:00", letter.FailedAt)
-		if err != nil || time.Since(failedAt) > waitLimit || !strings.HasSuffix(letter.FailedAt, "+00:00") {
+		if err != nil || time.Since(failedAt) > waitDeadline || !strings.HasSuffix(letter.FailedAt, "+00:00") {
 			t.Errorf("letter %d: failed_at %q (%v)", i, letter.FailedAt, err)
 		}
 	}
-	for i, data := range [][]byte{unknown, badArguments, pyTask, malformed} {
+	for i, data := range [][]byte{unknown, badArguments, pyTask, malformed, tooLarge} {
 		if string(blobs[i]) != string(data) {
-			t.Errorf("letter %d holds %q, want the task's blob %q", i, blobs[i], data)
+			t.Errorf("letter %d holds %d bytes, want the task's blob of %d", i, len(blobs[i]), len(data))
 		}
 	}
 	ctx := context.Background()
-	if dead := server.Client.HGet(ctx, q.keys.key("counts"), "dead").Val(); dead != "4" {
-		t.Errorf("counts dead = %q, want 4", dead)
+	if dead := server.Client.HGet(ctx, q.keys.key("counts"), "dead").Val(); dead != "5" {
+		t.Errorf("counts dead = %q, want 5", dead)
 	}
 	if held := server.Client.HLen(ctx, q.keys.key("processing")).Val(); held != 0 {
 		t.Errorf("%d dead-lettered tasks still held", held)

@@ -15,29 +15,6 @@ import (
 // Helpers of the worker's tests: queues on a test's redis-server, tasks put in as our producers put
 // them (the enqueue scripts), a worker run in the background, and waits for events.
 
-// waitLimit is how long a wait for an event may take before the test fails: only a failing test waits it out.
-const waitLimit = 60 * time.Second
-
-var (
-	enqueueScript        = loadScript("enqueue")
-	enqueueTrackedScript = loadScript("enqueue_tracked")
-	enqueueUniqueScript  = loadScript("enqueue_unique")
-	cancelScript         = loadScript("cancel")
-	requeueLostScript    = loadScript("requeue_lost")
-)
-
-// waitFor polls until cond holds, failing the test after waitLimit.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting %v for %s", waitLimit, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // newTestWorker is a worker of q that logs through t.Log (shown for a failing test, or with -v), but
 // for a Logger among options.
 func newTestWorker(t testing.TB, q *Queue, options ...WorkerOption) *Worker {
@@ -109,8 +86,8 @@ func runWorker(t testing.TB, w *Worker) (stop func() error) {
 			cancel()
 			select {
 			case err = <-result:
-			case <-time.After(waitLimit):
-				t.Errorf("the worker did not stop within %v", waitLimit)
+			case <-time.After(waitDeadline):
+				t.Errorf("the worker did not stop within %v", waitDeadline)
 			}
 		})
 		return err

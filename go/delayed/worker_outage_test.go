@@ -30,7 +30,7 @@ func (s *testRedis) restart(t *testing.T) {
 	}()
 	select {
 	case <-ready:
-	case <-time.After(waitLimit):
+	case <-time.After(waitDeadline):
 		t.Fatal("redis-server did not start again")
 	}
 }

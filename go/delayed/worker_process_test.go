@@ -94,8 +94,8 @@ func (p *process) wait(t testing.TB) error {
 	case err := <-p.exited:
 		p.exited <- err // for the cleanup
 		return err
-	case <-time.After(waitLimit):
-		t.Fatalf("the worker did not exit within %v", waitLimit)
+	case <-time.After(waitDeadline):
+		t.Fatalf("the worker did not exit within %v", waitDeadline)
 		return nil
 	}
 }

@@ -133,7 +133,7 @@ func TestStopBeforeRedisAnswersReturns(t *testing.T) {
 		if err != nil {
 			t.Errorf("RunContext = %v", err)
 		}
-	case <-time.After(waitLimit):
+	case <-time.After(waitDeadline):
 		t.Fatal("a worker that never reached Redis did not stop")
 	}
 	if w.Status() != StatusStopped {

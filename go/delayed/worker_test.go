@@ -127,7 +127,7 @@ func TestConcurrencyRunsThatManyAtOnce(t *testing.T) {
 	for i := 0; i < slots; i++ {
 		select {
 		case <-entered:
-		case <-time.After(waitLimit):
+		case <-time.After(waitDeadline):
 			t.Fatalf("only %d tasks started at once, want %d", i, slots)
 		}
 	}
@@ -175,7 +175,7 @@ func TestWorkerIsOnlineWithItsDescription(t *testing.T) {
 	}
 	started, err := strconv.ParseFloat(about["started"], 64)
 	if about["host"] != host || about["pid"] != strconv.Itoa(os.Getpid()) || err != nil ||
-		time.Since(time.Unix(0, int64(started*1e9))) > waitLimit {
+		time.Since(time.Unix(0, int64(started*1e9))) > waitDeadline {
 		t.Errorf("description %v", about)
 	}
 	if score := server.Client.ZScore(ctx, q.keys.key("workers"), w.ID()).Val(); score < float64(time.Now().Unix()) {

@@ -61,7 +61,7 @@ func TestATrackedTaskRecordsItsResultAsPythonReadsIt(t *testing.T) {
 	}
 	waitFor(t, "the failed record", func() bool {
 		record = server.Client.HGetAll(ctx, q.keys.task(failedID)).Val()
-		return record["status"] == statusFailed
+		return record["status"] == string(TaskFailed)
 	})
 	letters, _ := deadLetters(t, server, q)
 	ids := server.Client.XRange(ctx, q.keys.key("dead_letters"), "-", "+").Val()
@@ -77,7 +77,7 @@ func TestAResultMsgpackCannotTakeIsStoredAsItsText(t *testing.T) {
 		!strings.HasPrefix(note, "not serialisable with msgpack") {
 		t.Errorf("a channel is stored as %q (%v), note %q", text, err, note)
 	}
-	data, note = packResult(strings.Repeat("x", maxResultSize))
+	data, note = packResult(strings.Repeat("x", maxTaskSize))
 	if string(data) != "\xc0" || !strings.Contains(note, "over the queue's max_task_size of 1048576: not stored") {
 		t.Errorf("a result over 1 MiB is stored as %d bytes, note %q", len(data), note)
 	}
