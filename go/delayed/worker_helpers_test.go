@@ -57,19 +57,14 @@ func enqueue(t testing.TB, q *Queue, blobs ...[]byte) {
 	}
 }
 
-// enqueueTracked puts a GoTask into q as a tracked task (enqueue_tracked.lua) with id, its record
-// kept ttl seconds once it ended; the blob enqueued.
-func enqueueTracked(t testing.TB, q *Queue, task *GoTask, id string, ttl int) []byte {
+// enqueueTracked enqueues a task with options (ResultTTL: tracked) through the client: its handle.
+func enqueueTracked(t testing.TB, q *Queue, task Task, options ...TaskOption) *TaskHandle {
 	t.Helper()
-	options := task.Options()
-	options.ID = id
-	data := blob(t, task.withState(options))
-	if _, err := enqueueTrackedScript.run(context.Background(), q.conn, q.keys, args{
-		"records": []any{q.keys.task(id)}, "ttl": ttl, "due": "", "tasks": []any{task.FuncPath(), data, ""},
-	}); err != nil {
-		t.Fatal(err)
+	handle, err := q.EnqueueContext(context.Background(), task, options...)
+	if err != nil || handle == nil {
+		t.Fatalf("enqueue: %v, %v", handle, err)
 	}
-	return data
+	return handle
 }
 
 // runWorker runs w in the background until the test ends (or the returned stop is called, which

@@ -160,9 +160,9 @@ func TestADrainGivesBackWhatWasClaimedInOrderAndReleasesWhatFinished(t *testing.
 	if !w.goOnline() {
 		t.Fatal("not online")
 	}
-	const id = "0000000000000000000000000000000a"
 	first := blob(t, NewGoTaskOfFunc(addNumbers, 0, 0))
-	tracked := enqueueTracked(t, q, NewGoTaskOfFunc(addNumbers, 1, 1), id, 60)
+	id := enqueueTracked(t, q, NewGoTaskOfFunc(addNumbers, 1, 1), ResultTTL(time.Minute)).ID()
+	tracked := []byte(server.Client.LIndex(ctx, q.keys.name, 0).Val())
 	var rest [][]byte
 	for i := 2; i < 6; i++ {
 		rest = append(rest, blob(t, NewGoTaskOfFunc(addNumbers, i, i)))
