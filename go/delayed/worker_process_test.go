@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -211,5 +214,39 @@ func TestASIGKILLedWorkersTaskIsRequeuedOnceItsKeepAliveLapses(t *testing.T) {
 	}
 	if server.Client.Exists(ctx, q.keys.workerInfo(strings.SplitN(holder, "-", 4)[0])).Val() != 0 {
 		t.Error("the dead worker's description outlived its keys")
+	}
+}
+
+func TestTheExampleWorkerRunsTasksAndServesItsMetrics(t *testing.T) {
+	server := startRedis(t)
+	q := testQueue(t, server, "jobs")
+	ctx := context.Background()
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := listener.Addr().String()
+	listener.Close()
+	startProcess(t, command(t, "worker"), "-redis", "redis://"+server.Addr+"/0", "-queue", "jobs", "-metrics-addr", addr)
+	handle := enqueueTracked(t, q, NewGoTask("main.Add", 1, 2), ResultTTL(time.Minute))
+	result, err := handle.Result(ctx)
+	var sum int
+	if err != nil || result.Decode(&sum) != nil || sum != 3 {
+		t.Fatalf("main.Add(1, 2) = %d (%v)", sum, err)
+	}
+	want := `delayed_tasks_total{function="main.Add",outcome="done",queue="jobs"} 1`
+	var page string
+	waitFor(t, "the metrics to count the task", func() bool {
+		response, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer response.Body.Close()
+		body, _ := io.ReadAll(response.Body)
+		page = string(body)
+		return strings.Contains(page, want)
+	})
+	if !strings.Contains(page, `delayed_task_duration_seconds_count{function="main.Add",queue="jobs"} 1`) {
+		t.Errorf("no run time counted in\n%s", page)
 	}
 }

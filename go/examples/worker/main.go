@@ -7,6 +7,8 @@
 // queue, running ones finish, and it goes offline.
 //
 //	go run ./examples/worker -redis redis://localhost:6379/0 -queue default -concurrency 8 -metrics-addr :9100
+//
+// On a Redis Cluster (-redis redis+cluster://host:port), name the queue with a hash tag: -queue '{default}'.
 package main
 
 import (
@@ -23,7 +25,6 @@ import (
 	"github.com/delayed-py/delayed/go/v2/delayed"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	goredis "github.com/redis/go-redis/v9"
 )
 
 // Add returns the sum of two numbers: GoTask("main.Add", [1, 2]).
@@ -58,7 +59,9 @@ func Fail(message string) error {
 }
 
 func main() {
-	redisURL := flag.String("redis", "redis://127.0.0.1:6379/0", "Redis: a redis:// or rediss:// URL, or host:port")
+	redisURL := flag.String("redis", delayed.ConfiguredURL(),
+		"Redis: a URL as Python's delayed takes it (redis://, rediss://, unix://, redis+sentinel://, redis+cluster://; "+
+			"$DELAYED_REDIS_URL by default), or host:port")
 	queueName := flag.String("queue", "default", "the queue to serve")
 	concurrency := flag.Int("concurrency", 1, "tasks run at once")
 	metricsAddr := flag.String("metrics-addr", "", "serve Prometheus metrics on this address (host:port), on /metrics")
@@ -69,7 +72,11 @@ func main() {
 	flag.Parse()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 
-	client, err := connect(*redisURL)
+	address := *redisURL
+	if address != "" && !strings.Contains(address, "://") {
+		address = "redis://" + address
+	}
+	client, err := delayed.Connect(address)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(2)
@@ -90,16 +97,4 @@ func main() {
 		defer server.Shutdown(context.Background())
 	}
 	worker.Run() // until SIGTERM, SIGINT or SIGHUP
-}
-
-// connect is a client of the Redis a URL or a host:port names.
-func connect(address string) (*goredis.Client, error) {
-	if !strings.Contains(address, "://") {
-		return goredis.NewClient(&goredis.Options{Addr: address}), nil
-	}
-	options, err := goredis.ParseURL(address)
-	if err != nil {
-		return nil, err
-	}
-	return goredis.NewClient(options), nil
 }
