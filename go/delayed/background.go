@@ -8,7 +8,8 @@ import (
 
 // A running worker's background duties besides its keep-alive, each in a goroutine of its own.
 
-// startBackground starts moving due tasks and noting long claims; the function it returns stops them.
+// startBackground starts moving due tasks and sweeping the queue (as a Sweeper of the queue does, with
+// the worker's interval, max crashes and logger), and noting long claims; the function it returns stops them.
 func (w *Worker) startBackground() (stop func()) {
 	quit := make(chan struct{})
 	var running sync.WaitGroup
@@ -33,7 +34,21 @@ func (w *Worker) startBackground() (stop func()) {
 			}
 		}()
 	}
-	every(moveDueInterval, w.queue.moveDue) // as sweepers do: Python's worker does it too
+	sweeper := NewSweeper(w.queue)
+	sweeper.SetInterval(w.sweepInterval)
+	sweeper.SetMaxCrashes(w.maxCrashes)
+	sweeper.SetLogger(w.logger)
+	nextSweep := time.Now().Add(w.sweepInterval)
+	every(moveDueInterval, func(ctx context.Context) error { // Python's worker moves due tasks and sweeps too
+		sweeping := w.sweepInterval > 0 && !time.Now().Before(nextSweep)
+		if err := sweeper.round(ctx, sweeping); err != nil {
+			return err
+		}
+		if sweeping {
+			nextSweep = time.Now().Add(w.sweepInterval)
+		}
+		return nil
+	})
 	every(noteAfter, w.hold.noteClaims)
 	return func() {
 		close(quit)

@@ -74,6 +74,7 @@ func TestTheWorkersNamesAndBoundsArePythons(t *testing.T) {
 		number(defaultDeadMaxAge.Seconds()))
 	same("worker/loop.py", "DEFAULT_BATCH", pythonValue(t, "worker/loop.py", "DEFAULT_BATCH"), number(defaultBatch))
 	same("worker/loop.py", "BATCH_TIME", pythonValue(t, "worker/loop.py", "BATCH_TIME"), number(batchPatience.Seconds()))
+	same("worker/loop.py", "DEFAULT_SWEEP_INTERVAL", pythonValue(t, "worker/loop.py", "DEFAULT_SWEEP_INTERVAL"), number(defaultSweepInterval.Seconds()))
 	same("worker/loop.py", "POLL", pythonValue(t, "worker/loop.py", "POLL"), number(pollInterval.Seconds()))
 	same("worker/batch.py", "SMOOTHING", pythonValue(t, "worker/batch.py", "SMOOTHING"), number(lookaheadSmoothing))
 	same("worker/batch.py", "MARGIN", pythonValue(t, "worker/batch.py", "MARGIN"), number(lookaheadMargin))

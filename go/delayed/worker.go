@@ -33,7 +33,8 @@ var ErrTasksLeftRunning = errors.New("delayed: tasks still ran when the grace pe
 // (failed, timed_out). A tracked task's record gets its result or error, as Python's TaskHandle reads it.
 //
 // While it runs, it refreshes its keep-alive keys (KeepAliveDuration), moves due scheduled tasks (a
-// delay, a retry's backoff) into its queue twice a second, and notes which tasks it has held a while.
+// delay, a retry's backoff) into its queue twice a second, sweeps the queue (SweepInterval: the tasks
+// of dead workers go back to it), and notes which tasks it has held a while.
 // A stop (Stop, a cancelled RunContext, or SIGTERM, SIGINT or SIGHUP under Run) ends the claims:
 // claimed tasks it has not started go back to the head of the queue, the running ones finish within
 // the GracePeriod and are released, and the worker goes offline. Nothing runs twice after a clean stop.
@@ -44,6 +45,8 @@ type Worker struct {
 	concurrency       int
 	batch             int
 	grace             time.Duration
+	sweepInterval     time.Duration
+	maxCrashes        int
 	logger            *slog.Logger
 	metrics           *taskMetrics
 
@@ -69,6 +72,8 @@ func NewWorker(queue *Queue, options ...WorkerOption) *Worker {
 		keepAliveDuration: defaultKeepAliveDuration,
 		concurrency:       defaultConcurrency,
 		batch:             defaultBatch,
+		sweepInterval:     defaultSweepInterval,
+		maxCrashes:        DefaultMaxCrashes,
 		logger:            slog.Default(),
 		handlers:          map[string]*Handler{},
 	}

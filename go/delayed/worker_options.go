@@ -11,6 +11,7 @@ const (
 	defaultKeepAliveDuration = 15 * time.Second
 	defaultConcurrency       = 1
 	defaultBatch             = 32
+	defaultSweepInterval     = 15 * time.Second
 )
 
 // WorkerOption sets a worker's option.
@@ -60,6 +61,28 @@ func Batch(n int) WorkerOption {
 func GracePeriod(d time.Duration) WorkerOption {
 	return func(w *Worker) {
 		w.grace = max(d, 0)
+	}
+}
+
+// SweepInterval sets how often the worker sweeps its queue (default 15 s, as Python's workers; 0 or
+// less: never), the first sweep one interval in: it requeues the tasks of dead workers (their
+// keep-alive lapsed), counting their crashes, and tops up missing notifications, as a Sweeper does. Our
+// workers and sweepers, Python's and Go's, sweep a queue at most once per interval between them, so a
+// worker started after a crash recovers what the dead one held without a sweeper of its own.
+func SweepInterval(d time.Duration) WorkerOption {
+	return func(w *Worker) {
+		w.sweepInterval = max(d, 0)
+	}
+}
+
+// MaxCrashes sets how many times our workers may die holding a task before the worker's sweep
+// dead-letters it (crash_loop); 0 counts no crashes (default: DefaultMaxCrashes, as a Sweeper's). A
+// negative n is ignored.
+func MaxCrashes(n int) WorkerOption {
+	return func(w *Worker) {
+		if n >= 0 {
+			w.maxCrashes = n
+		}
 	}
 }
 
