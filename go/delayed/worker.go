@@ -29,8 +29,11 @@ var ErrTasksLeftRunning = errors.New("delayed: tasks still ran when the grace pe
 // (in the next claim's round trip), one that failed (an error, a panic, its time limit) is retried
 // with backoff as its options say (MaxRetries, Backoff), and the rest go to the queue's dead letters
 // with the reason Python's worker gives: no handler (not_allowed), a payload the handler's parameters do
-// not take (bad_arguments), a PyTask (py_task), a blob that is no task (malformed), no retries left
-// (failed, timed_out). A tracked task's record gets its result or error, as Python's TaskHandle reads it.
+// not take (bad_arguments), a PyTask (py_task), a blob that is no task (malformed) or over 1 MiB
+// (too_large), no retries left (failed, timed_out). A task's TimeLimit is its handler's context
+// deadline: past it the task fails at once as timed out, and a handler that ignores its context is
+// abandoned, still running, its result dropped. A tracked task's record gets its result (the msgpack of
+// the handler's value, a struct as a map of its field names) or its error, as Python's TaskHandle reads it.
 //
 // While it runs, it refreshes its keep-alive keys (KeepAliveDuration), moves due scheduled tasks (a
 // delay, a retry's backoff) into its queue twice a second, sweeps the queue (SweepInterval: the tasks
