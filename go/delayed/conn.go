@@ -3,6 +3,7 @@ package delayed
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	redigo "github.com/gomodule/redigo/redis"
@@ -84,6 +85,26 @@ func (c clientConn) do(ctx context.Context, command ...any) (any, error) {
 }
 
 func (c clientConn) blpop(ctx context.Context, timeout time.Duration, keys ...string) (string, bool, error) {
+	if timeout < time.Second {
+		// go-redis's BLPop rounds a wait under a second up to one (and logs it); a worker with
+		// tasks running waits a few ms at a time, so send the seconds as Redis takes them (a float),
+		// well within the client's read timeout.
+		command := make([]any, 0, len(keys)+2)
+		command = append(command, "BLPOP")
+		for _, key := range keys {
+			command = append(command, key)
+		}
+		reply, err := c.do(ctx, append(command, strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64))...)
+		if err != nil || reply == nil {
+			return "", false, err
+		}
+		popped, ok := reply.([]any)
+		if !ok || len(popped) != 2 {
+			return "", false, InvalidRedisReplyError
+		}
+		key, _ := popped[0].(string)
+		return key, true, nil
+	}
 	reply, err := c.client.BLPop(ctx, timeout, keys...).Result()
 	if errors.Is(err, goredis.Nil) {
 		return "", false, nil

@@ -2,23 +2,12 @@ package delayed
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 )
 
-// Dead letters a sweep writes: its crash loops (delayed/wire/dead_letter.py's format, which
-// `delayed dead`, the dashboard and Python's workers read).
-const (
-	// ReasonCrashLoop is the reason of a task our workers died holding more often than a sweeper's max crashes.
-	ReasonCrashLoop = "crash_loop"
-	// defaultDeadMax and defaultDeadMaxAge bound a queue's letters as one is written (Python's Queue defaults).
-	defaultDeadMax    = 10_000
-	defaultDeadMaxAge = 7 * 24 * time.Hour
-)
-
-var buryScript = loadScript("bury")
+// Dead letters a sweep writes: its crash loops (deadletter.go writes them, as it writes a worker's).
 
 // crashLoop is a task one of our workers died holding that a sweep dead-lettered: its workers died
 // holding it more than the sweep's max crashes, or it is no task (reason malformed). buried is false
@@ -56,31 +45,10 @@ func (q *Queue) crashed(ctx context.Context, workerID string, blob []byte, maxCr
 // buryCrashed writes the dead letter of a task its workers died holding and releases it (bury.lua,
 // fenced: only if the id still holds the blob); a tracked one's record (id) ends as dead.
 func (q *Queue) buryCrashed(ctx context.Context, loop *crashLoop, blob []byte, id, message string) (bool, error) {
-	var funcPath *string
-	if loop.funcPath != "" {
-		funcPath = &loop.funcPath
-	}
-	record, err := json.Marshal(struct {
-		Reason   string  `json:"reason"`
-		Error    string  `json:"error"`
-		Func     *string `json:"func"`
-		Queue    string  `json:"queue"`
-		Worker   string  `json:"worker"`
-		FailedAt string  `json:"failed_at"`
-	}{loop.reason, message, funcPath, q.name, loop.workerID, time.Now().UTC().Format("2006-01-02T15:04:05.000-07:00")})
-	if err != nil {
-		return false, err
-	}
-	records, status, trackedError := []any{}, "", ""
+	var track *recordNews
 	if id != "" {
-		records = []any{q.keys.task(id)}
-		status, trackedError = string(TaskDead), fmt.Sprintf("its workers died running it %d times", loop.crashes)
+		track = &recordNews{id: id, status: statusOf(loop.reason), err: fmt.Sprintf("its workers died running it %d times", loop.crashes)}
 	}
-	reply, err := buryScript.run(ctx, q.conn, q.keys, args{
-		"record": records, "worker_id": loop.workerID, "claimed": blob, "dead_max": defaultDeadMax,
-		"dead_max_age_ms": defaultDeadMaxAge.Milliseconds(), "status": status, "error": trackedError,
-		"letter": []any{"record", record, "task", blob},
-	})
-	buried, _ := reply.(int64)
-	return buried == 1, err
+	fields := letterFields(loop.reason, message, loop.funcPath, q.name, loop.workerID, "", string(blob), time.Now())
+	return bury(ctx, q, loop.workerID, string(blob), fields, track)
 }

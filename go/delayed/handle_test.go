@@ -11,12 +11,10 @@ import (
 // The records these tests read are written as Python's worker writes them: by the same Lua scripts
 // (claim_batch.lua claims and releases, bury.lua dead-letters, cancel.lua cancels), on tracked PyTasks.
 
-var claimBatchForTests = loadScript("claim_batch")
-
 // claimAs has workerID claim the task at the head of queue, as a worker of ours does: its record says running.
 func claimAs(t *testing.T, queue *Queue, workerID string) string {
 	t.Helper()
-	reply, err := claimBatchForTests.run(context.Background(), queue.conn, queue.keys, args{
+	reply, err := claimBatchScript.run(context.Background(), queue.conn, queue.keys, args{
 		"info": queue.keys.workerInfo(workerID), "records": []any{}, "released_count": 0, "tracked_count": 0,
 		"unnoted_count": 0, "released": []any{}, "results": []any{}, "unnoted": []any{}, "claim_ids": []any{workerID},
 	})
@@ -33,7 +31,7 @@ func claimAs(t *testing.T, queue *Queue, workerID string) string {
 // releaseAs has workerID release the tracked task id with its result, as a worker of ours does: done.
 func releaseAs(t *testing.T, queue *Queue, workerID, id string, result []byte) {
 	t.Helper()
-	_, err := claimBatchForTests.run(context.Background(), queue.conn, queue.keys, args{
+	_, err := claimBatchScript.run(context.Background(), queue.conn, queue.keys, args{
 		"info": queue.keys.workerInfo(workerID), "records": []any{queue.keys.task(id)}, "released_count": 0,
 		"tracked_count": 1, "unnoted_count": 0, "released": []any{}, "results": []any{workerID, result, "", "0.25"},
 		"unnoted": []any{}, "claim_ids": []any{},

@@ -9,13 +9,10 @@ import (
 
 const (
 	defaultSweeperInterval = time.Minute
-	// moveDueInterval is how often a sweeper moves due scheduled tasks into their queues: how late a
-	// delayed task or a retry may start on a queue only go-delayed's workers drain.
+	// moveDueInterval is how often a sweeper, and each of our workers, moves due scheduled tasks into
+	// their queues: how late a delayed task or a retry may start (Python's MOVE_DUE_INTERVAL). A
+	// sweeper rides out a Redis outage as a worker does (outage.go's waits).
 	moveDueInterval = 500 * time.Millisecond
-	// A sweeper rides out a Redis outage, waiting outageFirstWait after the first failed round, then
-	// twice as long after each, up to outageMaxWait.
-	outageFirstWait = 100 * time.Millisecond
-	outageMaxWait   = 10 * time.Second
 )
 
 // Sweeper keeps recovering lost tasks (go-delayed's, with our sweep): every interval it requeues

@@ -1,0 +1,152 @@
+package delayed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime/debug"
+	"time"
+)
+
+// What a worker does with one claimed task: decode it, find its handler, call it within its time
+// limit, settle it (settle.go), count it and log a failure.
+
+// prepare decodes the run's blob, or refuses it (too_large, malformed, py_task).
+func (w *Worker) prepare(r *run) {
+	if len(r.blob) > maxTaskSize {
+		r.refuse(ReasonTooLarge, fmt.Sprintf("%d bytes, over %d", len(r.blob), maxTaskSize))
+		return
+	}
+	task, err := decodeTask([]byte(r.blob))
+	var malformed *MalformedTaskError
+	switch {
+	case errors.As(err, &malformed):
+		r.funcPath = malformed.FuncPath
+		r.refuse(malformed.Reason, malformed.Error())
+		return
+	case err != nil:
+		r.refuse(ReasonMalformed, err.Error())
+		return
+	}
+	switch t := task.(type) {
+	case *GoTask:
+		r.task, r.options, r.funcPath = t, t.options, t.raw.FuncPath
+	case *PyTask:
+		r.options, r.funcPath = t.options, t.raw.FuncPath
+		r.refuse(ReasonPyTask, fmt.Sprintf("a PyTask for '%s': only a Python worker can run it", t.raw.FuncPath)) // as Python words a GoTask's
+	}
+}
+
+// invoke calls the run's handler with its payload within the task's time limit, or refuses it
+// (not_allowed: no handler; bad_arguments: the payload does not fit its parameters).
+//
+// A handler past its time limit has its context's deadline pass, and its task is failed at once as
+// timed out, whether or not the handler returns: one that ignores its context is abandoned, still
+// running (its slot runs the next task), its result dropped when it returns.
+func (w *Worker) invoke(ctx context.Context, r *run, payload []byte) {
+	r.handler = w.handler(r.funcPath)
+	if r.handler == nil {
+		r.refuse(ReasonNotAllowed, fmt.Sprintf("no handler is registered for %s", r.funcPath))
+		return
+	}
+	if r.options.TimeLimit != nil {
+		r.limit = *r.options.TimeLimit
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(r.limit*float64(time.Second)))
+		defer cancel()
+	}
+	args, err := r.handler.arguments(ctx, payload)
+	if err != nil {
+		r.refuse(ReasonBadArguments, err.Error())
+		return
+	}
+	started := time.Now()
+	if r.limit == 0 {
+		r.value, r.err, r.stack = call(r.handler, args)
+		r.seconds = time.Since(started).Seconds()
+		return
+	}
+	type outcome struct {
+		value any
+		err   error
+		stack string
+	}
+	finished := make(chan outcome, 1) // a handler abandoned past its time limit sends here as it returns, unread
+	go func() {
+		value, err, stack := call(r.handler, args)
+		finished <- outcome{value, err, stack}
+	}()
+	select {
+	case done := <-finished:
+		r.value, r.err, r.stack = done.value, done.err, done.stack
+		r.timedOut = r.err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
+	case <-ctx.Done():
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) { // the worker's own context: its grace period ended
+			done := <-finished
+			r.value, r.err, r.stack = done.value, done.err, done.stack
+			break
+		}
+		r.err, r.timedOut = context.DeadlineExceeded, true
+	}
+	r.seconds = time.Since(started).Seconds()
+}
+
+// call calls a handler: its value and error, or a panic as an error with the goroutine's stack.
+func call(h *Handler, args []reflect.Value) (value any, err error, stack string) {
+	defer func() {
+		if p := recover(); p != nil {
+			value, err, stack = nil, fmt.Errorf("panic: %v", p), string(debug.Stack())
+		}
+	}()
+	value, err = h.outcome(h.call(args))
+	return value, err, ""
+}
+
+// process runs one claimed task and settles it with settle (false: dropped, the worker is gone).
+func (w *Worker) process(ctx context.Context, h *holding, c *claim, settle func(*claim, settlement) bool) {
+	r := &run{queue: h.queue, blob: c.blob}
+	w.prepare(r)
+	if r.refusal == nil {
+		w.invoke(ctx, r, r.task.raw.Payload)
+	}
+	s := decide(r, h.mainID(), time.Now())
+	if !settle(c, s) {
+		return
+	}
+	if w.metrics != nil {
+		w.metrics.observe(h.queue.name, r.funcPath, s.outcome, r.seconds)
+	}
+	if s.outcome != outcomeDone {
+		w.logFailure(r, s)
+	}
+}
+
+// logFailure is the one line of a run that failed or was refused: how it is retried, or where its
+// letter went.
+func (w *Worker) logFailure(r *run, s settlement) {
+	attrs := []any{"func", r.funcPath, "task", taskLabel(r.options), "queue", r.queue.name}
+	switch s.kind {
+	case settleReschedule:
+		w.logger.Error("task failed; retrying", append(attrs, "attempt", r.options.Attempt+1,
+			"of", *r.options.MaxRetries+1, "next_in", time.Until(time.Unix(0, int64(s.due*1e9))).Round(time.Millisecond),
+			"error", oneLine(r.errorText(), maxLetterError))...)
+	case settleBury:
+		var message string
+		if r.refusal != nil {
+			message = r.refusal.message
+		} else {
+			message = oneLine(r.errorText(), maxLetterError)
+		}
+		w.logger.Error("task dead-lettered", append(attrs, "reason", s.reason, "dead_letters",
+			r.queue.keys.key("dead_letters"), "error", message)...)
+	}
+}
+
+// taskLabel is how a log line names a task: its id if tracked, else "-".
+func taskLabel(options TaskOptions) string {
+	if options.ID != "" {
+		return options.ID
+	}
+	return "-"
+}
