@@ -107,8 +107,16 @@ def cluster_producer_argv(url: str, queue: str, *flags: str) -> List[str]:
 
 def our_worker_argv(url: str, queue: str, *flags: str) -> List[str]:
     """argv of our Go worker on `queue` (go/delayed's Worker, goworker's flags and lines, plus
-    `-concurrency N`); it stops gracefully on SIGTERM, SIGINT or SIGHUP."""
-    return [path("ourgoworker"), "-redis", redis_address(url), "-queue", queue, *flags]
+    `-concurrency N`); it stops gracefully on SIGTERM, SIGINT or SIGHUP.
+
+    A plain redis:// URL becomes `-redis host:port` (NewQueue on NewRedisPool, as a program moved from
+    go-delayed connects); any other (redis+cluster://, redis+sentinel://, ...) is passed as `-url`
+    (NewQueueWithClient on Connect's client)."""
+    if urlsplit(url).scheme == "redis":
+        where = ["-redis", redis_address(url)]
+    else:
+        where = ["-url", url]
+    return [path("ourgoworker"), *where, "-queue", queue, *flags]
 
 
 def asynq_worker_argv(url: str, queue: str, *flags: str) -> List[str]:
