@@ -1,5 +1,5 @@
-"""go-delayed's own worker, producer and sweeper, our Go worker, and Asynq's (the commands in
-interop/cmd/) for Python callers.
+"""go-delayed's own worker, producer and sweeper, our Go worker and client, and Asynq's (the
+commands in interop/cmd/) for Python callers.
 
 The live tests, the benchmark, the chaos runs and the demo run these beside ours. Each first
 calls `build()`: it builds the commands into interop/bin/ with `go build` (a no-op when they are
@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 INTEROP = Path(__file__).resolve().parent
 BIN = INTEROP / "bin"
 COMMANDS = ("goworker", "goproducer", "gosweeper", "clusterproducer", "contractworker", "ourgoworker",
-            "asynqworker", "asynqproducer")
+            "ourgoclient", "asynqworker", "asynqproducer")
 MODULE = "github.com/yizhisec/go-delayed"
 # commands that need a module beside go-delayed: where it does not resolve, they alone are not built
 # (unavailable says why) and the rest still are
@@ -117,6 +117,12 @@ def our_worker_argv(url: str, queue: str, *flags: str) -> List[str]:
     else:
         where = ["-url", url]
     return [path("ourgoworker"), *where, "-queue", queue, *flags]
+
+
+def our_client_argv(url: str, queue: str, *flags: str) -> List[str]:
+    """argv of ourgoclient: one tracked task enqueued into `queue` through our Go module's client, its
+    outcome awaited and printed as one JSON line (url: any Redis URL Python takes)."""
+    return [path("ourgoclient"), "-url", url, "-queue", queue, *flags]
 
 
 def asynq_worker_argv(url: str, queue: str, *flags: str) -> List[str]:
