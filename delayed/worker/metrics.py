@@ -30,7 +30,7 @@ MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
 TASKS = Series("delayed_tasks_total", "counter", ("queue", "function", "outcome"),
                "Tasks settled by workers, one outcome each: done (returned), retried (raised, runs again), failed "
                "(raised or rejected its arguments; dead-lettered), dead (dead-lettered without running: malformed, "
-               "go_task, too_large, not_allowed; function \"\")")
+               "go_task or py_task (the other language's task), too_large, not_allowed; function \"\")")
 DURATION = Series("delayed_task_duration_seconds", "histogram", ("queue", "function"),
                   "Run time of the tasks that ran (done, retried, failed)")
 SERIES = (TASKS, DURATION)
