@@ -1,5 +1,5 @@
-"""Benchmark delayed against keakon/delayed 1.2.0b2, rq, dramatiq, huey, Celery, arq, saq, taskiq
-and go-delayed's Go worker and producer; see bench/README.md.
+"""Benchmark delayed against keakon/delayed 1.2.0b2, rq, dramatiq, huey, Celery, arq, saq, taskiq,
+go-delayed's Go worker and producer, our Go worker and Asynq; see bench/README.md.
 
 Run from the repository root with the project's virtualenv:
     .venv/bin/python bench/run.py [--quick] [--output PATH]
@@ -85,7 +85,12 @@ SYSTEMS = [
     SystemSpec("taskiq", "taskiq", own_venv("taskiq") / "bin/python", 2_600, own_venv("taskiq"),
                ["taskiq==0.13.0", "taskiq-redis==1.2.4", "hiredis"], context_reps=1),
     # go-delayed's worker draining GoTasks our producer enqueued, and its producer's enqueue rate
-    SystemSpec("godelayed", "go-delayed (Go)", Path(sys.executable), 60_000, prepare=gocommands.build),
+    SystemSpec("godelayed", "go-delayed (Go)", Path(sys.executable), 60_000, prepare=lambda: go_commands("goworker")),
+    # our Go worker (go/delayed) on the same GoTasks, and Asynq on its own tasks: GO_GOALS
+    SystemSpec("delayed_go", "delayed (Go)", Path(sys.executable), 150_000,
+               prepare=lambda: go_commands("ourgoworker")),
+    SystemSpec("asynq", "Asynq (Go)", Path(sys.executable), 15_000,
+               prepare=lambda: go_commands("asynqworker", "asynqproducer")),
 ]
 
 # The io rows: 10 ms tasks (bench_tasks.sleep10, asleep10) drained by one process with N slots;
@@ -104,6 +109,7 @@ METRICS = [
     ("enqueue_many", "enqueue_many, batches of 1,000", "tasks/s", "enqueue_many", "rate"),
     ("drain1", "drain, 1 worker process", "tasks/s", "drain1", "rate"),
     ("drain2", "drain, 2 worker processes", "tasks/s", "drain2", "rate"),
+    ("mem_drain1", "memory of the 1-process drain's worker (peak RSS)", "MB", "drain1", "rss_mb"),
     ("io_sleep10", "10 ms `time.sleep` tasks, 1 process, 10 slots", "tasks/s", "io_sleep10", "rate"),
     ("io_asleep10", "10 ms `asyncio.sleep` tasks, 1 process, 10 slots", "tasks/s", "io_asleep10", "rate"),
     ("io_asleep100", "10 ms `asyncio.sleep` tasks, 1 process, 100 slots", "tasks/s", "io_asleep100", "rate"),
@@ -114,6 +120,14 @@ METRICS = [
 ]
 METRIC = {metric[0]: metric for metric in METRICS}
 IO_GOALS = {"io_sleep10": 950, "io_asleep10": 950, "io_asleep100": 8_000}
+# issue 29: our Go worker's 1-process no-op drain at least this many times each of these
+GO_GOALS = {"godelayed": 3, "asynq": 2}
+
+
+def go_commands(*names: str) -> Optional[str]:
+    """Build interop/'s Go commands; why the ones named cannot run, or None."""
+    reason = gocommands.build()
+    return reason or next((gocommands.unavailable[name] for name in names if name in gocommands.unavailable), None)
 
 
 def log(message: str) -> None:
@@ -218,7 +232,9 @@ def measure(bench: Bench, spec: SystemSpec, cfg: Dict, results: Dict) -> None:
             tasks = int(one_process * 1.6 * cfg["drain_seconds"])  # a guess; adapted below
         else:
             tasks = int(spec.drain_guess * cfg["drain_seconds"] / 2.5)
-        drain(f"drain{processes}", tasks, cfg["drain_seconds"], cfg["drain_min_seconds"], "--processes", processes)
+        memory = ["--memory"] if processes == 1 else []  # read after the last task, so it costs the rate nothing
+        drain(f"drain{processes}", tasks, cfg["drain_seconds"], cfg["drain_min_seconds"], "--processes", processes,
+              *memory)
 
     for key, task, slots, processes in IO_RUNS if spec.io_rows else []:
         if key == "io_procs100" and spec.name != "delayed":
@@ -359,7 +375,9 @@ def report(cfg: Dict, systems: List[SystemSpec], results: Dict, limits: Dict, fa
               "leave up to 32 finished-but-unreleased tasks to run again; `delayed --batch 1` claims one "
               "at a time, as go-delayed and keakon/delayed do, and leaves at most one. go-delayed's worker "
               "claims one at a time too but never releases its last task, which runs again whenever that "
-              "worker goes away, gracefully or not."]
+              "worker goes away, gracefully or not. Our Go worker (`delayed (Go)`) claims as `delayed` does, "
+              "up to 32 tasks per round trip, runs them one at a time by default, and releases each "
+              "finished one in its next round trip."]
     lines += ["", "The io rows: 10 ms tasks, `bench_tasks.sleep10` (`time.sleep(0.01)`) and `asleep10` "
               "(`await asyncio.sleep(0.01)`), stand in for a task waiting on the network; N slots make "
               "a ceiling of 100 N tasks/s. rq and keakon/delayed have one slot per process and are "
@@ -398,10 +416,48 @@ def report(cfg: Dict, systems: List[SystemSpec], results: Dict, limits: Dict, fa
               "the queue's length alone (it never releases its last task); its latency tasks are "
               "`GoTask(\"main.Elapsed\", ...)` from our `enqueue`, and its enqueue row is go-delayed's own "
               "producer in Go, `Queue.Enqueue(NewGoTask(\"main.Noop\"))` in a loop (interop/bin/goproducer "
-              "-rate). The io rows' N tasks, 10 ms each, are sized to last about "
+              "-rate). Asynq's tasks are all enqueued by `interop/bin/asynqproducer`, `asynq.Client.Enqueue` "
+              "in Go (Asynq has no Python client): 16 goroutines prefill the drain, its enqueue row is one "
+              "loop, and its latency tasks are enqueued by one asynqproducer reading each task's "
+              "time.time() from a line of its stdin; its remaining count is its pending and active lists. "
+              "The drain's memory (1 process): the worker's peak RSS (VmHWM, summed over its processes) "
+              "read when the last task has run. The io rows' N tasks, 10 ms each, are sized to last about "
               f"{cfg['io_seconds']} s at the ceiling. delayed's 100 processes (`--concurrency 100`) "
               "run once, for their memory. See bench/README.md.", ""]
+    lines += go_workers(systems, results)
     return "\n".join(lines)
+
+
+def go_workers(systems: List[SystemSpec], results: Dict) -> List[str]:
+    """The Go workers' section: the no-op drain and memory of each, and whether ours met GO_GOALS."""
+    go = [s for s in systems if s.name in ("delayed_go", *GO_GOALS) and not s.skipped]
+    if not any(s.name == "delayed_go" for s in go):
+        return []
+    lines = ["## Go workers: issue 29's targets", "",
+             "The no-op drain, one worker process each at its defaults (see the settings above; medians of "
+             "the runs above): our Go worker (`delayed (Go)`) against go-delayed's and Asynq's. The targets: "
+             + " and ".join(f"≥ {times}x {label(name)}" for name, times in GO_GOALS.items()) + ".", "",
+             "| worker | drain, 1 process (tasks/s) | drain, 2 processes (tasks/s) | peak RSS of the 1-process "
+             "drain's worker (MB) |", "|---|---:|---:|---:|"]
+    for spec in go:
+        lines.append(f"| {spec.label} | " + " | ".join(
+            fmt(value, "") if value is not None else metric_note(results[spec.name], key)
+            for key in ("drain1", "drain2", "mem_drain1")
+            for value in [metric_value(results[spec.name], key)]) + " |")
+    ours = metric_value(results["delayed_go"], "drain1")
+    lines.append("")
+    for name, times in GO_GOALS.items():
+        theirs = metric_value(results[name], "drain1") if name in results else None
+        if ours is None or theirs is None:
+            lines.append(f"- ≥ {times}x {label(name)}: not measured")
+        else:
+            met = "met" if ours >= times * theirs else "not met"
+            lines.append(f"- ≥ {times}x {label(name)}: {ours / theirs:.1f}x, {met}")
+    return lines + [""]
+
+
+def label(name: str) -> str:
+    return next(s.label for s in SYSTEMS if s.name == name)
 
 
 def cell(text: str) -> str:

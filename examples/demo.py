@@ -1,5 +1,6 @@
 """`make demo`: a throwaway Redis, a worker, and tasks going through it, good and bad; then
-go-delayed's own worker and producer trading tasks with ours (demo_go.py)."""
+go-delayed's own worker and producer trading tasks with ours (demo_go.py), and our Go worker running
+a tracked GoTask whose result Python reads (demo_go_worker.py)."""
 import os
 import signal
 import subprocess
@@ -16,6 +17,7 @@ from delayed.testing import RedisServer
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import demo_go  # noqa: E402
+import demo_go_worker  # noqa: E402
 
 
 def main() -> int:
@@ -29,6 +31,7 @@ def main() -> int:
             conn = redis.Redis.from_url(server.url)
             ok = produce(conn)
             ok = demo_go.run(server.url, conn) and ok
+            ok = demo_go_worker.run(server.url, conn) and ok
             print("demo: OK" if ok else "demo: FAILED")
             return 0 if ok else 1
         finally:

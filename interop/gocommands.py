@@ -1,4 +1,5 @@
-"""go-delayed's own worker, producer and sweeper (the commands in interop/cmd/) for Python callers.
+"""go-delayed's own worker, producer and sweeper, our Go worker and client, and Asynq's (the
+commands in interop/cmd/) for Python callers.
 
 The live tests, the benchmark, the chaos runs and the demo run these beside ours. Each first
 calls `build()`: it builds the commands into interop/bin/ with `go build` (a no-op when they are
@@ -20,11 +21,13 @@ from urllib.parse import urlsplit
 
 INTEROP = Path(__file__).resolve().parent
 BIN = INTEROP / "bin"
-COMMANDS = ("goworker", "goproducer", "gosweeper", "clusterproducer", "contractworker")
+COMMANDS = ("goworker", "goproducer", "gosweeper", "clusterproducer", "contractworker", "ourgoworker",
+            "ourgoclient", "asynqworker", "asynqproducer")
 MODULE = "github.com/yizhisec/go-delayed"
 # commands that need a module beside go-delayed: where it does not resolve, they alone are not built
 # (unavailable says why) and the rest still are
-NEEDS = {"clusterproducer": "github.com/redis/go-redis/v9"}
+ASYNQ = "github.com/hibiken/asynq"
+NEEDS = {"clusterproducer": "github.com/redis/go-redis/v9", "asynqworker": ASYNQ, "asynqproducer": ASYNQ}
 unavailable: Dict[str, str] = {}
 
 
@@ -102,6 +105,36 @@ def cluster_producer_argv(url: str, queue: str, *flags: str) -> List[str]:
     return [path("clusterproducer"), "-nodes", parts.netloc, "-queue", queue, *flags]
 
 
+def our_worker_argv(url: str, queue: str, *flags: str) -> List[str]:
+    """argv of our Go worker on `queue` (go/delayed's Worker, goworker's flags and lines, plus
+    `-concurrency N`); it stops gracefully on SIGTERM, SIGINT or SIGHUP.
+
+    A plain redis:// URL becomes `-redis host:port` (NewQueue on NewRedisPool, as a program moved from
+    go-delayed connects); any other (redis+cluster://, redis+sentinel://, ...) is passed as `-url`
+    (NewQueueWithClient on Connect's client)."""
+    if urlsplit(url).scheme == "redis":
+        where = ["-redis", redis_address(url)]
+    else:
+        where = ["-url", url]
+    return [path("ourgoworker"), *where, "-queue", queue, *flags]
+
+
+def our_client_argv(url: str, queue: str, *flags: str) -> List[str]:
+    """argv of ourgoclient: one tracked task enqueued into `queue` through our Go module's client, its
+    outcome awaited and printed as one JSON line (url: any Redis URL Python takes)."""
+    return [path("ourgoclient"), "-url", url, "-queue", queue, *flags]
+
+
+def asynq_worker_argv(url: str, queue: str, *flags: str) -> List[str]:
+    """argv of an Asynq server on the Asynq queue `queue`; it stops gracefully on SIGTERM or SIGINT."""
+    return [path("asynqworker"), "-redis", redis_address(url), "-queue", queue, *flags]
+
+
+def asynq_producer_argv(url: str, queue: str, *flags: str) -> List[str]:
+    """argv of asynqproducer enqueuing into the Asynq queue `queue` (see interop/README.md for its modes)."""
+    return [path("asynqproducer"), "-redis", redis_address(url), "-queue", queue, *flags]
+
+
 def sweeper_argv(url: str, queues: List[str], *flags: str) -> List[str]:
     """argv of go-delayed's sweeper over `queues`; it handles no signal, so stop it with SIGKILL."""
     return [path("gosweeper"), "-redis", redis_address(url), "-queues", ",".join(queues), *flags]
@@ -118,12 +151,24 @@ def online_id(stdout: IO[str]) -> str:
 
 def version() -> str:
     """go-delayed's version as built into goworker (its pseudo-version's commit), and Go's."""
+    return f"{dependency('goworker', MODULE).rsplit('-', 1)[-1][:7]} ({toolchain('goworker')})"
+
+
+def dependency(command: str, module: str) -> str:
+    """The version of `module` built into the command, or `?`."""
+    found = re.search(r"dep\s+" + re.escape(module) + r"\s+(\S+)", _build_info(command))
+    return found.group(1) if found else "?"
+
+
+def toolchain(command: str) -> str:
+    """The Go the command was built with (`go1.26.8`), or `go ?`."""
+    found = re.search(r":\s*(go[\d.]+)", _build_info(command))
+    return found.group(1) if found else "go ?"
+
+
+def _build_info(command: str) -> str:
     go = shutil.which("go")
-    out = subprocess.run([go, "version", "-m", path("goworker")], capture_output=True, text=True).stdout if go else ""
-    toolchain = re.search(r":\s*(go[\d.]+)", out)
-    dep = re.search(re.escape(MODULE) + r"\s+(\S+)", out)
-    commit = dep.group(1).rsplit("-", 1)[-1][:7] if dep else "?"
-    return f"{commit} ({toolchain.group(1) if toolchain else 'go ?'})"
+    return subprocess.run([go, "version", "-m", path(command)], capture_output=True, text=True).stdout if go else ""
 
 
 def main() -> int:

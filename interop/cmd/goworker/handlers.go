@@ -61,7 +61,7 @@ func Noop()                               {}
 
 // Elapsed RPUSHes to key the seconds from the Unix time since to its start (the bench's start latency).
 func Elapsed(key string, since float64) {
-	common.Do("RPUSH", key, float64(time.Now().UnixNano())/1e9-since)
+	common.Do("RPUSH", key, common.SecondsSince(since))
 }
 
 // Count counts one execution of id in the hash "executions" (for soaks).

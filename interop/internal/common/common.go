@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/keakon/golog"
@@ -89,4 +90,10 @@ func numbers(value interface{}) interface{} {
 		}
 	}
 	return value
+}
+
+// SecondsSince is the seconds from the Unix time since (a Python time.time() at enqueue) to now:
+// the start latency every Go worker of the bench (go-delayed's, ours, Asynq's) pushes.
+func SecondsSince(since float64) float64 {
+	return float64(time.Now().UnixNano())/1e9 - since
 }
