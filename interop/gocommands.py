@@ -1,5 +1,5 @@
-"""go-delayed's own worker, producer and sweeper, our Go worker, and Asynq's (the commands in
-interop/cmd/) for Python callers.
+"""go-delayed's own worker, producer and sweeper, our Go worker and client, and Asynq's (the
+commands in interop/cmd/) for Python callers.
 
 The live tests, the benchmark, the chaos runs and the demo run these beside ours. Each first
 calls `build()`: it builds the commands into interop/bin/ with `go build` (a no-op when they are
@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 INTEROP = Path(__file__).resolve().parent
 BIN = INTEROP / "bin"
 COMMANDS = ("goworker", "goproducer", "gosweeper", "clusterproducer", "contractworker", "ourgoworker",
-            "asynqworker", "asynqproducer")
+            "ourgoclient", "asynqworker", "asynqproducer")
 MODULE = "github.com/yizhisec/go-delayed"
 # commands that need a module beside go-delayed: where it does not resolve, they alone are not built
 # (unavailable says why) and the rest still are
@@ -107,8 +107,22 @@ def cluster_producer_argv(url: str, queue: str, *flags: str) -> List[str]:
 
 def our_worker_argv(url: str, queue: str, *flags: str) -> List[str]:
     """argv of our Go worker on `queue` (go/delayed's Worker, goworker's flags and lines, plus
-    `-concurrency N`); it stops gracefully on SIGTERM, SIGINT or SIGHUP."""
-    return [path("ourgoworker"), "-redis", redis_address(url), "-queue", queue, *flags]
+    `-concurrency N`); it stops gracefully on SIGTERM, SIGINT or SIGHUP.
+
+    A plain redis:// URL becomes `-redis host:port` (NewQueue on NewRedisPool, as a program moved from
+    go-delayed connects); any other (redis+cluster://, redis+sentinel://, ...) is passed as `-url`
+    (NewQueueWithClient on Connect's client)."""
+    if urlsplit(url).scheme == "redis":
+        where = ["-redis", redis_address(url)]
+    else:
+        where = ["-url", url]
+    return [path("ourgoworker"), *where, "-queue", queue, *flags]
+
+
+def our_client_argv(url: str, queue: str, *flags: str) -> List[str]:
+    """argv of ourgoclient: one tracked task enqueued into `queue` through our Go module's client, its
+    outcome awaited and printed as one JSON line (url: any Redis URL Python takes)."""
+    return [path("ourgoclient"), "-url", url, "-queue", queue, *flags]
 
 
 def asynq_worker_argv(url: str, queue: str, *flags: str) -> List[str]:

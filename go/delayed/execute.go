@@ -129,7 +129,7 @@ func (w *Worker) logFailure(r *run, s settlement) {
 	switch s.kind {
 	case settleReschedule:
 		w.logger.Error("task failed; retrying", append(attrs, "attempt", r.options.Attempt+1,
-			"of", *r.options.MaxRetries+1, "next_in", time.Until(time.Unix(0, int64(s.due*1e9))).Round(time.Millisecond),
+			"of", *r.options.MaxRetries+1, "next_in", max(0, time.Until(time.Unix(0, int64(s.due*1e9)))).Round(time.Millisecond),
 			"error", oneLine(r.errorText(), maxLetterError))...)
 	case settleBury:
 		var message string

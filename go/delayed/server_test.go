@@ -37,12 +37,31 @@ func startRedis(t testing.TB, extra ...string) *testRedis {
 	t.Helper()
 	port := freePort(t)
 	// --dir: a primary writes an RDB file to sync a replica, and the replica keeps it
-	argv := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", t.TempDir()}, extra...)
+	cmd, err := launchRedis(port, append([]string{"--dir", t.TempDir()}, extra...))
+	if err != nil {
+		t.Skipf("redis-server did not start (is it installed?): %v", err)
+	}
+	server := &testRedis{Addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd}
+	server.Client = goredis.NewClient(&goredis.Options{Addr: server.Addr, Protocol: 2})
+	t.Cleanup(func() {
+		server.Client.Close()
+		server.cmd.Process.Kill()
+		server.cmd.Wait()
+	})
+	if err := server.Client.Ping(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return server
+}
+
+// launchRedis runs redis-server on a loopback port, without persistence, and returns once it
+// accepts connections (killed, with an error, if it does not within 30 s).
+func launchRedis(port int, extra []string) (*exec.Cmd, error) {
+	argv := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}, extra...)
 	cmd := exec.Command("redis-server", argv...)
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
-		t.Skipf("redis-server did not start (is it installed?): %v", err)
+		return nil, err
 	}
 	ready := make(chan bool, 1)
 	go func() {
@@ -55,19 +74,10 @@ func startRedis(t testing.TB, extra ...string) *testRedis {
 	}()
 	select {
 	case <-ready:
+		return cmd, nil
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()
-		t.Fatal("redis-server did not become ready in 30 s")
-	}
-	server := &testRedis{Addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd}
-	server.Client = goredis.NewClient(&goredis.Options{Addr: server.Addr, Protocol: 2})
-	t.Cleanup(func() {
-		server.Client.Close()
-		cmd.Process.Kill()
 		cmd.Wait()
-	})
-	if err := server.Client.Ping(context.Background()).Err(); err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("redis-server on port %d did not become ready in 30 s", port)
 	}
-	return server
 }

@@ -1,11 +1,9 @@
 package delayed
 
 import (
-	"bufio"
-	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // restart kills the test's redis-server and starts a fresh one (empty) on the same port.
@@ -13,26 +11,12 @@ func (s *testRedis) restart(t *testing.T) {
 	t.Helper()
 	s.cmd.Process.Kill()
 	s.cmd.Wait()
-	port := s.Addr[strings.LastIndex(s.Addr, ":")+1:]
-	s.cmd = exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	stdout, _ := s.cmd.StdoutPipe()
-	if err := s.cmd.Start(); err != nil {
+	port, _ := strconv.Atoi(s.Addr[strings.LastIndex(s.Addr, ":")+1:])
+	cmd, err := launchRedis(port, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan bool, 1)
-	go func() {
-		scanner := bufio.NewScanner(stdout)
-		for scanner.Scan() {
-			if strings.Contains(scanner.Text(), "Ready to accept connections") {
-				ready <- true
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(waitDeadline):
-		t.Fatal("redis-server did not start again")
-	}
+	s.cmd = cmd
 }
 
 func TestTheWorkerRidesOutARedisOutage(t *testing.T) {

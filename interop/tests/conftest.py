@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import pytest
 import redis
@@ -118,9 +118,13 @@ class Procs:
         worker = self.start("goworker", gocommands.worker_argv(
             self.redis_url, queue, "-keep-alive-timeout", keep_alive_timeout,
             "-keep-alive-duration", keep_alive_duration, "-dequeue-timeout", dequeue_timeout, *flags), cls=GoWorker)
-        seen = wait_for(lambda: [e for e in worker.events() if e.get("event") == wait_for_event]
-                        or not worker.alive(), what=f"goworker {wait_for_event}")
-        assert worker.alive(), f"goworker exited: {worker.err()}"
+        return self._announced(worker, wait_for_event)
+
+    def _announced(self, worker: GoWorker, event: str) -> GoWorker:
+        """worker once it printed event (checked to be still running), its id read from that line."""
+        seen = wait_for(lambda: [e for e in worker.events() if e.get("event") == event]
+                        or not worker.alive(), what=f"{worker.name} {event}")
+        assert worker.alive(), f"{worker.name} exited: {worker.err()}"
         worker.id = seen[0]["id"]
         return worker
 
@@ -149,7 +153,26 @@ class Procs:
         assert done.returncode == 0, done.stderr
         return [json.loads(line) for line in done.stdout.splitlines()]
 
-    # our side
+    # our side: our Go module's worker and client
+
+    def our_go_worker(self, queue: str = "q", *flags: str, keep_alive_timeout: str = "1s",
+                      keep_alive_duration: str = "200ms", dequeue_timeout: str = "200ms") -> GoWorker:
+        """An ourgoworker on queue (NewRedisPool for a redis:// redis_url, else Connect's client),
+        returned once it is online (its keep-alive key exists). SIGTERM, SIGINT and SIGHUP stop it."""
+        worker = self.start("ourgoworker", gocommands.our_worker_argv(
+            self.redis_url, queue, "-keep-alive-timeout", keep_alive_timeout,
+            "-keep-alive-duration", keep_alive_duration, "-dequeue-timeout", dequeue_timeout, *flags), cls=GoWorker)
+        return self._announced(worker, "online")
+
+    def our_go_client(self, queue: str, *flags: str) -> Tuple[int, dict]:
+        """Run ourgoclient (one tracked task, its outcome awaited) to completion: its exit status and
+        its JSON line."""
+        done = subprocess.run(gocommands.our_client_argv(self.redis_url, queue, "-timeout", f"{WAIT}s", *flags),
+                              capture_output=True, text=True, timeout=WAIT + 30)
+        assert done.stdout.startswith("{"), (done.returncode, done.stderr)
+        return done.returncode, json.loads(done.stdout.splitlines()[-1])
+
+    # our side: Python's
 
     def _python(self, name: str, module: str, *args: str) -> Proc:
         env = dict(os.environ, PYTHONPATH=str(ROOT), DELAYED_TEST_REDIS_URL=self.results_url)
@@ -192,9 +215,10 @@ def py_results(conn: redis.Redis) -> List[str]:
     return [item.decode() for item in conn.lrange("results", 0, -1)]
 
 
-def executions(conn: redis.Redis) -> Dict[str, int]:
-    """id -> how many times Count / Slow (Go) or tests.tasks.count (Python) ran it."""
-    return {k.decode(): int(v) for k, v in conn.hgetall("executions").items()}
+def executions(conn: redis.Redis, counter: str = "executions") -> Dict[str, int]:
+    """id -> how many times Count / Slow (Go) or tests.tasks.count (Python) ran it; with counter
+    "starts", how many times ourgoworker's Slow started it."""
+    return {k.decode(): int(v) for k, v in conn.hgetall(counter).items()}
 
 
 def dequeue_errors(worker: Proc) -> List[str]:
@@ -213,3 +237,65 @@ def go_program(name: str, source: str):
     directory.mkdir(parents=True)
     (directory / "main.go").write_text(source)
     return directory
+
+
+# One Redis for the whole session holding every kind of worker and sweeper at once: a mixed deployment.
+# A worker of each kind has its queue, since each refuses the other kinds' tasks (ours dead-letter
+# them, go-delayed's logs and drops them); both sweepers sweep all three. Two more queues have one
+# sweeper each, for the tests of which sweeper recovers what a killed Go worker held.
+PY, OURGO, STOCKGO = "py", "ourgo", "stockgo"
+SWEPT_BY_PY, SWEPT_BY_GO = "swept-by-py", "swept-by-go"
+
+
+class Deployment:
+    """The mixed deployment's Redis (url, conn), and its long-running processes."""
+
+    def __init__(self, server: RedisServer, procs: Procs) -> None:
+        self.url, self.conn = server.url, redis.Redis.from_url(server.url)
+        self.py_worker = procs.py_worker(PY)
+        self.our_go_worker = procs.our_go_worker(OURGO)
+        self.stock_go_worker = procs.go_worker(STOCKGO)
+        self.py_sweeper = procs.py_sweeper(PY, OURGO, STOCKGO, SWEPT_BY_PY)
+        self.go_sweeper = procs.go_sweeper(PY, OURGO, STOCKGO, SWEPT_BY_GO)
+        self.procs = procs
+
+    def cli(self, *args: str) -> str:
+        """Run `python -m delayed ARGS` on the deployment's Redis, as an operator would; its stdout."""
+        done = subprocess.run([sys.executable, "-m", "delayed", *args, "--redis-url", self.url], cwd=ROOT,
+                              capture_output=True, text=True, timeout=WAIT)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def check_running(self) -> None:
+        """Fail, with its stderr, if a process of the deployment is gone."""
+        for proc in self.procs.started:
+            assert proc.alive(), f"the deployment's {proc.name} exited ({proc.popen.returncode}): {proc.err()}"
+
+
+@pytest.fixture(scope="session")
+def deployment(go_bin, tmp_path_factory) -> Deployment:
+    """The mixed deployment, started once; tests tell their tasks apart by ids of their own (it is never flushed)."""
+    server = RedisServer(tmp_path_factory.mktemp("mixed")).start()
+    procs = Procs(server.url, tmp_path_factory.mktemp("mixed-procs"))
+    try:
+        started = Deployment(server, procs)
+        yield started
+        started.conn.close()
+    finally:
+        procs.kill_all()
+        server.stop()
+
+
+@pytest.fixture
+def mixed(deployment) -> Deployment:
+    """The mixed deployment, checked to be all running."""
+    deployment.check_running()
+    return deployment
+
+
+@pytest.fixture
+def mixed_procs(mixed, tmp_path) -> Procs:
+    """Processes of one test on the mixed deployment's Redis, killed at its end."""
+    manager = Procs(mixed.url, tmp_path)
+    yield manager
+    manager.kill_all()

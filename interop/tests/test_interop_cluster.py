@@ -1,11 +1,12 @@
-"""Go and Python on a Redis Cluster: the one supported mix, and why go-delayed's own client is not part of it.
+"""Go and Python on a Redis Cluster: our Go worker, and why go-delayed's own client is not part of it.
 
 go-delayed talks to Redis through a redigo pool on one address: it follows no MOVED redirect and
-knows no Cluster (nor Sentinel). What works is a Go producer that builds its tasks with go-delayed's
-own code (NewPyTask + Serialize) and pushes them, as go-delayed's Queue.Enqueue would, to a queue
-whose name has a hash tag, through a cluster-aware client: interop/cmd/clusterproducer, with
-go-redis's ClusterClient (RPUSH <queue> <blob>, RPUSH <queue>_noti 1, in one MULTI on the node
-serving the slot). Our workers on the redis+cluster:// URL run those tasks.
+knows no Cluster (nor Sentinel). With go-delayed's code, what works is a Go producer that builds its
+tasks with go-delayed's own NewPyTask + Serialize and pushes them, as go-delayed's Queue.Enqueue would,
+to a queue whose name has a hash tag, through a cluster-aware client: interop/cmd/clusterproducer,
+with go-redis's ClusterClient (RPUSH <queue> <blob>, RPUSH <queue>_noti 1, in one MULTI on the node
+serving the slot). Our workers on the redis+cluster:// URL run those tasks. Our Go worker
+(ourgoworker -url redis+cluster://...) runs GoTasks on the cluster and writes their results.
 
 The queue lives on the cluster; tests.tasks records what it ran in the plain redis_server
 (DELAYED_TEST_REDIS_URL), so the checks read one server.
@@ -17,8 +18,9 @@ import subprocess
 import pytest
 import redis
 import redis.cluster
-from conftest import Procs, py_results, wait_for
+from conftest import WAIT, Procs, py_results, wait_for
 
+from delayed import GoTask, Queue, TaskFailedError, connect
 from delayed.testing import RedisCluster
 from interop import gocommands
 
@@ -89,4 +91,31 @@ def test_go_delayed_own_producer_on_one_cluster_node_gets_moved(cluster, cluster
     assert done.returncode == 1 and "MOVED" in done.stderr, (done.returncode, done.stderr)
     check = on_cluster(cluster)
     assert check.llen(QUEUE) == 0 and check.llen(QUEUE + "_noti") == 0
+    check.close()
+
+
+def test_our_go_worker_on_the_cluster_returns_results_and_stops_cleanly(cluster, cluster_procs):
+    """Our Go worker on a redis+cluster:// URL (Connect's ClusterClient) drains a tagged queue of tracked
+    GoTasks a Python producer enqueued on the cluster: each result comes back to Python's handle, a
+    failing task is retried through the scheduled set and then fails, and SIGTERM stops the worker
+    cleanly: status 0, nothing held, offline."""
+    worker = cluster_procs.our_go_worker(QUEUE, "-concurrency", "4")
+    queue = Queue(QUEUE, connect(cluster.url))
+    sums = [queue.enqueue(GoTask("main.Add", [i, i]), result_ttl=60) for i in range(50)]
+    point = queue.enqueue(GoTask("main.MakePoint", [1, 2, "cluster"]), result_ttl=60)
+    failing = queue.enqueue(GoTask("main.Fail", ["on-cluster", "fails on the cluster"], max_retries=1, backoff=0),
+                            result_ttl=60)
+    assert [handle.result(timeout=WAIT) for handle in sums] == [2 * i for i in range(50)]
+    assert point.result(timeout=WAIT) == {"X": 1, "Y": 2, "Label": "cluster"}
+    with pytest.raises(TaskFailedError, match="fails on the cluster"):
+        failing.result(timeout=WAIT)
+    assert failing.info().attempts == 2
+    assert sums[0].info().worker.startswith(worker.id)
+
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0, worker.err()
+    check = on_cluster(cluster)
+    assert check.hlen(QUEUE + "_processing") == 0 and check.llen(QUEUE) == 0
+    assert check.zcard(QUEUE + "_workers") == 0
+    assert check.xlen(QUEUE + "_dead_letters") == 1
     check.close()

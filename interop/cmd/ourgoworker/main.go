@@ -1,6 +1,6 @@
 // Command ourgoworker is our own Go worker (go/delayed: NewQueue, NewWorker, RegisterHandlers, Run)
-// with the bench's and the demo's handlers: goworker's flags and stdout lines, on our module instead
-// of go-delayed's, plus -concurrency and -url.
+// with the bench's, the demo's and the live interop tests' handlers: goworker's flags and stdout
+// lines, on our module instead of go-delayed's, plus -concurrency and -url.
 package main
 
 import (
