@@ -71,7 +71,7 @@ docs-serve: $(INSTALLED)
 chaos: $(INSTALLED) redis-server
 	$(PY) -m tests.chaos $(CHAOS_ARGS)
 
-# Us and our peers side by side on one throwaway Redis; writes BENCHMARKS.md (about 14 minutes).
+# Us and our peers side by side on one throwaway Redis; writes BENCHMARKS.md (about 20 minutes).
 bench: $(INSTALLED) redis-server
 	BENCH_COMMAND="make bench" $(PY) bench/run.py $(BENCH_ARGS)
 

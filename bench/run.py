@@ -52,7 +52,7 @@ class SystemSpec:
         self.prepare = prepare  # makes what the driver needs (not a venv); returns why it could not
         self.one_slot = one_slot  # runs one task at a time per process: the io rows use that slot
         # runs of each row but the io rows (default: the run's repetitions): the peers added for the
-        # io rows have one of each, so make bench stays near 14 minutes
+        # io rows have one of each, so make bench stays near 20 minutes
         self.context_reps = context_reps
         self.io_rows = io_rows  # False: not in the io rows (one delayed column is enough there)
         self.driver = BENCH / "drivers" / f"{name}_driver.py"
@@ -470,7 +470,7 @@ def fewer_runs(cfg: Dict, measured: List[SystemSpec]) -> str:
     if not fewer:
         return ""
     names = ", ".join(fewer[:-1]) + (" and " if len(fewer) > 1 else "") + fewer[-1]
-    return (f" ({names}: one run of each row but the io rows, to keep `make bench` near 14 minutes; "
+    return (f" ({names}: one run of each row but the io rows, to keep `make bench` near 20 minutes; "
             "their every run is listed below)")
 
 

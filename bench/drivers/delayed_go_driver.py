@@ -19,9 +19,13 @@ from godelayed_driver import GoDelayed  # noqa: E402
 
 from interop import gocommands  # noqa: E402
 
+# the enqueue rows' cells: this column measures our Go worker, on tasks our Python producer enqueued
+NO_PRODUCER = "a worker's column: its tasks come from our Python producer"
+
 
 class DelayedGo(GoDelayed):
     version = f"{Delayed.version} ({gocommands.toolchain('ourgoworker')})"  # versioned with the Python package
+    command = "ourgoworker"
     stop_signal = signal.SIGTERM  # our Go worker stops gracefully on SIGTERM, SIGINT and SIGHUP
     settings = ("`interop/bin/ourgoworker` per process: go/delayed's `NewWorker(NewQueue(..., NewRedisPool(...)))"
                 ".Run()` at its defaults: one task at a time (`Concurrency` 1), claims of up to 32 (`Batch` 32)")
@@ -30,7 +34,10 @@ class DelayedGo(GoDelayed):
     failed = Delayed.failed
 
     def measure_enqueue(self, seconds: float):
-        return {"na": "the Go rows compare workers: this column's tasks come from our Python producer"}
+        return {"na": NO_PRODUCER}
+
+    def measure_enqueue_many(self, seconds: float, batch: int):
+        return {"na": NO_PRODUCER}
 
     def worker_commands(self, processes, slots=None):
         return [gocommands.our_worker_argv(self.url, common.QUEUE, "-log-level", "warn")] * processes

@@ -32,6 +32,7 @@ class GoDelayed(common.System):
     has_enqueue_many = False  # go-delayed's Queue has no bulk enqueue
     settings = "`interop/bin/goworker` per process: go-delayed's `NewWorker(...).Run()`"
     io_settings = "not measured"
+    command = "goworker"  # the worker's command in interop/bin/, whose handlers the tasks name
 
     def __init__(self, url: str) -> None:
         super().__init__(url)
@@ -61,8 +62,8 @@ class GoDelayed(common.System):
         return [gocommands.worker_argv(self.url, common.QUEUE, "-log-level", "warn")] * processes
 
     def cannot_run(self, task, slots):
-        if task != "noop":  # the rows are Python's 10 ms tasks; goworker has no 10 ms handler
-            return {"na": "no 10 ms handler in goworker"}
+        if task != "noop":  # the rows are Python's 10 ms tasks; the Go worker has no 10 ms handler
+            return {"na": f"no 10 ms handler in {self.command}"}
         return None
 
 
