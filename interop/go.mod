@@ -3,7 +3,6 @@ module github.com/delayed-py/delayed/interop
 go 1.24.0
 
 require (
-	github.com/delayed-py/delayed/go/v2 v2.0.0
 	github.com/gomodule/redigo v1.8.9
 	github.com/hibiken/asynq v0.26.0
 	github.com/keakon/golog v0.0.0-20230323022214-04d52304f8cd
@@ -31,5 +30,3 @@ require (
 	google.golang.org/protobuf v1.36.10 // indirect
 )
 
-// our own Go module, from this repository
-replace github.com/delayed-py/delayed/go/v2 => ../go
