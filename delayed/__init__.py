@@ -14,6 +14,14 @@ _EXPORTS = {
     "AsyncQueue": "protocol.queue",
     "TaskHandle": "protocol.handles",
     "AsyncTaskHandle": "protocol.handles",
+    "WorkflowHandle": "protocol.handles",
+    "AsyncWorkflowHandle": "protocol.handles",
+    "chain": "wire.flow",
+    "group": "wire.flow",
+    "Step": "wire.flow",
+    "StepFailed": "wire.ext",
+    "FlowStatus": "wire.flow",
+    "WorkflowInfo": "wire.flow",
     "TaskInfo": "wire.tracking",
     "Cancel": "wire.tracking",
     "PyTask": "wire.task",
@@ -66,10 +74,12 @@ if TYPE_CHECKING:
     )
     from .logger import setup_logger
     from .protocol.connection import connect, connect_async
-    from .protocol.handles import AsyncTaskHandle, TaskHandle
+    from .protocol.handles import AsyncTaskHandle, AsyncWorkflowHandle, TaskHandle, WorkflowHandle
     from .protocol.queue import AsyncQueue, Queue
     from .scheduler import Periodic, Scheduler
     from .sweeper import Sweeper
+    from .wire.ext import StepFailed
+    from .wire.flow import FlowStatus, Step, WorkflowInfo, chain, group
     from .wire.options import TaskOptions
     from .wire.task import Float32, GoTask, PyTask
     from .wire.tracking import Cancel, TaskInfo

@@ -1,16 +1,15 @@
-"""The handles of tracked tasks that enqueue returns: read a task's record, wait for its result, cancel it.
+"""The handles of tracked tasks and workflows that enqueue returns: read a task's record (a workflow's
+hash), wait for its result, cancel it.
 
-`TaskHandle` and `AsyncTaskHandle` are two faces of one core: what a handle does is planned once
+`TaskHandle` and `AsyncTaskHandle` (`WorkflowHandle` and `AsyncWorkflowHandle`) are two faces of one core: what a handle does is planned once
 (`_Handle`, through its queue's plans: see calls.py), and each face runs it with its queue's executor."""
-import math
-import time
-from typing import Any, Awaitable, Generic, Iterator, Optional, Protocol, TypeVar
+from typing import Any, Awaitable, Generic, List, Optional, Protocol, TypeVar
 
+from ..wire.flow import WorkflowInfo
 from ..wire.tracking import ENDED, Cancel, TaskInfo, outcome
+from . import workflows
 from .calls import Plan, Sleep
-
-FIRST_POLL, MAX_POLL = 0.005, 0.5
-"""result() looks at the record after 5 ms, then twice as long each time, at most every 0.5 s."""
+from .polls import polls
 
 T = TypeVar("T")
 
@@ -41,18 +40,6 @@ class AsyncRecords(Records, Protocol):
 Q = TypeVar("Q", bound=Records)
 
 
-def _polls(timeout: Optional[float]) -> Iterator[float]:
-    """How long to sleep before each next look at a record; stops once timeout seconds have passed."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    wait = FIRST_POLL
-    while True:
-        left = math.inf if deadline is None else deadline - time.monotonic()
-        if left <= 0:
-            return
-        yield min(wait, left)
-        wait = min(2 * wait, MAX_POLL)
-
-
 class _Handle(Generic[Q]):
     """A tracked task on a queue, its operations planned once for both faces."""
 
@@ -71,7 +58,7 @@ class _Handle(Generic[Q]):
 
     def _plan_result(self, timeout: Optional[float]) -> Plan[Any]:
         info = yield from self.queue._plan_task_info(self.id)
-        for wait in _polls(timeout):
+        for wait in polls(timeout):
             if info.status in ENDED:
                 break
             yield Sleep(wait)
@@ -223,4 +210,118 @@ class AsyncTaskHandle(_Handle[AsyncRecords]):
         Raises:
             TaskNotFoundError: The record expired (or the id was never tracked).
         """
+        return await self.queue._run(self._plan_cancel())
+
+
+class _Workflow(Generic[Q]):
+    """A workflow on the queue it was enqueued on, its operations planned once for both faces."""
+
+    def __init__(self, queue: Q, flow_id: str) -> None:
+        self.queue = queue
+        self.id = flow_id
+
+    def _plan_info(self) -> Plan[WorkflowInfo]:
+        return (yield from workflows.plan_flow_info(self.queue, self.id))  # type: ignore[arg-type]
+
+    def _plan_status(self) -> Plan[str]:
+        return (yield from self._plan_info()).status
+
+    def _plan_result(self, timeout: Optional[float]) -> Plan[Any]:
+        return (yield from workflows.plan_flow_result(self.queue, self.id, timeout))  # type: ignore[arg-type]
+
+    def _plan_cancel(self) -> Plan[Cancel]:
+        return (yield from workflows.plan_cancel_flow(self.queue, self.id))  # type: ignore[arg-type]
+
+    def _step_handles(self, info: WorkflowInfo) -> List[Any]:
+        return [self.queue._sibling(queue).task(task_id) for queue, task_id in info.steps]  # type: ignore[attr-defined]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.id!r}, queue={self.queue.name!r})"
+
+
+class WorkflowHandle(_Workflow[SyncRecords]):
+    """A workflow on a Queue (a chain, a group, or a task enqueued with depends_on, on_success or
+    on_failure): read its status, wait for its result, reach its steps, cancel it.
+
+    `Queue.enqueue(chain(...))` returns one, and so does `queue.workflow(id)` for an id you kept.
+
+    Attributes:
+        id (str): The workflow's id, 32 hex digits.
+        queue (Queue): The queue it was enqueued on.
+    """
+
+    def info(self) -> WorkflowInfo:
+        """The workflow's state, read now: its status, its steps, and the step that stopped it, if one did.
+
+        Raises:
+            TaskNotFoundError: It expired (or the id is no workflow of this queue).
+        """
+        return self.queue._run(self._plan_info())
+
+    def status(self) -> str:
+        """The workflow's status, read now: `"running"`, `"done"`, `"failed"` or `"cancelled"` (`FlowStatus`).
+
+        Raises:
+            TaskNotFoundError: It expired (or the id is no workflow of this queue).
+        """
+        return self.queue._run(self._plan_status())
+
+    def result(self, timeout: Optional[float] = None) -> Any:
+        """Wait for the workflow to end, and return its result: its last step's (a chain), its
+        callback's (a group), or the list of its members' results (a group without callback).
+
+        Args:
+            timeout: The most seconds to wait; None waits as long as it takes.
+
+        Raises:
+            TaskFailedError: A step failed and stopped it, or it was cancelled; the message names the
+                step and its error, and `info` is the `WorkflowInfo`.
+            TimeoutError: It had not ended within `timeout` seconds.
+            TaskNotFoundError: It expired (or the id is no workflow of this queue).
+        """
+        return self.queue._run(self._plan_result(timeout))
+
+    def steps(self) -> List[TaskHandle]:
+        """Every step's `TaskHandle`, in the order the workflow lists them (a step on another queue
+        has a handle on that queue)."""
+        return self._step_handles(self.info())
+
+    def cancel(self) -> Cancel:
+        """Cancel every step that has not started; running steps finish, and nothing runs after them.
+
+        Returns:
+            What it did: true if the workflow was cancelled, with how many steps.
+
+        Raises:
+            TaskNotFoundError: It expired (or the id is no workflow of this queue).
+        """
+        return self.queue._run(self._plan_cancel())
+
+
+class AsyncWorkflowHandle(_Workflow[AsyncRecords]):
+    """A workflow on an AsyncQueue: `WorkflowHandle` with coroutines, e.g. `await handle.result()`.
+
+    Attributes:
+        id (str): The workflow's id.
+        queue (AsyncQueue): The queue it was enqueued on.
+    """
+
+    async def info(self) -> WorkflowInfo:
+        """The workflow's state, read now (see `WorkflowHandle.info`)."""
+        return await self.queue._run(self._plan_info())
+
+    async def status(self) -> str:
+        """The workflow's status, read now (see `WorkflowHandle.status`)."""
+        return await self.queue._run(self._plan_status())
+
+    async def result(self, timeout: Optional[float] = None) -> Any:
+        """Wait for the workflow to end, and return its result (see `WorkflowHandle.result`)."""
+        return await self.queue._run(self._plan_result(timeout))
+
+    async def steps(self) -> List[AsyncTaskHandle]:
+        """Every step's `AsyncTaskHandle` (see `WorkflowHandle.steps`)."""
+        return self._step_handles(await self.info())
+
+    async def cancel(self) -> Cancel:
+        """Cancel every step that has not started (see `WorkflowHandle.cancel`)."""
         return await self.queue._run(self._plan_cancel())

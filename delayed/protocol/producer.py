@@ -2,6 +2,7 @@
 their shared core, and what its plans send: the blobs, due times and scheduled-set members of an
 enqueue, the arguments of the enqueue scripts, and the MULTI that enqueues a batch."""
 import contextlib
+import copy
 import hashlib
 import os
 import time
@@ -201,6 +202,7 @@ def enqueue_call(keys: QueueKeys, blobs: Sequence[bytes], due: Optional[float]) 
     return Pipeline((*staged, Command("hincrby", (keys.counts, "enqueued", len(blobs)))))
 
 
+P = TypeVar("P", bound="Producer[Any]")
 H = TypeVar("H")
 """The task handle a face gives: TaskHandle (Queue) or AsyncTaskHandle (AsyncQueue)."""
 
@@ -230,6 +232,15 @@ class Producer(Generic[H]):
 
     def task(self, task_id: str) -> H:
         raise NotImplementedError  # each face gives its own handle
+
+    def _sibling(self: P, name: str) -> P:
+        """This face on another queue of the same Redis (where a workflow's step runs), for its handles."""
+        if name == self.name:
+            return self
+        sibling = copy.copy(self)
+        sibling.keys = QueueKeys.of(name)
+        sibling._executor = type(self._executor)(self.conn, sibling.keys)  # type: ignore[attr-defined]
+        return sibling
 
     def _plan_enqueue(self, tasks: Iterable[Task], one: bool, **given: Any) -> Plan[Any]:
         """enqueue's arguments (one task) and enqueue_many's, read here and nowhere else, as the plan that

@@ -6,18 +6,33 @@ worker and sweeper calls are on its Queue, delayed.queue.Queue (protocol/keakon.
 workers, sweepers and operators are objects of their own: WorkerOps, SweeperOps and DeadLetters
 (queue.dead)."""
 import datetime
-from typing import Any, Iterable, List, Optional, TypeVar, Union, overload
+from typing import Any, Dict, Iterable, List, Optional, Sequence, TypeVar, Union, overload
 
 import redis.asyncio
 
+from ..wire.flow import Step, Workflow
 from ..wire.tracking import Cancel, TaskInfo
 from .base import QueueBase, queue_keys
 from .calls import AsyncExecutor, Plan
-from .handles import AsyncTaskHandle, TaskHandle
+from .handles import AsyncTaskHandle, AsyncWorkflowHandle, TaskHandle, WorkflowHandle
 from .producer import DEFAULT_MAX_TASK_SIZE, Producer, Task
 from .send_once import sent_once_async
+from .workflows import plan_enqueue_flow
 
 T = TypeVar("T")
+
+
+def _is_workflow(task: Union[Task, Workflow, Step], depends_on: Sequence[Any], on_success: Any, on_failure: Any,
+                 unique_for: Optional[float], unique_key: Optional[str], options: Dict[str, Any]) -> bool:
+    """Whether enqueue's arguments are a workflow's (TypeError for options no workflow takes)."""
+    if not (isinstance(task, (Workflow, Step)) or depends_on or on_success is not None or on_failure is not None):
+        return False
+    given = [name for name, value in (("unique_for", unique_for), ("unique_key", unique_key), *options.items())
+             if value is not None]
+    if given:
+        raise TypeError(f"enqueue of a workflow takes result_ttl, delay and at, not {', '.join(given)}: give a "
+                        "step's own options to its task")
+    return True
 
 
 class Queue(QueueBase):
@@ -79,6 +94,27 @@ class Queue(QueueBase):
     # Producers
 
     @overload
+    def enqueue(self, task: Union[Workflow, Step], delay: Optional[float] = None,
+                at: Optional[datetime.datetime] = None, *, result_ttl: Optional[float] = None,
+                depends_on: Sequence[Any] = (), on_success: Union[None, Step, Task] = None,
+                on_failure: Union[None, Step, Task] = None) -> WorkflowHandle: ...
+
+    @overload
+    def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None, *,
+                result_ttl: Optional[float] = None, depends_on: Sequence[Any],
+                on_success: Union[None, Step, Task] = None,
+                on_failure: Union[None, Step, Task] = None) -> WorkflowHandle: ...
+
+    @overload
+    def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None, *,
+                result_ttl: Optional[float] = None, on_success: Union[Step, Task],
+                on_failure: Union[None, Step, Task] = None) -> WorkflowHandle: ...
+
+    @overload
+    def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None, *,
+                result_ttl: Optional[float] = None, on_failure: Union[Step, Task]) -> WorkflowHandle: ...
+
+    @overload
     def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None,
                 unique_for: Optional[float] = None, unique_key: Optional[str] = None, *,
                 result_ttl: None = None, **options: Any) -> Optional[TaskHandle]: ...
@@ -88,18 +124,21 @@ class Queue(QueueBase):
                 unique_for: Optional[float] = None, unique_key: Optional[str] = None, *,
                 result_ttl: float, **options: Any) -> TaskHandle: ...
 
-    def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None,
-                unique_for: Optional[float] = None, unique_key: Optional[str] = None, *,
-                result_ttl: Optional[float] = None, **options: Any) -> Optional[TaskHandle]:
-        """Enqueue a task: its blob and its notification go into the queue in one atomic command.
+    def enqueue(self, task: Union[Task, Workflow, Step], delay: Optional[float] = None,
+                at: Optional[datetime.datetime] = None, unique_for: Optional[float] = None,
+                unique_key: Optional[str] = None, *, result_ttl: Optional[float] = None,
+                depends_on: Sequence[Any] = (), on_success: Union[None, Step, Task] = None,
+                on_failure: Union[None, Step, Task] = None,
+                **options: Any) -> Union[None, TaskHandle, WorkflowHandle]:
+        """Enqueue a task (its blob and its notification go into the queue in one atomic command), or a workflow.
 
         With `delay` or `at`, the task waits in the queue's scheduled set until it is due; workers and
         sweepers move due tasks into the queue twice a second. Due times come from this host's clock. A
         delay of 0, or a time already past, enqueues at once.
 
         Args:
-            task: A `PyTask` or a `GoTask`.
-            delay: Seconds to wait before the task is due.
+            task: A `PyTask` or a `GoTask`; or a workflow: a `chain`, a `group` or a `Step`.
+            delay: Seconds to wait before the task is due (a workflow's first steps).
             at: When the task is due (a naive datetime is local time). Give `delay` or `at`, not both.
             unique_for: Refuse, with `DuplicateTaskError`, an identical task (same function, arguments and
                 options) while this one is queued, waiting for a retry, or running. The lock goes when a
@@ -114,12 +153,22 @@ class Queue(QueueBase):
                 GoTask's record is written by our Go worker; a go-delayed worker runs the task but
                 never writes it, so it says pending, and never expires.
                 With `unique_for` too, the lock is the untracked task's digest.
+                A workflow is always tracked: its steps' records and its own are kept `result_ttl`
+                seconds (default: a day) after it ended.
+            depends_on: Handles of tracked tasks (`TaskHandle`): the task runs once every one of them
+                succeeded (at once if they all have). A `Step(task, takes_result=True)` receives the
+                list of their results.
+            on_success: A task (or `Step`) to run once the task (or workflow) succeeded; a Step that
+                takes a result receives its result.
+            on_failure: A task (or `Step`) to run if the task (or one of the workflow's final steps)
+                fails; a Step that takes a result receives a `StepFailed`.
             **options: Any other option `TaskOptions` takes, by name (`max_retries=5`, `time_limit=30`).
                 Every option given here wins over the task's own (`PyTask(..., delay=10)`), which apply
-                too.
+                too. A workflow takes none: give each step's to its task.
 
         Returns:
-            None; with `result_ttl` (given here or the task's), the task's `TaskHandle`.
+            None; with `result_ttl` (given here or the task's), the task's `TaskHandle`. A workflow's
+            `WorkflowHandle` for a workflow, and for a task with `depends_on`, `on_success` or `on_failure`.
 
         Raises:
             TaskTooLargeError: The blob is over `max_task_size`; nothing was written.
@@ -134,6 +183,10 @@ class Queue(QueueBase):
                 over ten years), naming the option. Nothing was written.
             TypeError: An unknown option; an option a GoTask cannot carry (`retry`, a backoff function).
         """
+        if _is_workflow(task, depends_on, on_success, on_failure, unique_for, unique_key, options):
+            return self.workflow(self._run(plan_enqueue_flow(self, task, depends_on, on_success, on_failure,
+                                                             result_ttl, delay, at)))
+        assert not isinstance(task, (Workflow, Step))
         return self._run(self._plan_enqueue((task,), True, delay=delay, at=at, unique_for=unique_for,
                                             unique_key=unique_key, result_ttl=result_ttl, **options))
 
@@ -173,6 +226,10 @@ class Queue(QueueBase):
         return self._run(self._plan_enqueue(tasks, False, delay=delay, at=at, result_ttl=result_ttl, **options))
 
     # Tracked tasks
+
+    def workflow(self, flow_id: str) -> WorkflowHandle:
+        """The handle of a workflow enqueued on this queue, by its id (`handle.id`); nothing is read until you ask."""
+        return WorkflowHandle(self, flow_id)
 
     def task(self, task_id: str) -> TaskHandle:
         """The handle of a tracked task of this queue, by its id; nothing is read until you ask.
@@ -318,6 +375,27 @@ class AsyncQueue(Producer[AsyncTaskHandle]):
         return await self._executor.run(plan)
 
     @overload
+    async def enqueue(self, task: Union[Workflow, Step], delay: Optional[float] = None,
+                      at: Optional[datetime.datetime] = None, *, result_ttl: Optional[float] = None,
+                      depends_on: Sequence[Any] = (), on_success: Union[None, Step, Task] = None,
+                      on_failure: Union[None, Step, Task] = None) -> AsyncWorkflowHandle: ...
+
+    @overload
+    async def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None, *,
+                      result_ttl: Optional[float] = None, depends_on: Sequence[Any],
+                      on_success: Union[None, Step, Task] = None,
+                      on_failure: Union[None, Step, Task] = None) -> AsyncWorkflowHandle: ...
+
+    @overload
+    async def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None, *,
+                      result_ttl: Optional[float] = None, on_success: Union[Step, Task],
+                      on_failure: Union[None, Step, Task] = None) -> AsyncWorkflowHandle: ...
+
+    @overload
+    async def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None, *,
+                      result_ttl: Optional[float] = None, on_failure: Union[Step, Task]) -> AsyncWorkflowHandle: ...
+
+    @overload
     async def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None,
                       unique_for: Optional[float] = None, unique_key: Optional[str] = None, *,
                       result_ttl: None = None, **options: Any) -> Optional[AsyncTaskHandle]: ...
@@ -327,10 +405,13 @@ class AsyncQueue(Producer[AsyncTaskHandle]):
                       unique_for: Optional[float] = None, unique_key: Optional[str] = None, *,
                       result_ttl: float, **options: Any) -> AsyncTaskHandle: ...
 
-    async def enqueue(self, task: Task, delay: Optional[float] = None, at: Optional[datetime.datetime] = None,
-                      unique_for: Optional[float] = None, unique_key: Optional[str] = None, *,
-                      result_ttl: Optional[float] = None, **options: Any) -> Optional[AsyncTaskHandle]:
-        """Enqueue a task: at once, later, unique or tracked, as `Queue.enqueue`.
+    async def enqueue(self, task: Union[Task, Workflow, Step], delay: Optional[float] = None,
+                      at: Optional[datetime.datetime] = None, unique_for: Optional[float] = None,
+                      unique_key: Optional[str] = None, *, result_ttl: Optional[float] = None,
+                      depends_on: Sequence[Any] = (), on_success: Union[None, Step, Task] = None,
+                      on_failure: Union[None, Step, Task] = None,
+                      **options: Any) -> Union[None, AsyncTaskHandle, AsyncWorkflowHandle]:
+        """Enqueue a task (at once, later, unique or tracked) or a workflow, as `Queue.enqueue`.
 
         Args:
             task: A `PyTask` or a `GoTask`.
@@ -354,6 +435,10 @@ class AsyncQueue(Producer[AsyncTaskHandle]):
             ValueError: As for `Queue.enqueue`.
             TypeError: As for `Queue.enqueue`.
         """
+        if _is_workflow(task, depends_on, on_success, on_failure, unique_for, unique_key, options):
+            return self.workflow(await self._run(plan_enqueue_flow(self, task, depends_on, on_success, on_failure,
+                                                                   result_ttl, delay, at)))
+        assert not isinstance(task, (Workflow, Step))
         return await self._run(self._plan_enqueue((task,), True, delay=delay, at=at, unique_for=unique_for,
                                                   unique_key=unique_key, result_ttl=result_ttl, **options))
 
@@ -392,6 +477,10 @@ class AsyncQueue(Producer[AsyncTaskHandle]):
         """
         return await self._run(self._plan_enqueue(tasks, False, delay=delay, at=at, result_ttl=result_ttl,
                                                   **options))
+
+    def workflow(self, flow_id: str) -> AsyncWorkflowHandle:
+        """The handle of a workflow enqueued on this queue, by its id, as `Queue.workflow`."""
+        return AsyncWorkflowHandle(self, flow_id)
 
     def task(self, task_id: str) -> AsyncTaskHandle:
         """The handle of a tracked task of this queue, by its id, as `Queue.task`.

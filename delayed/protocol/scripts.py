@@ -36,6 +36,16 @@ def _read(name: str) -> str:
     return resources.files(__package__).joinpath("lua", name + ".lua").read_text("utf-8")
 
 
+def _used(names: Sequence[str], order: List[str]) -> List[str]:
+    """The files a script uses, each after those it uses itself (a used file's `-- uses:` line), once."""
+    for name in names:
+        if name not in order:
+            _used([used for part, names in _DECLARATION.findall(_read(name)) if part == "uses"
+                   for used in names.split()], order)
+            order.append(name)
+    return order
+
+
 class Script:
     """One Lua script of lua/, read at import, with the KEYS and ARGV names its header declares."""
 
@@ -46,7 +56,7 @@ class Script:
         for part, names in _DECLARATION.findall(source):
             declared[part] += names.split()
         self.keys, self.args = tuple(declared["KEYS"]), tuple(declared["ARGV"])
-        self.source = "".join(_read(used) for used in declared["uses"]) + source
+        self.source = "".join(_read(used) for used in _used(declared["uses"], [])) + source
         self.named = [name.rstrip(".") for name in (*self.keys, *self.args)]
 
     def bind(self, conn: Any, keys: Optional[QueueKeys] = None) -> "BoundScript":

@@ -24,6 +24,7 @@ UNNOTIFIED_SUFFIX = "_unnotified"
 COUNTS_SUFFIX = "_counts"
 TRACKED_SUFFIX = "_tracked"
 TASK_INFIX = "_task:"
+FLOW_INFIX = "_flow:"
 WORKER_INFIX = "_worker:"
 PAUSED_SUFFIX = "_paused"
 SAMPLES_SUFFIX = "_samples"
@@ -56,7 +57,7 @@ KEY_SUFFIXES = (NOTI_SUFFIX, PROCESSING_SUFFIX, DEAD_SUFFIX, DEAD_LETTERS_SUFFIX
                 UNNOTIFIED_SUFFIX, COUNTS_SUFFIX, TRACKED_SUFFIX, PAUSED_SUFFIX, PERIODIC_SUFFIX, SAMPLES_SUFFIX,
                 HEAD_SINCE_SUFFIX, SWEPT_SUFFIX, CRASHES_SUFFIX)
 """What a queue's keys add to its name: a name ending with one is another queue's key (see check_queue_name)."""
-KEY_INFIXES = (UNIQUE_INFIX, TASK_INFIX, WORKER_INFIX)
+KEY_INFIXES = (UNIQUE_INFIX, TASK_INFIX, WORKER_INFIX, FLOW_INFIX)
 """What a queue's keys of many add to its name, before their own part."""
 
 
@@ -126,6 +127,11 @@ class QueueKeys:
         """The record of a tracked task: a hash the scripts write (see delayed/protocol/lua/tracking.lua), kept
         result_ttl seconds after the task ended; named after the queue, so a hash tag in it holds too."""
         return self.task_prefix + task_id
+
+    def flow(self, flow_id: str) -> str:
+        """A workflow enqueued on this queue: a hash the scripts write (see delayed/protocol/lua/flow.lua),
+        kept result_ttl seconds after the workflow ended; named after the queue, so in its slot."""
+        return self.name + FLOW_INFIX + flow_id
 
     def worker_info(self, worker_id: str) -> str:
         """One of our workers' description (host, pid, ...: see delayed.wire.worker_info), named after its

@@ -25,6 +25,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 import msgpack
 
 from ..errors import MalformedTaskError, TaskArgumentError
+from .ext import decode_ext
 from .options import NO_OPTIONS, TaskOptions, make
 from .preview import brief
 
@@ -189,7 +190,7 @@ def _options_of(options: Union[None, TaskOptions, Mapping[str, Any]], given: Dic
 
 def _unpack(blob: bytes) -> Any:
     try:
-        return msgpack.unpackb(blob, raw=False, strict_map_key=False)
+        return msgpack.unpackb(blob, raw=False, strict_map_key=False, ext_hook=decode_ext)
     except Exception as exc:  # msgpack raises several unrelated types for bad input
         detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         raise MalformedTaskError(f"not a msgpack value ({detail})") from None

@@ -26,6 +26,7 @@ class Status(StrEnum):
     ends as done, failed, dead or cancelled.
 
     Attributes:
+        WAITING: `"waiting"`: a workflow's step waiting on the steps before it
         SCHEDULED: `"scheduled"`
         PENDING: `"pending"`
         RUNNING: `"running"`
@@ -36,6 +37,7 @@ class Status(StrEnum):
         CANCELLED: `"cancelled"`
     """
 
+    WAITING = "waiting"
     SCHEDULED = "scheduled"
     PENDING = "pending"
     RUNNING = "running"
@@ -109,6 +111,7 @@ class TaskInfo:
 
     | status | meaning | with |
     | --- | --- | --- |
+    | `waiting` | a workflow's step that waits on the steps before it (see `chain`) | `enqueued_at` |
     | `scheduled` | waits in the scheduled set (a delay, or `at`) | `due` |
     | `pending` | waits in the queue (or is due and about to be moved there) | `enqueued_at` |
     | `running` | a worker claimed it | `worker`, `started_at` |

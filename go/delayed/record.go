@@ -18,6 +18,7 @@ type TaskStatus string
 
 // The statuses of a tracked task (TaskInfo says what goes with each).
 const (
+	TaskWaiting   TaskStatus = "waiting"   // a workflow's step waiting on the steps before it: EnqueuedAt
 	TaskScheduled TaskStatus = "scheduled" // waits in the scheduled set (a delay, or At): Due
 	TaskPending   TaskStatus = "pending"   // waits in the queue: EnqueuedAt
 	TaskRunning   TaskStatus = "running"   // a worker claimed it: Worker, StartedAt

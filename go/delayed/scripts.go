@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -47,7 +48,7 @@ func readLua(name string) string {
 func loadScript(name string) *script {
 	source := readLua(name)
 	s := &script{name: name}
-	var used strings.Builder
+	var uses []string
 	for _, match := range declaration.FindAllStringSubmatch(source, -1) {
 		for _, word := range strings.Fields(match[2]) {
 			switch match[1] {
@@ -56,14 +57,36 @@ func loadScript(name string) *script {
 			case "ARGV":
 				s.args = append(s.args, paramOf(word))
 			case "uses":
-				used.WriteString(readLua(word))
+				uses = append(uses, word)
 			}
 		}
+	}
+	var used strings.Builder
+	for _, name := range usedFiles(uses, nil) {
+		used.WriteString(readLua(name))
 	}
 	s.source = used.String() + source
 	sum := sha1.Sum([]byte(s.source))
 	s.sha = hex.EncodeToString(sum[:])
 	return s
+}
+
+// usedFiles is the files a script uses, each after those it uses itself (a used file's "-- uses:"
+// line), once (as Python's scripts.py orders them).
+func usedFiles(names []string, order []string) []string {
+	for _, name := range names {
+		if slices.Contains(order, name) {
+			continue
+		}
+		var own []string
+		for _, match := range declaration.FindAllStringSubmatch(readLua(name), -1) {
+			if match[1] == "uses" {
+				own = append(own, strings.Fields(match[2])...)
+			}
+		}
+		order = append(usedFiles(own, order), name)
+	}
+	return order
 }
 
 func paramOf(word string) param {

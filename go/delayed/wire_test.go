@@ -75,6 +75,7 @@ func wireConstants() map[string]any {
 		"tracking.Status.FAILED":           string(TaskFailed),
 		"tracking.Status.DEAD":             string(TaskDead),
 		"tracking.Status.CANCELLED":        string(TaskCancelled),
+		"tracking.Status.WAITING":          string(TaskWaiting),
 		"producer.DEFAULT_MAX_TASK_SIZE":   maxTaskSize,
 		"sweeper_ops.DEFAULT_MAX_CRASHES":  DefaultMaxCrashes,
 	}

@@ -1,5 +1,6 @@
 -- Tracked tasks' records: the functions every script that writes one shares (scripts.py puts this
 -- file before each of those scripts, so the record's format is written here and nowhere else).
+-- uses: flow
 -- A tracked task is a PyTask or a GoTask whose options (its blob's last element, a map) hold its id, `id`;
 -- its record is the hash <queue>_task:<id> (the prefix comes from keys.py, as an argument):
 --   status    scheduled | pending | running | done | retrying | failed | dead | cancelled
@@ -15,6 +16,7 @@
 --   result, note   done: the msgpack of the return value; note: why it was stored otherwise, if it was
 --   error     retrying, failed, dead: what the last run raised (or why it could not run)
 --   letter    failed, dead: the id of its dead letter
+-- A workflow's step has more (see flow.lua), and may wait on others (status waiting) before it is enqueued.
 -- A record is written only while it exists: once it expired (or was deleted) nothing recreates a
 -- part of it, and the task runs on untracked. It expires `ttl` seconds after the task ended.
 -- A queue's tracked marker (<queue>_tracked) exists once a tracked task was enqueued to it: scripts
@@ -22,7 +24,7 @@
 -- tracking(prefix) builds the functions (prefix: the record keys' prefix, for track.key): a script
 -- calls it only once it meets a tracked task, so an untracked call does not even create them.
 local function tracking(prefix)
-    local track, clock = {}, nil
+    local track, clock, flow = {}, nil, nil
 
     function track.now()  -- one TIME per script call: every record it writes shares it
         if not clock then
@@ -98,6 +100,10 @@ local function tracking(prefix)
             if ttl >= 0 then
                 redis.call('persist', key)
             end
+            if redis.call('hexists', key, 'flow') == 1 then
+                flow = flow or flows(track)
+                flow.resumed(key)
+            end
         end
     end
 
@@ -123,14 +129,67 @@ local function tracking(prefix)
         end
     end
 
-    -- The task ended (done, failed, dead, cancelled): field, value pairs to add; it expires ttl seconds from now.
+    -- The task ended (done, failed, dead, cancelled): field, value pairs to add; it expires ttl seconds
+    -- from now. A workflow's step moves its workflow on (flow.lua): successors it cancels end too, and
+    -- the record of a step whose failure stopped its workflow is kept until it runs again.
     function track.ended(key, status, ...)
-        local ttl = redis.call('hget', key, 'ttl')
-        if ttl then
+        local fields = redis.call('hmget', key, 'ttl', 'flow', 'next')
+        if fields[1] then
             redis.call('hset', key, 'status', status, 'finished', track.now(), ...)
             redis.call('hdel', key, 'nonce', 'due')
-            redis.call('expire', key, ttl)
+            local cancelled, kept = {}, false
+            if fields[2] or fields[3] then
+                local added, result = {...}, ''
+                for i = 1, #added, 2 do
+                    if added[i] == 'result' then result = added[i + 1] end
+                end
+                flow = flow or flows(track)
+                cancelled, kept = flow.ended(key, status, result)
+            end
+            if not kept then
+                redis.call('expire', key, fields[1])
+            end
+            for _, successor in ipairs(cancelled) do
+                track.ended(successor, 'cancelled')
+            end
         end
+    end
+
+    -- Cancel a tracked task that waits (scheduled, pending or retrying: removed from the scheduled
+    -- set, or from the queue with one notification; waiting on other steps: nowhere to remove it
+    -- from) and end its record as cancelled. keys: the queue's name, noti and scheduled keys.
+    -- A task in the queue is removed only if a notification is left for it: a worker (ours or
+    -- go-delayed's) between its BLPOP and its pop of the queue's head takes one of the first
+    -- (tasks - notifications) tasks; removing one of those would leave that worker a notification
+    -- without a task (go-delayed's dequeue then errors and backs off). Such a task is being taken.
+    -- Returns the outcome: 'cancelled', 'missing' (no record), 'not_waiting' (it runs or ended),
+    -- 'taking' (a worker is taking it) or 'lost' (the record says it waits but it is nowhere to be
+    -- found: a worker that does not track took it); and the record's status.
+    function track.cancel(key, name, noti, scheduled)
+        local status = redis.call('hget', key, 'status')
+        if not status then
+            return 'missing', ''
+        end
+        if status ~= 'scheduled' and status ~= 'pending' and status ~= 'retrying' and status ~= 'waiting' then
+            return 'not_waiting', status
+        end
+        local blob, nonce = redis.call('hget', key, 'blob'), redis.call('hget', key, 'nonce')
+        if not blob then
+            return 'lost', status
+        end
+        if status ~= 'waiting' and not (nonce and redis.call('zrem', scheduled, nonce .. blob) == 1) then
+            local at = redis.call('lpos', name, blob)
+            if not at then
+                return 'lost', status
+            end
+            if at < redis.call('llen', name) - redis.call('llen', noti) then
+                return 'taking', status
+            end
+            redis.call('lrem', name, 1, blob)
+            redis.call('lpop', noti)
+        end
+        track.ended(key, 'cancelled')
+        return 'cancelled', status
     end
 
     return track

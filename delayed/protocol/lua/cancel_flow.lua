@@ -1,0 +1,30 @@
+-- Cancel a workflow (see flow.lua): every step that has not started is cancelled (tracking.lua's
+-- track.cancel; steps waiting on a cancelled one end cancelled too), steps running finish, and a
+-- failed step's record, kept to let it run again, expires. The workflow ends as cancelled and
+-- expires ttl seconds from now (or once its last running step ended).
+-- KEYS: flow
+-- uses: tracking
+-- Returns {cancelled, running}: how many steps it cancelled, and how many were running or being
+-- taken by a worker; {-1, 0} if there is no such workflow, {-2, 0} if it had ended.
+local status = redis.call('hget', KEYS[1], 'status')
+if not status then
+    return {-1, 0}
+elseif status == 'done' or status == 'cancelled' then
+    return {-2, 0}
+end
+local track = tracking('')
+redis.call('hset', KEYS[1], 'status', 'cancelled', 'finished', track.now())
+local cancelled, running = 0, 0
+for key in string.gmatch(redis.call('hget', KEYS[1], 'steps'), '[^\n]+') do
+    local queue = string.sub(key, 1, #key - 38)  -- a record key is <queue>_task:<32 hex digits>
+    local outcome, was = track.cancel(key, queue, queue .. '_noti', queue .. '_scheduled')
+    if outcome == 'cancelled' then
+        cancelled = cancelled + 1
+    elseif outcome == 'taking' or was == 'running' then
+        running = running + 1
+    elseif was == 'failed' or was == 'dead' then
+        redis.call('expire', key, redis.call('hget', key, 'ttl'))
+    end
+end
+redis.call('expire', KEYS[1], redis.call('hget', KEYS[1], 'ttl'))
+return {cancelled, running}

@@ -1,0 +1,283 @@
+-- Workflows (chains, groups, depends_on, on_success, on_failure): the functions that move a workflow
+-- on as its steps end, shared by every script that ends a tracked task (tracking.lua's track.ended),
+-- so a step's successors are released in the same script call that settles the step: no crash can
+-- fall between the two (see delayed/wire/flow.py, which writes what these read).
+-- Every step is a tracked task. Besides a record's fields (tracking.lua), a step's record holds:
+--   flow      the key of its workflow's hash, <queue>_flow:<id>
+--   next      its successors: per successor "<when>|<record key>|<slot>;", when 's' (runs once this
+--             step succeeded), 'f' (once it failed: on_failure) or 'a' (either: a group member whose
+--             failure is passed on), slot the successor's input this step fills (1, 2, ...)
+--   counted   1 once this step counted in its workflow's `left`
+-- A step that waits on others has status 'waiting' and, until all have ended:
+--   waits     how many inputs it still waits for    queue   the queue it goes into when released
+--   inputs    '' (it takes no result), 'one' (the one input, as an extra last argument) or 'list'
+--             (all inputs, in slot order, as one list)   size   how many inputs it takes
+--   in:<slot> what each input was: a result's msgpack, or a failure (an ext value: see failure())
+-- A workflow's hash: status (running | done | failed | cancelled), total and left (its steps, and
+-- those not ended yet), steps (every step's record key, one per line), final (the record keys whose
+-- results are the workflow's, one per line) and shape ('one' or 'list'), ttl, created, finished,
+-- failed and error (the step that stopped it and why), queue (whose counts hash counts workflows).
+-- flows(track) builds these functions on a script's tracking functions.
+local function flows(track)
+    local flow = {}
+
+    -- The position after the msgpack value at pos in s (no value is decoded: Redis's cmsgpack cannot
+    -- read bin, which a GoTask's payload and every bytes argument is).
+    local function skip(s, pos)
+        local b = string.byte(s, pos)
+        local function length(bytes)
+            local n = 0
+            for i = 1, bytes do
+                n = n * 256 + string.byte(s, pos + i)
+            end
+            return n
+        end
+        local function items(count, from)
+            for _ = 1, count do
+                from = skip(s, from)
+            end
+            return from
+        end
+        if b <= 0x7f or b >= 0xe0 or b == 0xc0 or b == 0xc2 or b == 0xc3 then
+            return pos + 1
+        elseif b <= 0x8f then
+            return items(2 * (b - 0x80), pos + 1)
+        elseif b <= 0x9f then
+            return items(b - 0x90, pos + 1)
+        elseif b <= 0xbf then
+            return pos + 1 + b - 0xa0
+        elseif b >= 0xc4 and b <= 0xc6 then  -- bin 8, 16, 32
+            local size = 2 ^ (b - 0xc4)
+            return pos + 1 + size + length(size)
+        elseif b >= 0xc7 and b <= 0xc9 then  -- ext 8, 16, 32
+            local size = 2 ^ (b - 0xc7)
+            return pos + 2 + size + length(size)
+        elseif b >= 0xca and b <= 0xd3 then  -- float 32, 64; uint 8 .. 64; int 8 .. 64
+            local sizes = {4, 8, 1, 2, 4, 8, 1, 2, 4, 8}
+            return pos + 1 + sizes[b - 0xc9]
+        elseif b >= 0xd4 and b <= 0xd8 then  -- fixext 1 .. 16
+            return pos + 2 + 2 ^ (b - 0xd4)
+        elseif b >= 0xd9 and b <= 0xdb then  -- str 8, 16, 32
+            local size = 2 ^ (b - 0xd9)
+            return pos + 1 + size + length(size)
+        elseif b == 0xdc or b == 0xdd then
+            local size = b == 0xdc and 2 or 4
+            return items(length(size), pos + 1 + size)
+        else  -- map 16, 32
+            local size = b == 0xde and 2 or 4
+            return items(2 * length(size), pos + 1 + size)
+        end
+    end
+
+    local function sized(marker, count, bytes)
+        local out = {string.char(marker)}
+        for i = bytes - 1, 0, -1 do
+            out[#out + 1] = string.char(math.floor(count / 256 ^ i) % 256)
+        end
+        return table.concat(out)
+    end
+
+    local function array_header(count)
+        if count < 16 then
+            return string.char(0x90 + count)
+        end
+        return count < 65536 and sized(0xdc, count, 2) or sized(0xdd, count, 4)
+    end
+
+    -- The msgpack array at pos in s with value appended: its new bytes, and the position after the old.
+    local function appended(s, pos, value)
+        local b = string.byte(s, pos)
+        if b == 0xc0 then  -- nil: no arguments
+            return array_header(1) .. value, pos + 1
+        end
+        local count, header
+        if b >= 0x90 and b <= 0x9f then
+            count, header = b - 0x90, 1
+        elseif b == 0xdc or b == 0xdd then
+            header = b == 0xdc and 3 or 5
+            count = 0
+            for i = 1, header - 1 do
+                count = count * 256 + string.byte(s, pos + i)
+            end
+        else  -- one value (a GoTask's single argument): it and the new one
+            local after = skip(s, pos)
+            return array_header(2) .. string.sub(s, pos, after - 1) .. value, after
+        end
+        local after = pos + header
+        for _ = 1, count do
+            after = skip(s, after)
+        end
+        return array_header(count + 1) .. string.sub(s, pos + header, after - 1) .. value, after
+    end
+
+    -- A task's blob with value (msgpack) as an extra last argument: a PyTask's args array grows by one;
+    -- a GoTask's payload (a bin holding its argument, or the array of its arguments) does.
+    function flow.with_argument(blob, value)
+        local args = skip(blob, 2)  -- after the func path
+        local b = string.byte(blob, args)
+        if b >= 0xc4 and b <= 0xc6 then
+            local size = 2 ^ (b - 0xc4)
+            local length = 0
+            for i = 1, size do
+                length = length * 256 + string.byte(blob, args + i)
+            end
+            local payload = string.sub(blob, args + 1 + size, args + size + length)
+            local grown = appended(payload, 1, value)
+            local header = #grown < 256 and sized(0xc4, #grown, 1) or
+                (#grown < 65536 and sized(0xc5, #grown, 2) or sized(0xc6, #grown, 4))
+            return string.sub(blob, 1, args - 1) .. header .. grown .. string.sub(blob, args + 1 + size + length)
+        end
+        local grown, after = appended(blob, args, value)
+        return string.sub(blob, 1, args - 1) .. grown .. string.sub(blob, after)
+    end
+
+    -- A failed step as an input: msgpack ext type 68 ("D") holding the map {id, func, status, error}
+    -- (delayed.wire.flow.StepFailed reads it).
+    local function failure(key, status)
+        local fields = redis.call('hmget', key, 'func', 'error')
+        local body = cmsgpack.pack({id = string.sub(key, -32), func = fields[1] or '', status = status,
+                                    error = fields[2] or ''})
+        local header = #body < 256 and sized(0xc7, #body, 1) or sized(0xc8, #body, 2)
+        return header .. 'D' .. body
+    end
+
+    local function counts(flow_key)
+        return redis.call('hget', flow_key, 'queue') .. '_counts'
+    end
+
+    -- The workflow of a step that ended (or ran again) moves on: `left` counts the step once, and the
+    -- workflow ends (done, or failed if a step failed on the way) when no step is left.
+    local function count(key, flow_key)
+        if not flow_key or redis.call('hsetnx', key, 'counted', '1') == 0 then
+            return
+        end
+        if redis.call('hincrby', flow_key, 'left', -1) == 0 then
+            local status = redis.call('hget', flow_key, 'status')
+            if status == 'running' or status == 'failed' then
+                local ended = redis.call('hexists', flow_key, 'failed') == 1 and 'failed' or 'done'
+                redis.call('hset', flow_key, 'status', ended, 'finished', track.now())
+                redis.call('hincrby', counts(flow_key), 'workflows_' .. ended, 1)
+            end
+            redis.call('expire', flow_key, redis.call('hget', flow_key, 'ttl'))
+        end
+    end
+
+    -- A step's failure stops its workflow (until the step runs again: see flow.resumed).
+    local function stopped(key, flow_key, status)
+        if not flow_key then
+            return
+        end
+        local was = redis.call('hget', flow_key, 'status')
+        redis.call('hset', flow_key, 'failed', key, 'error', status .. ': ' .. (redis.call('hget', key, 'error') or ''))
+        if was == 'running' then
+            redis.call('hset', flow_key, 'status', 'failed')
+            redis.call('hincrby', counts(flow_key), 'workflows_failed', 1)
+        end
+    end
+
+    -- A waiting step whose inputs are all in goes into its queue, each input where it asked for them.
+    local function release(key)
+        local fields = redis.call('hmget', key, 'queue', 'blob', 'inputs', 'size')
+        local queue, blob, inputs, size = fields[1], fields[2], fields[3], tonumber(fields[4])
+        local names = {}
+        for slot = 1, size do
+            names[slot] = 'in:' .. slot
+        end
+        if inputs ~= '' then
+            local values = {}
+            for first = 1, size, 4000 do
+                local chunk = redis.call('hmget', key, unpack(names, first, math.min(size, first + 3999)))
+                for i = 1, #chunk do
+                    values[#values + 1] = chunk[i] ~= '' and chunk[i] or '\192'
+                end
+            end
+            local value = inputs == 'one' and values[1] or array_header(size) .. table.concat(values)
+            blob = flow.with_argument(blob, value)
+        end
+        for first = 1, size, 4000 do  -- first: writes that free memory (see claim_batch.lua)
+            redis.call('hdel', key, unpack(names, first, math.min(size, first + 3999)))
+        end
+        redis.call('hdel', key, 'waits', 'queue', 'inputs', 'size')
+        redis.call('hset', key, 'status', 'pending', 'blob', blob)
+        redis.call('rpush', queue, blob)
+        redis.call('rpush', queue .. '_noti', '1')
+        redis.call('hincrby', queue .. '_counts', 'enqueued', 1)
+    end
+
+    -- A predecessor filled a waiting step's slot (value: its result, or its failure); a slot filled
+    -- again (a failed member that ran again) changes the input and waits for nothing more.
+    local function fill(key, slot, value)
+        if redis.call('hset', key, 'in:' .. slot, value) == 1 and redis.call('hincrby', key, 'waits', -1) == 0 then
+            release(key)
+        end
+    end
+
+    -- A step ended with status (done: result is its msgpack): its successors move on, and its workflow.
+    -- Returns the record keys of waiting successors it cancels (a successor that needed it to succeed
+    -- when it was cancelled, or an on_failure step of a step that succeeded), which the caller ends,
+    -- and whether its failure stopped the workflow (its record is then kept until it runs again).
+    function flow.ended(key, status, result)
+        local fields = redis.call('hmget', key, 'next', 'flow')
+        local edges, flow_key = fields[1], fields[2]
+        local cancelled, stalls = {}, false
+        for when, successor, slot in string.gmatch(edges or '', '(%a)|([^|]*)|(%d+);') do
+            if redis.call('hget', successor, 'status') == 'waiting' then
+                if status == 'done' then
+                    if when == 'f' then
+                        cancelled[#cancelled + 1] = successor
+                    else
+                        fill(successor, slot, result ~= '' and result or '\192')
+                    end
+                elseif when == 'a' or (when == 'f' and status ~= 'cancelled') then
+                    fill(successor, slot, failure(key, status))
+                elseif status == 'cancelled' then
+                    cancelled[#cancelled + 1] = successor
+                else
+                    stalls = true
+                end
+            end
+        end
+        if status == 'done' or status == 'cancelled' then
+            count(key, flow_key)
+        elseif stalls or not edges then  -- nobody takes its failure: the workflow stops here
+            stopped(key, flow_key, status)
+            return cancelled, true
+        else
+            if string.find(edges, 'f|') then
+                redis.call('hsetnx', flow_key, 'failed', key)
+            end
+            count(key, flow_key)
+        end
+        return cancelled, false
+    end
+
+    -- A successor takes its slot from a task outside its workflow (depends_on): at once if that task
+    -- is done, else once it ends (as its own successors do). Returns the task's status ('' if it has
+    -- no record).
+    function flow.depend(task, successor, slot)
+        local fields = redis.call('hmget', task, 'status', 'result', 'next')
+        local status = fields[1] or ''
+        if status == 'done' then
+            fill(successor, slot, fields[2] ~= '' and fields[2] or '\192')
+        elseif status ~= '' and status ~= 'cancelled' then
+            redis.call('hset', task, 'next', (fields[3] or '') .. 's|' .. successor .. '|' .. slot .. ';')
+            if status == 'failed' or status == 'dead' then  -- ended: its record would expire before it runs again
+                redis.call('persist', task)
+            end
+        end
+        return status
+    end
+
+    -- A step claimed to run (again): a workflow its failure stopped runs on.
+    function flow.resumed(key)
+        local flow_key = redis.call('hget', key, 'flow')
+        if flow_key and redis.call('hget', flow_key, 'failed') == key then
+            redis.call('hdel', flow_key, 'failed', 'error')
+            if redis.call('hget', flow_key, 'status') == 'failed' then
+                redis.call('hset', flow_key, 'status', 'running')
+            end
+        end
+    end
+
+    return flow
+end

@@ -1,0 +1,170 @@
+"""What enqueueing a workflow sends: each step's record and blob, the edges between them, and the
+tasks outside it that some steps wait on (depends_on), as enqueue_flow.lua's arguments (see
+delayed.wire.flow for the graph, and lua/flow.lua for what the scripts do with it)."""
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+from redis.crc import key_slot
+
+from ..errors import TaskFailedError, TaskNotFoundError
+from ..wire import tracking
+from ..wire.flow import DEFAULT_RESULT_TTL, FlowStatus, Inputs, Node, Step, When, Workflow, WorkflowInfo, parse_info
+from ..wire.keys import QueueKeys, check_queue_name, hash_tag
+from ..wire.options import make
+from ..wire.task import GoTask, PyTask
+from ..wire.tracking import Cancel, outcome
+from .calls import Command, Pipeline, Plan, RunScript, Sleep
+from .connection import is_cluster
+from .polls import polls
+from .producer import Producer, blobs_of, due_time, refused_when_full, scheduled_members, task_info_of
+from .scripts import Script
+
+Task = Union[PyTask, GoTask]
+Dependency = Any
+"""A task a workflow's first steps wait on: a TaskHandle or an AsyncTaskHandle (its queue and id)."""
+
+ENQUEUE_FLOW = Script("enqueue_flow")
+CANCEL_FLOW = Script("cancel_flow")
+
+
+def with_handlers(part: Union[Workflow, Step, Task], on_success: Union[None, Step, Task],
+                  on_failure: Union[None, Step, Task]) -> Workflow:
+    """enqueue's task or workflow as a workflow, with its on_success and on_failure steps: each runs
+    after the workflow's final steps, once they all succeeded (on_success) or one failed (on_failure;
+    it receives a StepFailed if it takes a result). The workflow's result stays the part's own."""
+    workflow = Workflow.of(part)
+    tails, shape = workflow.tails, workflow.shape
+    for handler, when in ((on_success, When.SUCCESS), (on_failure, When.FAILURE)):
+        if handler is not None:
+            workflow = workflow.then(Workflow.of(handler), when)
+            workflow.tails, workflow.shape = tails, shape
+    return workflow
+
+
+def _checked(node: Node, index: int) -> None:
+    """TypeError or ValueError for a step option a workflow cannot honour."""
+    options = node.task.options
+    if options.unique_for is not None:
+        raise TypeError(f"step {index + 1} ({node.task.func_path}) has unique_for: a workflow's steps cannot be unique")
+    if node.waits and (options.delay is not None or options.at is not None):
+        raise ValueError(f"step {index + 1} ({node.task.func_path}) has a delay or at, but runs once the steps before "
+                         "it end: only a workflow's first steps can wait for a time")
+    if options.result_ttl is not None:
+        raise TypeError(f"step {index + 1} ({node.task.func_path}) has result_ttl: give it to enqueue, for the whole "
+                        "workflow")
+
+
+def flow_call(keys: QueueKeys, workflow: Workflow, dependencies: Sequence[Dependency], ttl: int,
+              due: Optional[float], cluster: bool, max_task_size: int) -> Tuple[str, List[str], Dict[str, Any]]:
+    """The workflow's id, its steps' task ids, and the enqueue_flow script's arguments. dependencies:
+    the tasks every first step waits on (depends_on); due: when the first steps are (None: now).
+    Steps run on their Step's queue, else on keys' queue."""
+    flow_id = tracking.new_id()
+    ids = [tracking.new_id() for _ in workflow.nodes]
+    queues = [node.queue or keys.name for node in workflow.nodes]
+    for name in set(queues) - {keys.name}:
+        check_queue_name(name, cluster)
+        if cluster and key_slot(name.encode()) != key_slot(keys.name.encode()):
+            raise ValueError(f"a workflow's queues live in one slot of a Redis Cluster: {name!r} and {keys.name!r} "
+                             f"have different hash tags ({hash_tag(name)!r}, {hash_tag(keys.name)!r})")
+    records = [QueueKeys.of(queue).task(task_id) for queue, task_id in zip(queues, ids)]
+    for index in workflow.heads:
+        workflow.nodes[index].external = len(dependencies)
+        workflow.nodes[index].gathers = True
+    edges = [""] * len(workflow.nodes)
+    for index, node in enumerate(workflow.nodes):
+        _checked(node, index)
+        for slot, (before, when) in enumerate(node.inputs_from, 1):
+            edges[before] += f"{when}|{records[index]}|{slot};"
+    blobs = blobs_of([node.task.with_options(id=task_id) for node, task_id in zip(workflow.nodes, ids)],
+                     max_task_size)
+    steps: List[Any] = []
+    for index, (node, blob) in enumerate(zip(workflow.nodes, blobs)):
+        own_due = due
+        if node.task.options.delay is not None or node.task.options.at is not None:
+            own_due = due_time(node.task.options)
+        member = b"" if own_due is None or node.waits else next(iter(scheduled_members((blob,), own_due)))
+        inputs = node.inputs() if node.waits else Inputs.NONE
+        steps += [queues[index], node.task.func_path, blob, "" if own_due is None or node.waits else own_due, member,
+                  node.waits, inputs.value, node.waits, edges[index]]
+    depending: List[Any] = []
+    for position, dependency in enumerate(dependencies, 1):
+        record = QueueKeys.of(dependency.queue.name).task(dependency.id)
+        for index in workflow.heads:
+            depending += [record, index + 1, len(workflow.nodes[index].inputs_from) + position]
+    final = "\n".join(records[index] for index in workflow.tails)
+    call = dict(flow=keys.flow(flow_id), records=records, ttl=ttl, final=final, shape=workflow.shape.value,
+                step_count=len(workflow.nodes), steps=steps, dependencies=depending)
+    return flow_id, ids, call
+
+
+def check_enqueued(reply: List[Any], dependencies: Sequence[Dependency]) -> None:
+    """TaskNotFoundError for enqueue_flow's refusal: a task depends_on named has no record, or was cancelled."""
+    if int(reply[0]) == 1:
+        return
+    record, status = reply[1].decode(), reply[2].decode()
+    why = "was cancelled" if status == "cancelled" else "has no record (never tracked, or it expired)"
+    raise TaskNotFoundError(f"depends_on: task {record.rpartition('_task:')[2]} {why}; nothing was enqueued")
+
+
+def plan_enqueue_flow(producer: Producer[Any], part: Union[Workflow, Step, Task], depends_on: Sequence[Dependency],
+                      on_success: Union[None, Step, Task], on_failure: Union[None, Step, Task],
+                      result_ttl: Optional[float], delay: Optional[float], at: Any) -> Plan[str]:
+    """Enqueue a workflow (a chain, a group, or a task with depends_on, on_success or on_failure) in one
+    script call; returns its id (each face gives its handle). result_ttl: how long it is kept once it
+    ended (default DEFAULT_RESULT_TTL); delay, at: when its first steps are due."""
+    given = {"result_ttl": result_ttl, "delay": delay, "at": at}
+    chosen = make(**{name: value for name, value in given.items() if value is not None})
+    ttl = tracking.ttl_seconds(DEFAULT_RESULT_TTL if chosen.result_ttl is None else chosen.result_ttl)
+    workflow = with_handlers(part, on_success, on_failure)
+    flow_id, _, call = flow_call(producer.keys, workflow, list(depends_on), ttl, due_time(chosen),
+                                 is_cluster(producer.conn), producer.max_task_size)
+    with refused_when_full(producer.name):
+        reply = yield RunScript(ENQUEUE_FLOW, call)
+    check_enqueued(reply, depends_on)
+    yield from producer._plan_replicated()
+    return flow_id
+
+
+def plan_flow_info(producer: Producer[Any], flow_id: str) -> Plan[WorkflowInfo]:
+    """A workflow's hash and its time to live, read in one MULTI; TaskNotFoundError if there is none."""
+    key = producer.keys.flow(flow_id)
+    fields, ttl = yield Pipeline((Command("hgetall", (key,)), Command("ttl", (key,))))
+    if isinstance(fields, list):  # RESP2 in a cluster transaction (see producer.task_info_of)
+        fields = dict(zip(fields[::2], fields[1::2]))
+    if not fields:
+        raise TaskNotFoundError(f"no workflow {flow_id} in {producer.name}: never enqueued there, or it expired "
+                                "result_ttl seconds after it ended")
+    return parse_info(flow_id, producer.name, fields, ttl)
+
+
+def plan_flow_result(producer: Producer[Any], flow_id: str, timeout: Optional[float]) -> Plan[Any]:
+    """Wait for the workflow to end; its result: its final step's, or the list of its final steps'.
+    TaskFailedError if a step's failure stopped it or it was cancelled; TimeoutError after timeout s."""
+    info = yield from plan_flow_info(producer, flow_id)
+    for wait in polls(timeout):
+        if info.status != FlowStatus.RUNNING:
+            break
+        yield Sleep(wait)
+        info = yield from plan_flow_info(producer, flow_id)
+    if info.status == FlowStatus.RUNNING:
+        raise TimeoutError(f"workflow {flow_id} still running after {timeout} s ({info.left} of {info.total} steps left)")
+    if info.status != FlowStatus.DONE:
+        step = "" if info.failed is None else f": step {info.failed[1]} in {info.failed[0]} {info.error}"
+        raise TaskFailedError(f"workflow {flow_id} {info.status}{step}", info)
+    records = [QueueKeys.of(queue).task(task_id) for queue, task_id in info.final]
+    replies = yield Pipeline(tuple(Command("hgetall", (record,)) for record in records), transaction=False)
+    results = [outcome(task_info_of(QueueKeys.of(queue), task_id, fields, -1))
+               for (queue, task_id), fields in zip(info.final, replies)]
+    return results[0] if info.shape == Inputs.ONE else results
+
+
+def plan_cancel_flow(producer: Producer[Any], flow_id: str) -> Plan[Cancel]:
+    """The cancel_flow script, and what it did said for people (TaskNotFoundError for no workflow)."""
+    cancelled, running = yield RunScript(CANCEL_FLOW, {"flow": producer.keys.flow(flow_id)})
+    if cancelled == -1:
+        yield from plan_flow_info(producer, flow_id)  # raises TaskNotFoundError
+    if cancelled == -2:
+        return Cancel(False, "ended", f"workflow {flow_id} already ended")
+    busy = f"; {running} running step(s) finish, and nothing runs after them" if running else ""
+    return Cancel(True, FlowStatus.RUNNING, f"cancelled workflow {flow_id}: {cancelled} step(s) that had not "
+                                            f"started{busy}")

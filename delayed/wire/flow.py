@@ -1,0 +1,287 @@
+"""Workflows: `chain`, `group` and `Step`, the graph they make, and what a workflow's records say.
+
+A workflow is a graph of steps, each a tracked task. A step that waits on others is kept in its
+record (status "waiting") and enqueued by the script that settles the last step it waits on, in the
+same Lua call (delayed/protocol/lua/flow.lua, which documents every field written here). Nothing
+of a workflow rides in a task's blob but its id, so any worker that tracks tasks, Python or Go, runs
+its steps without knowing workflows exist.
+
+`chain(a, b, c)` runs each part once the one before it succeeded; `group(tasks, callback)` runs its
+members at once and the callback once they all ended. Both nest (a chain of groups, a group of
+chains), and both compile to the same graph (`Workflow`): nodes, edges and, at its ends, the steps
+whose results are the workflow's.
+"""
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+from .keys import TASK_INFIX
+from .strenum import StrEnum
+from .task import GoTask, PyTask
+
+Task = Union[PyTask, GoTask]
+
+DEFAULT_RESULT_TTL = 86400
+"""Seconds a workflow and its steps' records are kept once it ended, when enqueue gives no result_ttl."""
+
+
+class When(StrEnum):
+    """When an edge's successor takes its input from the step before it (flow.lua's `next` entries)."""
+
+    SUCCESS = "s"
+    FAILURE = "f"
+    ALWAYS = "a"
+
+
+class Inputs(StrEnum):
+    """How a step takes the results of the steps it waits on (flow.lua's `inputs`)."""
+
+    NONE = ""
+    ONE = "one"
+    LIST = "list"
+
+
+class FlowStatus(StrEnum):
+    """A workflow's status, as its hash stores it.
+
+    Attributes:
+        RUNNING: `"running"`: steps are waiting, queued or running.
+        DONE: `"done"`: every step ended, none failed.
+        FAILED: `"failed"`: a step failed and nothing took its failure: the steps after it wait
+            (requeue its dead letter to go on); or every step ended and one failed on the way.
+        CANCELLED: `"cancelled"`: `cancel()` cancelled the steps that had not started.
+    """
+
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+MEMBER_FAILURE = ("stop", "pass")
+"""What a group's failed member does to its callback: stops it (it waits, as a chain's next step
+does), or passes the failure on in its place (a `StepFailed` in the callback's list)."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """A task as a workflow's step, when it needs more than the task: its queue, or a result.
+
+    Args:
+        task: The `PyTask` or `GoTask`.
+        queue: The queue it runs on (a GoTask's, for our Go worker), by name; default: the queue the
+            workflow is enqueued on. On a Redis Cluster every queue of a workflow carries the same
+            hash tag.
+        takes_result: Receive, as an extra last argument, what the steps it waits on returned: the
+            previous step's result in a chain (a list of results after a group without callback), the
+            list of results of the tasks named by `depends_on`, and a `StepFailed` for an
+            `on_failure` step. A group's callback always receives its members' results (unless given
+            `takes_result=False` here).
+    """
+
+    task: Task
+    queue: Optional[str] = None
+    takes_result: Optional[bool] = None
+
+
+@dataclass
+class Node:
+    """One step of a workflow graph: its task, queue, how it takes its inputs, and its predecessors'
+    edges, in slot order (the slot is the position in `inputs_from`, from 1)."""
+
+    task: Task
+    queue: Optional[str]
+    takes_result: Optional[bool]
+    gathers: bool = False
+    """It takes its inputs as one list, whatever their number (a callback, or after depends_on)."""
+    inputs_from: List[Tuple[int, When]] = field(default_factory=list)
+    """(predecessor node index, when) per slot; depends_on's slots are counted in `external`."""
+    external: int = 0
+
+    @property
+    def waits(self) -> int:
+        return len(self.inputs_from) + self.external
+
+    def inputs(self) -> Inputs:
+        if not self.takes_result:
+            return Inputs.NONE
+        return Inputs.LIST if self.gathers or self.waits != 1 else Inputs.ONE
+
+
+class Workflow:
+    """A graph of steps, as `chain` and `group` build it: enqueue it with `Queue.enqueue`.
+
+    Attributes:
+        nodes (list): Its steps, in the order the workflow lists them.
+        heads (list): The indexes of the steps that wait on nothing in it.
+        tails (list): The indexes of the steps whose results are the workflow's.
+        shape (str): `"one"`: the workflow's result is its one tail's; `"list"`: the tails' results.
+    """
+
+    def __init__(self, nodes: List[Node], heads: List[int], tails: List[int], shape: Inputs) -> None:
+        self.nodes, self.heads, self.tails, self.shape = nodes, heads, tails, shape
+
+    @classmethod
+    def of(cls, part: Union["Workflow", Step, Task]) -> "Workflow":
+        """A part of a workflow as a workflow: a task or a Step is one of one step."""
+        if isinstance(part, Workflow):
+            return part
+        if isinstance(part, (PyTask, GoTask)):
+            part = Step(part)
+        if not isinstance(part, Step):
+            raise TypeError(f"a workflow's step is a PyTask, a GoTask, a Step, a chain or a group, not "
+                            f"{type(part).__name__}")
+        return cls([Node(part.task, part.queue, part.takes_result)], [0], [0], Inputs.ONE)
+
+    def _taken(self, offset: int) -> "Workflow":
+        """A copy of this workflow, its nodes renumbered from offset (they join a bigger one): a
+        workflow can be a part of several."""
+        nodes = [dataclasses.replace(node, inputs_from=[(index + offset, when) for index, when in node.inputs_from])
+                 for node in self.nodes]
+        return Workflow(nodes, [i + offset for i in self.heads], [i + offset for i in self.tails], self.shape)
+
+    def then(self, successor: "Workflow", when: When = When.SUCCESS, gathers: bool = False) -> "Workflow":
+        """This workflow, then successor once its tails ended as `when` says: successor's heads take
+        this workflow's result (one value, or the list of its tails')."""
+        start = self._taken(0)
+        successor = successor._taken(len(self.nodes))
+        nodes = start.nodes + successor.nodes
+        for head in successor.heads:
+            node = nodes[head]
+            node.gathers = node.gathers or gathers or self.shape is Inputs.LIST
+            node.inputs_from.extend((tail, when) for tail in self.tails)
+        return Workflow(nodes, self.heads, successor.tails, successor.shape)
+
+
+def chain(*steps: Union[Workflow, Step, Task]) -> Workflow:
+    """Steps that run one after the other, each once the one before it succeeded.
+
+    A step that fails (out of retries, dead-lettered) stops the chain: the steps after it wait, the
+    workflow's status says `failed` and which step, and requeuing its dead letter goes on.
+
+    Args:
+        *steps: Tasks (`PyTask`, `GoTask`), `Step`s, chains or groups, in order. A `Step` with
+            `takes_result=True` receives the previous step's result as an extra last argument.
+
+    Returns:
+        The workflow: `queue.enqueue(chain(...))` enqueues it and returns its `WorkflowHandle`, whose
+        `result()` is the last step's.
+
+    Example:
+        ```python
+        from delayed import PyTask, Queue, Step, chain, connect
+
+        queue = Queue("default", connect())
+        handle = queue.enqueue(chain(PyTask("tasks:add", [1, 2]), Step(PyTask("tasks:add", [10]), takes_result=True)))
+        ```
+    """
+    if not steps:
+        raise ValueError("chain() needs at least one step")
+    workflow = Workflow.of(steps[0])
+    for step in steps[1:]:
+        workflow = workflow.then(Workflow.of(step))
+    return workflow
+
+
+def group(tasks: Sequence[Union[Workflow, Step, Task]], callback: Union[None, Step, Task] = None,
+          on_member_failure: str = "stop") -> Workflow:
+    """Members that run at once, and a callback that runs once they all ended.
+
+    Args:
+        tasks: The members: tasks, `Step`s, chains or groups.
+        callback: A task (or `Step`) that receives the members' results, in order, as an extra last
+            argument (a list), once every member ended. None: the group's result is that list.
+        on_member_failure: `"stop"` (the default): a member that fails stops the callback, which waits
+            as a chain's next step does (requeue the member's dead letter to go on). `"pass"`: the
+            callback runs all the same, and a failed member's place in its list holds a
+            `StepFailed` (its id, function, status and error).
+
+    Returns:
+        The workflow: `queue.enqueue(group(...))` returns its `WorkflowHandle`, whose `result()` is
+        the callback's (or, without one, the list of the members' results).
+    """
+    if on_member_failure not in MEMBER_FAILURE:
+        raise ValueError(f"on_member_failure must be one of {', '.join(MEMBER_FAILURE)}, got {on_member_failure!r}")
+    if not tasks:
+        raise ValueError("group() needs at least one member")
+    nodes: List[Node] = []
+    heads: List[int] = []
+    tails: List[int] = []
+    for task in tasks:
+        member = Workflow.of(task)._taken(len(nodes))
+        nodes += member.nodes
+        heads += member.heads
+        tails += member.tails
+    members = Workflow(nodes, heads, tails, Inputs.LIST)
+    if callback is None:
+        return members
+    final = Workflow.of(callback)
+    [node] = final.nodes
+    node.takes_result = node.takes_result is not False
+    when = When.ALWAYS if on_member_failure == "pass" else When.SUCCESS
+    return members.then(final, when, gathers=True)
+
+
+def flow_id(key: str) -> Tuple[str, str]:
+    """A record key's queue and task id: `<queue>_task:<id>` (see keys.QueueKeys.task)."""
+    queue, _, task_id = key.rpartition(TASK_INFIX)
+    return queue, task_id
+
+
+def record_keys(text: bytes) -> List[str]:
+    """A workflow hash's list of record keys (steps, final): one per line."""
+    return [line for line in text.decode().split("\n") if line]
+
+
+@dataclass(frozen=True)
+class WorkflowInfo:
+    """A workflow's hash, as `WorkflowHandle.info()` reads it.
+
+    Attributes:
+        id (str): The workflow's id.
+        queue (str): The queue it was enqueued on.
+        status (str): A `FlowStatus` value: running, done, failed or cancelled.
+        total (int): Its steps.
+        left (int): Its steps not ended yet.
+        steps (list): Every step, as (queue, task id), in the order the workflow lists them.
+        final (list): The steps whose results are the workflow's.
+        shape (str): `"one"` (its result is its one final step's) or `"list"`.
+        failed (tuple | None): (queue, task id) of the step whose failure stopped it, or None.
+        error (str | None): How that step ended, and what it raised.
+        created_at (float | None): When it was enqueued.
+        finished_at (float | None): When its last step ended.
+        expires_in (int | None): Seconds its hash has left once it ended.
+    """
+
+    id: str
+    queue: str
+    status: str
+    total: int
+    left: int
+    steps: List[Tuple[str, str]]
+    final: List[Tuple[str, str]]
+    shape: str
+    failed: Optional[Tuple[str, str]]
+    error: Optional[str]
+    created_at: Optional[float]
+    finished_at: Optional[float]
+    expires_in: Optional[int]
+
+
+def parse_info(flow: str, queue: str, fields: Dict[bytes, bytes], ttl: int) -> WorkflowInfo:
+    """A workflow hash's fields (HGETALL) and TTL as a WorkflowInfo."""
+    def text(name: str) -> Optional[str]:
+        value = fields.get(name.encode())
+        return None if value is None else value.decode(errors="replace")
+
+    def number(name: str) -> Optional[float]:
+        value = text(name)
+        return None if value is None else float(value)
+
+    failed = text("failed")
+    return WorkflowInfo(
+        id=flow, queue=queue, status=text("status") or "?", total=int(number("total") or 0),
+        left=int(number("left") or 0), steps=[flow_id(key) for key in record_keys(fields.get(b"steps", b""))],
+        final=[flow_id(key) for key in record_keys(fields.get(b"final", b""))], shape=text("shape") or "one",
+        failed=None if failed is None else flow_id(failed), error=text("error"), created_at=number("created"),
+        finished_at=number("finished"), expires_in=ttl if ttl >= 0 else None)
