@@ -9,12 +9,14 @@ import datetime
 import subprocess
 import sys
 import time
+import uuid
 
 import pytest
 
 from delayed import FlowStatus, PyTask, Queue, Step, StepFailed, TaskHandle, Worker, WorkflowHandle, chain, group
 from delayed.errors import TaskFailedError, TaskNotFoundError
 from delayed.ops.cli import main as delayed_main
+from delayed.wire import tracking
 
 from .conftest import ROOT, WAIT, wait_for
 from .flow_tasks import received
@@ -152,6 +154,17 @@ def test_with_pass_a_failed_member_s_place_holds_a_step_failed_and_the_workflow_
     assert handle.status() == FlowStatus.DONE and handle.result(timeout=WAIT) == [expected]
     assert member.status() == "failed"
     assert int(conn.get("boom:member")) == 1
+
+
+@pytest.mark.parametrize("last_digit", ["0", "f"])
+def test_with_pass_the_workflow_is_done_whatever_its_ids_end_with(conn, queue, monkeypatch, last_digit):
+    """A record key in a step's `next` edges ends with its id: one ending in "f" is no on_failure edge."""
+    monkeypatch.setattr(tracking, "new_id", lambda: uuid.uuid4().hex[:-1] + last_digit)
+    handle = queue.enqueue(group([task("boom", "member")], callback=task("got", "callback"), on_member_failure="pass"))
+    drain(conn)
+    assert handle.steps()[1].id.endswith(last_digit)
+    assert handle.status() == FlowStatus.DONE and handle.info().failed is None
+    assert counts(conn)["workflows_done"] == 1 and "workflows_failed" not in counts(conn)
 
 
 def test_a_step_failed_reaches_the_callback_as_an_exception_it_can_raise(conn, queue):

@@ -243,7 +243,7 @@ local function flows(track)
             stopped(key, flow_key, status)
             return cancelled, true
         else
-            if string.find(edges, 'f|') then
+            if string.find(';' .. edges, ';f|', 1, true) then  -- an on_failure edge, not a key ending in 'f'
                 redis.call('hsetnx', flow_key, 'failed', key)
             end
             count(key, flow_key)
