@@ -288,6 +288,21 @@ def test_on_success_runs_after_a_success_and_on_failure_ends_cancelled(conn, que
     assert handle.status() == FlowStatus.DONE and handle.result(timeout=WAIT) == 1  # the task's own result
 
 
+def test_on_failure_runs_with_a_step_failed_and_on_success_ends_cancelled(conn, queue):
+    handle = queue.enqueue(task("boom", "main"), on_success=takes("got", "success"),
+                           on_failure=takes("got", "failure"), result_ttl=60)
+    main, success, failure = handle.steps()
+    drain(conn)
+    assert received(conn, "failure") == [[failed_as_data(main, "ValueError: main fails")]]
+    assert received(conn, "success") == []
+    assert (main.status(), success.status(), failure.status()) == ("failed", "cancelled", "done")
+    info = handle.info()
+    assert (info.status, info.left) == (FlowStatus.FAILED, 0)  # it ended, a step failed on the way
+    assert 0 < conn.ttl(f"q_task:{main.id}") <= 60  # its failure was taken: nothing waits for it to run again
+    with pytest.raises(TaskFailedError):
+        handle.result(timeout=WAIT)
+
+
 # nesting, queues, time
 
 

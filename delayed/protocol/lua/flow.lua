@@ -214,12 +214,14 @@ local function flows(track)
 
     -- A step ended with status (done: result is its msgpack): its successors move on, and its workflow.
     -- Returns the record keys of waiting successors it cancels (a successor that needed it to succeed
-    -- when it was cancelled, or an on_failure step of a step that succeeded), which the caller ends,
-    -- and whether its failure stopped the workflow (its record is then kept until it runs again).
+    -- when it was cancelled, or when an on_failure step took its failure; an on_failure step of a step
+    -- that succeeded), which the caller ends, and whether its failure stopped the workflow (its record
+    -- is then kept until it runs again).
     function flow.ended(key, status, result)
         local fields = redis.call('hmget', key, 'next', 'flow')
         local edges, flow_key = fields[1], fields[2]
         local cancelled, stalls = {}, false
+        local taken = edges and string.find(';' .. edges, ';f|', 1, true)  -- an on_failure step takes its failure
         for when, successor, slot in string.gmatch(edges or '', '(%a)|([^|]*)|(%d+);') do
             if redis.call('hget', successor, 'status') == 'waiting' then
                 if status == 'done' then
@@ -230,7 +232,7 @@ local function flows(track)
                     end
                 elseif when == 'a' or (when == 'f' and status ~= 'cancelled') then
                     fill(successor, slot, failure(key, status))
-                elseif status == 'cancelled' then
+                elseif status == 'cancelled' or taken then
                     cancelled[#cancelled + 1] = successor
                 else
                     stalls = true
@@ -243,7 +245,7 @@ local function flows(track)
             stopped(key, flow_key, status)
             return cancelled, true
         else
-            if string.find(';' .. edges, ';f|', 1, true) then  -- an on_failure edge, not a key ending in 'f'
+            if taken then
                 redis.call('hsetnx', flow_key, 'failed', key)
             end
             count(key, flow_key)
