@@ -8,6 +8,7 @@ through them, so each test knows exactly what ran before it looks.
 import datetime
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
@@ -206,6 +207,36 @@ def test_a_failed_step_stops_its_successors_until_requeued_then_the_chain_goes_o
 
 
 # cancel
+
+
+def test_cancel_cancels_every_step_that_has_not_started_and_nothing_runs_after_a_running_one(conn, queue):
+    handle = queue.enqueue(group([chain(Step(task("gate", "running", 1), queue="held"), task("got", "after")),
+                                  task("got", "pending"), task("got", "scheduled", delay=3600)],
+                                 callback=task("got", "callback")), result_ttl=60)
+    running, after, pending, scheduled, callback = handle.steps()
+    worker = Worker(Queue("held", conn), ALLOW, dequeue_timeout=0.05)
+    thread = threading.Thread(target=worker.run, kwargs={"handle_signals": False})
+    thread.start()
+    try:
+        wait_for(lambda: conn.exists("started:running"), what="the first step to start")
+        assert [step.status() for step in handle.steps()] == ["running", "waiting", "pending", "scheduled", "waiting"]
+        outcome = handle.cancel()
+        assert outcome.cancelled and "4 step(s)" in outcome.reason and "1 running" in outcome.reason
+        assert [step.status() for step in (after, pending, scheduled, callback)] == ["cancelled"] * 4
+        assert conn.llen("q") == conn.llen("q_noti") == conn.zcard("q_scheduled") == 0
+        assert handle.status() == FlowStatus.CANCELLED
+        conn.set("open:running", 1)
+        wait_for(lambda: running.status() == "done", what="the running step to finish")
+    finally:
+        conn.set("open:running", 1)
+        worker.stop()
+        thread.join(WAIT)
+    drain(conn)
+    assert not conn.keys("got:*")  # nothing ran after it, nor instead of the cancelled steps
+    assert handle.status() == FlowStatus.CANCELLED
+    with pytest.raises(TaskFailedError, match="cancelled"):
+        handle.result(timeout=WAIT)
+    assert not handle.cancel()  # it had ended
 
 
 def test_cancelling_one_waiting_step_cancels_the_steps_that_needed_it(conn, queue):
