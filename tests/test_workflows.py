@@ -422,6 +422,17 @@ def test_enqueue_refuses_what_a_workflow_cannot_honour_and_writes_nothing(conn, 
     assert snapshot(conn) == already
 
 
+@pytest.mark.parametrize("name", ["jobs|high", "jobs;high", "jobs\nhigh"])
+def test_a_queue_whose_name_holds_a_separator_of_the_records_takes_no_workflow(conn, name):
+    """A step's `next` edges are "<when>|<record key>|<slot>;" entries, a workflow's steps one per line: a
+    queue named "jobs|high" made its steps' successors unreadable, and they waited forever."""
+    with pytest.raises(ValueError, match="cannot hold"):
+        Queue(name, conn).enqueue(chain(task("plain", 1), task("plain", 2)))
+    with pytest.raises(ValueError, match="cannot hold"):
+        Queue("q", conn).enqueue(chain(task("plain", 1), Step(task("plain", 2), queue=name)))
+    assert conn.dbsize() == 0
+
+
 # expiry
 
 
