@@ -42,8 +42,14 @@ class KillingRedis(redis.Redis):
     def __init__(self, url: str, kill_at: int, mode: str) -> None:
         pool = redis.ConnectionPool.from_url(url)
         super().__init__(connection_pool=pool)
-        self.kill_at, self.mode, self.count = kill_at, mode, 0
+        self.kill_at, self.mode = kill_at, mode
+        self._counted = [0]  # shared by the copies a queue makes of its client (see send_once.py)
         self._lock = threading.Lock()
+
+    @property
+    def count(self) -> int:
+        """Round trips so far, through this client and every copy of it."""
+        return self._counted[0]
 
     def execute_command(self, *args: Any, **options: Any) -> Any:
         return self._round_trip(str(args[0]), lambda: super(KillingRedis, self).execute_command(*args, **options))
@@ -56,8 +62,8 @@ class KillingRedis(redis.Redis):
 
     def _round_trip(self, name: str, send: Callable[[], Any]) -> Any:
         with self._lock:
-            self.count += 1
-            number = self.count
+            self._counted[0] += 1
+            number = self._counted[0]
         if number == self.kill_at and self.mode == "before":
             self._die(name)
         try:
