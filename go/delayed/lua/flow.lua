@@ -244,7 +244,7 @@ local function flows(track)
             stopped(key, flow_key, status)
             return cancelled, true
         else
-            if string.find(edges, 'f|') then
+            if string.find(';' .. edges, ';f|', 1, true) then  -- an edge to an on_failure step (not an id's f)
                 redis.call('hsetnx', flow_key, 'failed', key)
             end
             count(key, flow_key)
