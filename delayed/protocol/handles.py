@@ -3,13 +3,16 @@ hash), wait for its result, cancel it.
 
 `TaskHandle` and `AsyncTaskHandle` (`WorkflowHandle` and `AsyncWorkflowHandle`) are two faces of one core: what a handle does is planned once
 (`_Handle`, through its queue's plans: see calls.py), and each face runs it with its queue's executor."""
-from typing import Any, Awaitable, Generic, List, Optional, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Generic, List, Optional, Protocol, TypeVar
 
 from ..wire.flow import WorkflowInfo
 from ..wire.tracking import ENDED, Cancel, TaskInfo, outcome
 from . import workflows
 from .calls import Plan, Sleep
 from .polls import polls
+
+if TYPE_CHECKING:
+    from .queue import AsyncQueue, Queue
 
 T = TypeVar("T")
 
@@ -213,33 +216,7 @@ class AsyncTaskHandle(_Handle[AsyncRecords]):
         return await self.queue._run(self._plan_cancel())
 
 
-class _Workflow(Generic[Q]):
-    """A workflow on the queue it was enqueued on, its operations planned once for both faces."""
-
-    def __init__(self, queue: Q, flow_id: str) -> None:
-        self.queue = queue
-        self.id = flow_id
-
-    def _plan_info(self) -> Plan[WorkflowInfo]:
-        return (yield from workflows.plan_flow_info(self.queue, self.id))  # type: ignore[arg-type]
-
-    def _plan_status(self) -> Plan[str]:
-        return (yield from self._plan_info()).status
-
-    def _plan_result(self, timeout: Optional[float]) -> Plan[Any]:
-        return (yield from workflows.plan_flow_result(self.queue, self.id, timeout))  # type: ignore[arg-type]
-
-    def _plan_cancel(self) -> Plan[Cancel]:
-        return (yield from workflows.plan_cancel_flow(self.queue, self.id))  # type: ignore[arg-type]
-
-    def _step_handles(self, info: WorkflowInfo) -> List[Any]:
-        return [self.queue._sibling(queue).task(task_id) for queue, task_id in info.steps]  # type: ignore[attr-defined]
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.id!r}, queue={self.queue.name!r})"
-
-
-class WorkflowHandle(_Workflow[SyncRecords]):
+class WorkflowHandle(workflows.Workflows[Any]):
     """A workflow on a Queue (a chain, a group, or a task enqueued with depends_on, on_success or
     on_failure): read its status, wait for its result, reach its steps, cancel it.
 
@@ -273,6 +250,8 @@ class WorkflowHandle(_Workflow[SyncRecords]):
         queue.workflow(handle.id).info().left         # 0
         ```
     """
+
+    queue: "Queue"
 
     def info(self) -> WorkflowInfo:
         """The workflow's state, read now: its status, its steps, and the step that stopped it, if one did.
@@ -345,13 +324,15 @@ class WorkflowHandle(_Workflow[SyncRecords]):
         return self.queue._run(self._plan_cancel())
 
 
-class AsyncWorkflowHandle(_Workflow[AsyncRecords]):
+class AsyncWorkflowHandle(workflows.Workflows[Any]):
     """A workflow on an AsyncQueue: `WorkflowHandle` with coroutines, e.g. `await handle.result()`.
 
     Attributes:
         id (str): The workflow's id.
         queue (AsyncQueue): The queue it was enqueued on.
     """
+
+    queue: "AsyncQueue"
 
     async def info(self) -> WorkflowInfo:
         """The workflow's state, read now (see `WorkflowHandle.info`)."""
