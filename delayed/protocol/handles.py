@@ -315,8 +315,9 @@ class WorkflowHandle(workflows.Workflows[Any]):
         runs after them. A failed step's record, kept to let it run again, then expires.
 
         Returns:
-            What it did: true if the workflow was cancelled, with a reason that counts the steps;
-            false if it had ended (done, or cancelled before).
+            What it did: true if the workflow was cancelled, with the status it had (running or
+            failed) and a reason that counts the steps; false if it had ended (done, or cancelled
+            before).
 
         Raises:
             TaskNotFoundError: It expired (or the id is no workflow of this queue).

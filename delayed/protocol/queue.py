@@ -155,9 +155,10 @@ class Queue(QueueBase):
                 With `unique_for` too, the lock is the untracked task's digest.
                 A workflow is always tracked: each step's record is kept `result_ttl` seconds (default:
                 a day) after that step ended, and the workflow's own after its last step ended.
-            depends_on: Handles of tracked tasks (`TaskHandle`): the task runs once every one of them
-                succeeded (at once if they all have). A `Step(task, takes_result=True)` receives the
-                list of their results.
+            depends_on: Handles of tracked tasks (`TaskHandle`) or of workflows (`WorkflowHandle`: its
+                final steps): the task runs once every one of them succeeded (at once if they all
+                have). A `Step(task, takes_result=True)` receives the list of their results, one per
+                task (per final step of a workflow), in order.
             on_success: A task (or `Step`) to run once the task (or workflow) succeeded; a Step that
                 takes a result receives its result.
             on_failure: A task (or `Step`) to run if the task (or the workflow's final step) fails;
@@ -423,8 +424,8 @@ class AsyncQueue(Producer[AsyncTaskHandle]):
             unique_key: With `unique_for`: every task with this key is a duplicate.
             result_ttl: Track the task: its record is kept this many seconds after it ended. A
                 workflow is always tracked (default: a day).
-            depends_on: Handles of tracked tasks: the task runs once every one of them succeeded,
-                as for `Queue.enqueue`.
+            depends_on: Handles of tracked tasks or of workflows: the task runs once every one of them
+                succeeded, as for `Queue.enqueue`.
             on_success: A task (or `Step`) to run once the task (or workflow) succeeded.
             on_failure: A task (or `Step`) to run if the task (or the workflow's final step) fails.
             **options: Other options by name, as for `Queue.enqueue`.
