@@ -111,7 +111,8 @@ local function flows(track)
     end
 
     -- A task's blob with value (msgpack) as an extra last argument: a PyTask's args array grows by one;
-    -- a GoTask's payload (a bin holding its argument, or the array of its arguments) does.
+    -- a GoTask's payload (a bin holding its argument, or the array of its arguments) does, but for no
+    -- argument (nil): a Go handler of one parameter takes the whole payload, so the payload is value.
     function flow.with_argument(blob, value)
         local args = skip(blob, 2)  -- after the func path
         local b = string.byte(blob, args)
@@ -122,7 +123,7 @@ local function flows(track)
                 length = length * 256 + string.byte(blob, args + i)
             end
             local payload = string.sub(blob, args + 1 + size, args + size + length)
-            local grown = appended(payload, 1, value)
+            local grown = payload == '\192' and value or appended(payload, 1, value)
             local header = #grown < 256 and sized(0xc4, #grown, 1) or
                 (#grown < 65536 and sized(0xc5, #grown, 2) or sized(0xc6, #grown, 4))
             return string.sub(blob, 1, args - 1) .. header .. grown .. string.sub(blob, args + 1 + size + length)
@@ -221,7 +222,8 @@ local function flows(track)
         local fields = redis.call('hmget', key, 'next', 'flow')
         local edges, flow_key = fields[1], fields[2]
         local cancelled, stalls = {}, false
-        local taken = edges and string.find(';' .. edges, ';f|', 1, true)  -- an on_failure step takes its failure
+        -- an on_failure step takes its failure: an edge that starts with f (not a key's last hex digit)
+        local taken = edges and string.find(';' .. edges, ';f|', 1, true)
         for when, successor, slot in string.gmatch(edges or '', '(%a)|([^|]*)|(%d+);') do
             if redis.call('hget', successor, 'status') == 'waiting' then
                 if status == 'done' then
