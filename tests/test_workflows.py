@@ -334,6 +334,20 @@ def test_on_failure_runs_with_a_step_failed_and_on_success_ends_cancelled(conn, 
         handle.result(timeout=WAIT)
 
 
+def test_a_group_s_on_success_waits_for_a_failed_member_s_requeue(conn, queue):
+    """Its on_failure step waits on every member, so one member's failure is not taken: the workflow
+    stops there, and the member's requeue resumes it."""
+    handle = queue.enqueue(group([task("flaky", "member", 1), task("plain", 2)]), on_success=takes("got", "success"),
+                           on_failure=takes("got", "failure"))
+    drain(conn)
+    assert [step.status() for step in handle.steps()] == ["failed", "done", "waiting", "cancelled"]
+    assert handle.status() == FlowStatus.FAILED
+    queue.dead.requeue([handle.steps()[0].info().letter])
+    drain(conn)
+    assert received(conn, "success") == [[[1, 2]]] and received(conn, "failure") == []
+    assert handle.status() == FlowStatus.DONE and handle.result(timeout=WAIT) == [1, 2]
+
+
 # nesting, queues, time
 
 
