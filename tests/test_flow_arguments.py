@@ -6,8 +6,8 @@ a fixint or any wider int, a short str as a str8, str16 or str32, an array of 3 
 header, ...), so every marker the skipper reads comes up without megabytes of data: PyTask blobs with
 and without options, GoTask blobs whose payload (a bin 8, 16 or 32) holds one value, an array or nil.
 The blob that comes back must decode to the same task with exactly the value at the end of its
-arguments, and its bytes before and after the arguments must be those it had (the options map, the
-id at the end). DELAYED_FUZZ_EXAMPLES sets how many blobs each test tries (default 1000).
+arguments (a GoTask without an argument: the value as its payload), and its bytes before and after
+the arguments must be those it had (the options map, the id at the end). DELAYED_FUZZ_EXAMPLES sets how many blobs each test tries (default 1000).
 """
 import os
 import struct
@@ -197,8 +197,8 @@ def test_a_go_task_s_payload_gains_the_value_and_nothing_else_changes(with_argum
         assert grown.startswith(prefix) and grown.endswith(suffix)
         new_payload = decode(grown[len(prefix):len(grown) - len(suffix)])
         assert isinstance(new_payload, bytes)
-        if payload is None:
-            expected = [added]
+        if payload is None:  # no argument: the value is the payload (a one-parameter Go handler's)
+            expected = added
         elif payload_bytes[0] in ARRAY_MARKERS:
             expected = payload + [added]
         else:
