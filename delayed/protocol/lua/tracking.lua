@@ -100,9 +100,10 @@ local function tracking(prefix)
             if ttl >= 0 then
                 redis.call('persist', key)
             end
-            if redis.call('hexists', key, 'flow') == 1 then
+            local flow_key = redis.call('hget', key, 'flow')
+            if flow_key then
                 flow = flow or flows(track)
-                flow.resumed(key)
+                flow.resumed(key, flow_key)
             end
         end
     end
@@ -144,7 +145,7 @@ local function tracking(prefix)
                     if added[i] == 'result' then result = added[i + 1] end
                 end
                 flow = flow or flows(track)
-                cancelled, kept = flow.ended(key, status, result)
+                cancelled, kept = flow.ended(key, status, result, fields[3], fields[2])
             end
             if not kept then
                 redis.call('expire', key, fields[1])
