@@ -25,6 +25,20 @@ def commands(conn, action):
                if name.removeprefix("cmdstat_").partition("|")[0] not in UNCOUNTED), returned
 
 
+def test_a_group_s_enqueue_writes_each_member_with_the_commands_enqueue_many_writes_a_tracked_task(conn):
+    queue = Queue("q", conn)
+
+    def cost(size, grouped):
+        conn.flushall()
+        if grouped:
+            return commands(conn, lambda: queue.enqueue(group([TASK] * size, callback=TASK)))[0]
+        return commands(conn, lambda: queue.enqueue_many([TASK] * size, result_ttl=60))[0]
+
+    per_member = (cost(100, grouped=True) - cost(10, grouped=True)) / 90
+    per_tracked_task = (cost(100, grouped=False) - cost(10, grouped=False)) / 90
+    assert per_member == per_tracked_task == 3  # the blob and its notification pushed, the record written
+
+
 def test_a_group_member_costs_six_commands_more_than_a_plain_tracked_task_from_its_claim_to_its_end(conn):
     """The six: its workflow's failed step looked at as it is claimed (did its failure stop it?); its
     callback's status read, its slot filled and its waits counted down; its counted mark and its

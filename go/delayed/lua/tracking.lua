@@ -81,10 +81,11 @@ local function tracking(prefix)
         return false
     end
 
-    -- A task enqueued (or scheduled: member is its scheduled-set member, due its score).
-    function track.enqueued(key, func, ttl, blob, due, member)
+    -- A task enqueued (or scheduled: member is its scheduled-set member, due its score); ...: more
+    -- field, value pairs for its record (a workflow's step's, see flow.lua).
+    function track.enqueued(key, func, ttl, blob, due, member, ...)
         redis.call('hset', key, 'status', due == '' and 'pending' or 'scheduled', 'func', func, 'ttl', ttl,
-                   'enqueued', track.now(), 'blob', blob)
+                   'enqueued', track.now(), 'blob', blob, ...)
         if due ~= '' then
             redis.call('hset', key, 'due', due, 'nonce', string.sub(member, 1, 8))
         end
