@@ -41,10 +41,12 @@ def measure(driver: Driver, specs: Dict[str, object], cfg: Dict, log: Callable[[
     results: Dict[str, Dict[str, List[Dict]]] = {}
     for name, spec in specs.items():
         runs = results[name] = {}
+        # every system's chains are run cfg["reps"] times (a few seconds each: the target's ratio is of
+        # medians); Celery's chord, up to a minute, as often as its other rows (once)
         reps = min(cfg["reps"], getattr(spec, "context_reps", None) or cfg["reps"])
         for measurement in PLAN[name]:
             if measurement == "chains":
-                runs["chains"] = _chains(driver, spec, name, reps, cfg, log)
+                runs["chains"] = _chains(driver, spec, name, cfg["reps"], cfg, log)
                 continue
             runs[measurement] = []
             for _ in range(reps):
@@ -106,7 +108,7 @@ def report(results: Dict, labels: Dict[str, str], settings: Dict[str, str], cfg:
     columns = [name for name in COLUMNS if name in labels]
     lines = ["", "## Workflows: issue 30's targets", "",
              "One worker process each, at its defaults, on the bench's redis-server (FLUSHALLed before each run); "
-             f"medians of {cfg['reps']} runs (Celery: one run of each); in brackets the ratio system ÷ delayed. "
+             f"medians of {cfg['reps']} runs (Celery's chord: one run); in brackets the ratio system ÷ delayed. "
              "Chains: N chains of 3 no-op steps, each step given the result of the one before it, enqueued one "
              "call per chain by one producer while the worker runs them, timed from the first enqueue until the "
              "last chain's last step ran (N sized for about "
