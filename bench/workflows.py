@@ -15,14 +15,15 @@ redis-server, one worker process each at its defaults (bench/README.md says how)
 import statistics
 from typing import Callable, Dict, List, Optional
 
-# What each system of this section measures (bench/drivers/<name>_driver.py), in column order:
-# delayed_tracked is delayed with every plain task tracked; celery_results is Celery with its Redis
-# result backend (a chord needs one), celery the bench's Celery without one (its faster chain)
+# What each system of this section measures (bench/drivers/<name>_driver.py), in the order they run:
+# delayed_tracked is delayed with every plain task tracked; celery is the bench's Celery, without a
+# result backend (a chain needs none), celery_results Celery with its Redis result backend (a chord
+# needs one, and a chain's result is read from it)
 PLAN = {
     "delayed": ("chains", "group", "batch"),
     "delayed_tracked": ("batch",),
-    "celery_results": ("chains", "group"),
     "celery": ("chains",),
+    "celery_results": ("chains", "group"),
 }
 COLUMNS = ("delayed", "celery_results", "celery")
 NOTES = {"celery_results": "Redis result backend", "celery": "no result backend"}  # after their label

@@ -18,9 +18,10 @@ class Celery(common.System):
     settings = ("`celery -A bench_celery_tasks worker -c 1|2` with its defaults (prefork pool, "
                 "prefetch multiplier 4, early ack), `--without-gossip --without-mingle --without-heartbeat`")
     io_settings = "`-P threads -c N` (prefetch 4N); no coroutine tasks"
-    workflow_settings = ("`celery ... worker -c 1`, as above; no result backend (results ignored), so no "
-                         "chord; `chain(step.s(), step.s(), flow_end.s()).delay()`, each task given the "
-                         "result of the one before it")
+    workflow_settings = ("`celery -A bench_celery_tasks worker -c 1 --without-gossip --without-mingle "
+                         "--without-heartbeat` (prefork, prefetch 4, early ack); no result backend (results "
+                         "ignored), so no chord; `chain(step.s(), step.s(), flow_end.s()).delay()`, each task "
+                         "given the result of the one before it")
     environ: dict = {}  # what bench_celery_tasks reads at import, beside BENCH_REDIS_URL
 
     def __init__(self, url: str) -> None:

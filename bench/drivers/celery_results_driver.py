@@ -13,9 +13,9 @@ from celery_driver import Celery  # noqa: E402
 
 class CeleryResults(Celery):
     environ = {"BENCH_CELERY_RESULTS": "1"}
-    workflow_settings = ("`celery ... worker -c 1`, as above, with `backend=` the same Redis (every task's "
-                         "result stored); `chain(step.s(), step.s(), flow_end.s()).delay()`, and "
-                         "`chord([step.s(), ...])(flow_end.s())`, the callback given the members' results")
+    workflow_settings = ("the worker above, its app's `backend=` the same Redis (every task's result stored, "
+                         "the producer subscribed to each); `chain(step.s(), step.s(), flow_end.s()).delay()`, "
+                         "and `chord([step.s(), ...])(flow_end.s())`, the callback given the members' results")
 
 
 if __name__ == "__main__":
