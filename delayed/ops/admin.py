@@ -13,7 +13,7 @@ from ..protocol.queue import Queue
 from ..protocol.scheduled import ScheduledTasks
 from ..wire import preview, worker_info
 from ..wire.dead_letter import MAX_ERROR, check_ids, id_order
-from ..wire.keys import COUNTED_EVENTS, GO_WORKER_ID
+from ..wire.keys import COUNTED_EVENTS, COUNTED_WORKFLOWS, GO_WORKER_ID
 from ..wire.task import BIN_MARKERS, GoTask, decode_task
 from ..wire.tracking import Cancel, Status
 from ..wire.tracking import parse as parse_record
@@ -22,20 +22,25 @@ Row = Dict[str, Any]
 
 COUNTER_FIELDS = tuple(event + "_total" for event in COUNTED_EVENTS)
 """The counters in a stats row: enqueued_total, done_total, retried_total, dead_total (see QueueKeys.counts)."""
+WORKFLOW_FIELDS = tuple(field + "_total" for field in COUNTED_WORKFLOWS)
+"""The workflow counters in a stats row: workflows_started_total, workflows_done_total, workflows_failed_total
+(see QueueKeys.counts)."""
 
 
 def stats(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List[Row]:
     """Per queue (in the round trips of inspect.counts): tasks pending, held by workers, scheduled, dead;
     its live workers, ours and go-delayed's (those `workers` lists); whether it is paused (`delayed pause`);
     the queue's counters (COUNTER_FIELDS: tasks our scripts enqueued, released done, retried and
-    dead-lettered since its counts hash was created, 0 without one);
+    dead-lettered since its counts hash was created, 0 without one) and those of the workflows
+    enqueued on it (WORKFLOW_FIELDS: started, done, failed);
     "latency": how long a task waits in the queue before a worker takes it, in seconds, None if
     nothing tells; "latency_measured": True when measured, False when estimated, None when unknown;
     and "latency_basis", what it comes from (LATENCY_BASES);
     with heads, also "head": the blob at the head of the queue (None if empty)."""
     return [{"queue": name, "pending": counts.pending, "processing": counts.processing, "scheduled": counts.scheduled,
              "dead": counts.dead, "workers": counts.workers, "paused": counts.paused,
-             **dict(zip(COUNTER_FIELDS, counts.events)), **_measured_latency(counts),
+             **dict(zip(COUNTER_FIELDS, counts.events)), **dict(zip(WORKFLOW_FIELDS, counts.workflows)),
+             **_measured_latency(counts),
              **({"head": counts.head} if heads else {})}
             for name, counts in zip(names, inspect.counts(conn, names, heads))]
 

@@ -11,6 +11,7 @@ import redis
 
 from ..wire.keys import (
     COUNTED_EVENTS,
+    COUNTED_WORKFLOWS,
     COUNTS_SUFFIX,
     DEAD_LETTERS_SUFFIX,
     DEAD_SUFFIX,
@@ -172,7 +173,7 @@ class Counts:
     """A queue's numbers: tasks pending, held by workers (processing), scheduled and dead (in the
     dead-letter stream and in an N_dead list of older versions, not yet moved); its live workers (see
     live_go_workers: ours and go-delayed's); whether it is paused; its counters by COUNTED_EVENTS (0
-    without a counts hash); waited: how long the task at the head of the queue has waited, if anything
+    without a counts hash), and its workflows' by COUNTED_WORKFLOWS; waited: how long the task at the head of the queue has waited, if anything
     in Redis says (see head_wait), else None; with heads, the blob at the head of the queue (else, or if
     it is empty, None)."""
 
@@ -183,6 +184,7 @@ class Counts:
     workers: int
     paused: bool
     events: Tuple[int, ...]
+    workflows: Tuple[int, ...]
     waited: Optional[HeadWait] = None
     head: Optional[bytes] = None
 
@@ -202,7 +204,7 @@ def counts(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List
             pipe.llen(keys.dead)
             pipe.zcount(keys.workers, time.time(), "+inf")
             pipe.hkeys(keys.processing)
-            pipe.hmget(keys.counts, COUNTED_EVENTS)
+            pipe.hmget(keys.counts, COUNTED_EVENTS + COUNTED_WORKFLOWS)
             pipe.exists(keys.paused)
             pipe.exists(keys.tracked)
             pipe.exists(keys.head_since)
@@ -214,8 +216,9 @@ def counts(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List
     found = []
     for name, row, go in zip(names, rows, go_workers):
         pending, processing, scheduled, dead_letters, dead, ours, _, events, paused, tracked, noted, *head = row
+        counted = tuple(int(count or 0) for count in events)
         found.append(Counts(pending, processing, scheduled, dead_letters + dead, ours + len(go), bool(paused),
-                            tuple(int(count or 0) for count in events),
+                            counted[:len(COUNTED_EVENTS)], counted[len(COUNTED_EVENTS):],
                             head_wait(conn, name) if pending and (tracked or noted) else None, *head))
     return found
 
