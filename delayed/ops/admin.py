@@ -161,7 +161,7 @@ def workers(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
 def _about(fields: Dict[bytes, bytes]) -> Row:
     """A worker's description (delayed.wire.worker_info) as a row's host, pid, started (ISO 8601) and queues."""
     about = worker_info.about(fields)
-    return {**about, "started": None if about["started"] is None else _when(about["started"])}
+    return {**about, "started": None if about["started"] is None else utc_time(about["started"])}
 
 
 def holders(conn: redis.Redis, names: Sequence[str], limit: int = 200) -> List[Row]:
@@ -179,7 +179,7 @@ def holders(conn: redis.Redis, names: Sequence[str], limit: int = 200) -> List[R
                  for note in inspect.claim_notes(conn, name, [worker_id for worker_id, _, _ in held])]
         now = inspect.redis_time(conn) if any(claimed is not None for claimed in since) else 0.0
         rows += [{"queue": name, "worker": worker_id, "go": GO_WORKER_ID.fullmatch(worker_id) is not None,
-                  "task": describe_task(head, length), "claimed": None if claimed is None else _when(claimed),
+                  "task": describe_task(head, length), "claimed": None if claimed is None else utc_time(claimed),
                   "running_for": None if claimed is None else round(max(now - claimed, 0.0), 1)}
                  for (worker_id, head, length), claimed in zip(held, since)]
     return rows
@@ -197,7 +197,7 @@ def periodic(conn: redis.Redis, names: Sequence[str], limit: int = 1000) -> List
 def _tick_time(text: str) -> str:
     """A periodic tick as stored (a unix time) in ISO 8601; the raw value if it is not a number."""
     try:
-        return _when(float(text))
+        return utc_time(float(text))
     except ValueError:
         return text
 
@@ -387,7 +387,7 @@ def scheduled(conn: redis.Redis, name: str, count: int = 20, start: int = 0, ref
     for task in inspect.next_scheduled(conn, name, count, start, PREVIEW_BYTES):
         shown = describe_task(task.head, task.length)
         attempt, attempts = _attempt(shown.get("options"))
-        rows.append({"due": _when(task.due), "kind": task.kind, "attempt": attempt, "attempts": attempts,
+        rows.append({"due": utc_time(task.due), "kind": task.kind, "attempt": attempt, "attempts": attempts,
                      "task": shown, **({"ref": task.ref} if refs else {})})
     return rows
 
@@ -478,7 +478,7 @@ def pending_by_func(conn: redis.Redis, name: str, first: int = 1000) -> List[Row
             for (func, go), count in sorted(counted.items(), key=lambda item: (-item[1], item[0]))]
 
 
-def _when(timestamp: float) -> str:
+def utc_time(timestamp: float) -> str:
     """A unix time as ISO 8601 (UTC); one no calendar holds (inf, from a producer's infinite delay) as it is."""
     try:
         return datetime.datetime.fromtimestamp(timestamp, datetime.timezone.utc).isoformat(timespec="seconds")
@@ -497,17 +497,19 @@ WAITING = (Status.SCHEDULED, Status.PENDING, Status.RETRYING)
 _TIMES = ("enqueued_at", "due", "started_at", "finished_at")
 
 
-def tracked_task(conn: redis.Redis, task_id: str) -> Optional[Row]:
-    """A tracked task's record, found on any queue (inspect.task_queues: the first by name), for display: TaskInfo's fields,
+def tracked_task(conn: redis.Redis, task_id: str, queue: Optional[str] = None) -> Optional[Row]:
+    """A tracked task's record, on queue, or else found on any queue (inspect.task_queues: the first by name),
+    for display: TaskInfo's fields,
     times in ISO 8601 (UTC), the result and error as bounded previews, "waiting" (whether cancel_task may
     still take it), "task": its blob, which the record keeps until it expires, as describe_task previews it
     (reading at most PREVIEW_BYTES; None in a record without one), and for a failed or dead task, from its
     dead letter, "traceback" (None without one) and "letter_found" (False once the letter was requeued,
     deleted or trimmed); None if no queue has a record of this id."""
-    queues = inspect.task_queues(conn, task_id)
-    if not queues:
-        return None
-    queue = queues[0]
+    if queue is None:
+        queues = inspect.task_queues(conn, task_id)
+        if not queues:
+            return None
+        queue = queues[0]
     try:
         Queue(queue, conn)  # a name no queue can have (on a cluster, one without a hash tag) holds none of ours
     except ValueError:
@@ -517,7 +519,7 @@ def tracked_task(conn: redis.Redis, task_id: str) -> Optional[Row]:
         return None
     info = parse_record(task_id, queue, record.fields, record.ttl).as_dict()
     for field in _TIMES:
-        info[field] = None if info[field] is None else _when(info[field])
+        info[field] = None if info[field] is None else utc_time(info[field])
     letter = _letter_of(conn, queue, info["letter"])
     return {**info, "result": preview.value(info["result"]), "error": _cut(info["error"]), "note": _cut(info["note"]),
             "waiting": info["status"] in WAITING, "task": None if record.blob is None else describe_task(record.blob, record.length),
@@ -544,3 +546,9 @@ def cancel_task(conn: redis.Redis, name: str, task_id: str) -> Cancel:
     """Queue.cancel: take a waiting tracked task off the queue, its record ended as cancelled;
     TaskNotFoundError if there is no record of it."""
     return Queue(name, conn).cancel(task_id)
+
+
+def cancel_workflow(conn: redis.Redis, name: str, flow_id: str) -> Cancel:
+    """WorkflowHandle.cancel: cancel every step of the workflow that has not started; TaskNotFoundError if
+    there is no such workflow."""
+    return Queue(name, conn).workflow(flow_id).cancel()

@@ -15,6 +15,7 @@ from ..wire.keys import (
     COUNTS_SUFFIX,
     DEAD_LETTERS_SUFFIX,
     DEAD_SUFFIX,
+    FLOW_INFIX,
     GO_WORKER_ID,
     LEGACY_PERIODIC_KEY,
     NOTI_SUFFIX,
@@ -105,15 +106,35 @@ def _keys(conn: redis.Redis, match: Optional[str] = None) -> Iterator[str]:
 
 
 def task_queues(conn: redis.Redis, task_id: str) -> List[str]:
-    """The queues holding a tracked record of task_id (a hash N_task:<id>), by name: one SCAN MATCH
-    of `*_task:<id>` over the whole keyspace (every node's, on a cluster; Redis filters the keys, the id
-    matched literally, glob characters and all), then their TYPEs."""
-    if not task_id:
-        return []
-    suffix = TASK_INFIX + task_id
-    keys = sorted(key for key in _keys(conn, "*" + _GLOB_SPECIAL.sub(r"\\\g<0>", suffix))
-                  if key.endswith(suffix) and len(key) > len(suffix))
-    return [key[: -len(suffix)] for key, kind in zip(keys, _types(conn, keys)) if kind == "hash"]
+    """The queues holding a tracked record of task_id (a hash N_task:<id>), by name (see id_queues)."""
+    return id_queues(conn, task_id).tasks
+
+
+class IdQueues(NamedTuple):
+    """The queues, by name, holding a tracked task's record (a hash N_task:<id>) of an id, and those
+    holding a workflow (a hash N_flow:<id>) of it."""
+
+    tasks: List[str]
+    workflows: List[str]
+
+
+_INFIXES = "".join(a if a == b else f"[{a}{b}]" for a, b in zip(TASK_INFIX, FLOW_INFIX))
+"""A glob matching TASK_INFIX and FLOW_INFIX (of one length: "_task:", "_flow:"), and a few strings
+besides, which id_queues leaves out."""
+
+
+def id_queues(conn: redis.Redis, some_id: str) -> IdQueues:
+    """The queues holding a tracked record or a workflow of this id (a handle's .id): one SCAN MATCH over
+    the whole keyspace (every node's, on a cluster; Redis filters the keys, the id matched literally,
+    glob characters and all), then their TYPEs."""
+    if not some_id:
+        return IdQueues([], [])
+    keys = sorted(key for key in _keys(conn, "*" + _INFIXES + _GLOB_SPECIAL.sub(r"\\\g<0>", some_id))
+                  if any(key.endswith(infix + some_id) and len(key) > len(infix + some_id)
+                         for infix in (TASK_INFIX, FLOW_INFIX)))
+    hashes = [key for key, kind in zip(keys, _types(conn, keys)) if kind == "hash"]
+    return IdQueues(*([key[: -len(infix + some_id)] for key in hashes if key.endswith(infix + some_id)]
+                      for infix in (TASK_INFIX, FLOW_INFIX)))
 
 
 class Record(NamedTuple):
