@@ -15,7 +15,7 @@ there), look at the first STEP_LIMIT steps of each running or failed one and STE
 all, through the first DEPTH tasks of each queue and entries of its processing hash; a workflow's
 own view looks at its first VIEW_STEP_LIMIT steps."""
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import redis
 
@@ -38,12 +38,12 @@ LOOKED = (FlowStatus.RUNNING, FlowStatus.FAILED)
 """The workflows whose steps may still wait: the only ones looked at."""
 
 
-def look(conn: redis.Redis, flow_key: str, status: str, limit: int = VIEW_STEP_LIMIT) -> flow_reads.StallLook:
-    """The stalled steps of the workflow flow_key (status: its status as read), among its first limit
-    steps; nothing is looked at in a workflow that ended."""
+def look(conn: redis.Redis, flow_key: str, status: str) -> flow_reads.StallLook:
+    """The stalled steps of the workflow flow_key (status: its status as read), among its first
+    VIEW_STEP_LIMIT steps; nothing is looked at in a workflow that ended."""
     if status not in LOOKED:
         return flow_reads.StallLook(status, 0, 0, [])
-    return flow_reads.stalled_steps(conn, flow_key, limit, DEPTH)
+    return flow_reads.stalled_steps(conn, [flow_key], VIEW_STEP_LIMIT, VIEW_STEP_LIMIT, DEPTH)[0]
 
 
 @dataclass(frozen=True)
@@ -67,40 +67,40 @@ class Scan:
 
 
 def scan(conn: redis.Redis, names: Sequence[str]) -> Scan:
-    """The stalled steps of the workflows enqueued on these queues, within the bounds (see the module)."""
+    """The stalled steps of the workflows enqueued on these queues, within the bounds (see the module):
+    one SCAN, stopping at FLOW_LIMIT workflows of these queues; their statuses, CHUNK a round trip; and a
+    script call per queue for the running or failed ones of each chunk."""
     wanted = set(names)
     stalled: Dict[str, List[Dict[str, Optional[str]]]] = {name: [] for name in names}
     workflows: Dict[str, int] = {}
-    steps = unchecked = read = 0
+    steps = unchecked = 0
     complete = True
     batch: List[str] = []
 
     def looked_at(keys: List[str]) -> None:
         nonlocal steps, unchecked, complete
+        running: Dict[str, List[Tuple[str, int]]] = {}
         for key, (status, total) in zip(keys, flow_reads.workflow_states(conn, keys)):
-            if status not in LOOKED:
-                continue
-            limit = min(STEP_LIMIT, STEP_BUDGET - steps)
-            if limit <= 0:
-                complete = False
-                continue
-            found = look(conn, key, status, limit)
-            steps, unchecked = steps + found.looked, unchecked + found.unchecked
-            complete = complete and found.looked >= total and not found.unchecked
-            queue, _, workflow = key.rpartition(FLOW_INFIX)
-            for step in found.stalled:
-                step_queue, step_id = flow_id(step.record)
-                stalled[queue].append({"workflow": workflow, "step": step_id, "step_queue": step_queue,
-                                       "func": step.func, "status": step.status, "worker": step.worker})
+            if status in LOOKED:
+                running.setdefault(key.rpartition(FLOW_INFIX)[0], []).append((key, total))
+        for queue, found in running.items():
+            looks = flow_reads.stalled_steps(conn, [key for key, _ in found], STEP_LIMIT, STEP_BUDGET - steps, DEPTH)
+            for (key, total), seen in zip(found, looks):
+                steps, unchecked = steps + seen.looked, unchecked + seen.unchecked
+                complete = complete and seen.looked >= total and not seen.unchecked
+                for step in seen.stalled:
+                    step_queue, step_id = flow_id(step.record)
+                    stalled[queue].append({"workflow": key.rpartition(FLOW_INFIX)[2], "step": step_id,
+                                           "step_queue": step_queue, "func": step.func, "status": step.status,
+                                           "worker": step.worker})
 
     for key in flow_reads.workflow_keys(conn):
         queue = key.rpartition(FLOW_INFIX)[0]
         if queue not in wanted:
             continue
-        if read >= FLOW_LIMIT:
+        if sum(workflows.values()) >= FLOW_LIMIT:
             complete = False
             break
-        read += 1
         workflows[queue] = workflows.get(queue, 0) + 1
         batch.append(key)
         if len(batch) >= flow_reads.CHUNK:

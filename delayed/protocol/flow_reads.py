@@ -72,16 +72,26 @@ class StallLook(NamedTuple):
     stalled: List[StalledStep]
 
 
-def stalled_steps(conn: redis.Redis, flow_key: str, limit: int, depth: int) -> StallLook:
-    """The waiting steps of a running (or failed) workflow that a worker which does not track tasks took:
-    one script call (lua/stalled_steps.lua: it looks at the first limit steps, through the first depth
-    tasks of a queue and processing entries)."""
-    reply = cast(List[object], Scripts(conn)[STALLED_STEPS](flow=flow_key, limit=limit, depth=depth))
-    status, looked, unchecked, rest = cast(bytes, reply[0]), int(cast(int, reply[1])), int(cast(int, reply[2])), reply[3:]
+def stalled_steps(conn: redis.Redis, flow_keys: Sequence[str], limit: int, budget: int,
+                  depth: int) -> List[StallLook]:
+    """Per workflow (best all of one queue: its queues are then read once), the waiting steps of a running
+    (or failed) one that a worker which does not track tasks took: one script call (lua/stalled_steps.lua:
+    it looks at the first limit steps of each, budget in all, through the first depth tasks of a queue
+    and processing entries)."""
+    if not flow_keys:
+        return []
+    reply = cast(List[object], Scripts(conn)[STALLED_STEPS](flows=flow_keys, limit=limit, budget=budget, depth=depth))
 
     def text(value: object) -> str:
         return cast(bytes, value).decode(errors="replace")
 
-    stalled = [StalledStep(text(rest[i]), text(rest[i + 1]), text(rest[i + 2]), text(rest[i + 3]) or None)
-               for i in range(0, len(rest), 4)]
-    return StallLook(status.decode(errors="replace"), looked, unchecked, stalled)
+    looks, at = [], 0
+    for _ in flow_keys:
+        status, looked, unchecked, count = text(reply[at]), int(cast(int, reply[at + 1])), int(cast(int, reply[at + 2])), \
+            int(cast(int, reply[at + 3]))
+        rest = reply[at + 4:at + 4 + 4 * count]
+        looks.append(StallLook(status, looked, unchecked,
+                               [StalledStep(text(rest[i]), text(rest[i + 1]), text(rest[i + 2]), text(rest[i + 3]) or None)
+                                for i in range(0, len(rest), 4)]))
+        at += 4 + 4 * count
+    return looks
