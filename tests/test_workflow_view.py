@@ -122,9 +122,10 @@ def test_cancel_takes_a_workflow_s_id_and_ids_are_found_or_refused_clearly(conn,
     assert status == 1 and err == f"delayed: workflow {handle.id} already ended\n"
 
     status, _, err = run("task", "0" * 32, url=redis_server.url)
-    assert status == 1 and err.startswith(f"delayed: no record of task {'0' * 32} on any queue, nor a workflow")
+    assert status == 1 and err.startswith(f"delayed: no record of task {'0' * 32} on any queue: never tracked")
+    assert err.endswith("; nor a workflow of that id\n")
     status, _, err = run("task", handle.id, "--queue", "other", url=redis_server.url)
-    assert status == 1 and err.startswith(f"delayed: no record of task {handle.id} in other, nor a workflow")
+    assert status == 1 and err.startswith(f"delayed: no record of task {handle.id} in other: never tracked")
     conn.hset(f"other_task:{handle.id}", "status", "done")  # the same id, a task's, on another queue
     status, _, err = run("task", handle.id, url=redis_server.url)
     assert status == 2 and err == f"delayed: {handle.id} names several (task in other, workflow in jobs): name the " \

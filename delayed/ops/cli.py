@@ -469,14 +469,14 @@ def _tracked(conn: redis.Redis, args: argparse.Namespace) -> Tracked:
                 return Tracked(kind, queue)
             except TaskNotFoundError:
                 pass
-        raise CommandError(f"no record of task {args.id} in {args.queue}, nor a workflow of that id: never tracked "
-                           "there (enqueued without result_ttl), or it expired result_ttl seconds after it ended")
+        raise CommandError(f"no record of task {args.id} in {args.queue}: never tracked (enqueued without "
+                           "result_ttl), or it expired result_ttl seconds after it ended; nor a workflow of that id")
     found = inspect.id_queues(conn, args.id)
     named = [Tracked("task", Queue(name, conn)) for name in found.tasks]
     named += [Tracked("workflow", Queue(name, conn)) for name in found.workflows]
     if not named:
-        raise CommandError(f"no record of task {args.id} on any queue, nor a workflow of that id: never tracked "
-                           "(enqueued without result_ttl), or it expired result_ttl seconds after it ended")
+        raise CommandError(f"no record of task {args.id} on any queue: never tracked (enqueued without "
+                           "result_ttl), or it expired result_ttl seconds after it ended; nor a workflow of that id")
     if len(named) > 1:
         where = ", ".join(f"{one.kind} in {one.queue.name}" for one in named)
         raise CommandError(f"{args.id} names several ({where}): name the queue with --queue", status=2)
