@@ -110,10 +110,12 @@ class TaskNotFoundError(DelayedError, LookupError):
 
 
 class TaskFailedError(DelayedError):
-    """`result()` of a tracked task that ended without a result: it failed, went dead or was cancelled.
+    """`result()` of a tracked task that ended without a result: it failed, went dead or was cancelled;
+    or of a workflow that a failed step stopped, that ended failed, or that was cancelled.
 
     Attributes:
-        info (TaskInfo): The task's record, which says how (`info.status`, `info.error`, `info.letter`).
+        info (TaskInfo | WorkflowInfo): The task's record, which says how (`info.status`, `info.error`,
+            `info.letter`); for a workflow, its `WorkflowInfo` (`info.status`, `info.failed`, `info.error`).
     """
 
     def __init__(self, message: str, info: Any) -> None:

@@ -22,7 +22,7 @@ import pytest
 
 from delayed.errors import MalformedTaskError
 from delayed.protocol import producer, sweeper_ops
-from delayed.wire import dead_letter, keys, options, task, tracking
+from delayed.wire import dead_letter, ext, keys, options, task, tracking
 from delayed.wire.options import Place, TaskOptions, place_of
 from delayed.wire.task import Float32, GoTask, PyTask, decode_task
 from delayed.wire.tracking import Status
@@ -162,7 +162,7 @@ def decodes_every_blob_python_writes(go_run: Dict[str, Any]) -> None:
 
 def has_python_s_wire_constants(spec: Dict[str, Any]) -> None:
     modules = {"keys": keys, "options": options, "task": task, "dead_letter": dead_letter, "tracking": tracking,
-               "producer": producer, "sweeper_ops": sweeper_ops}
+               "producer": producer, "sweeper_ops": sweeper_ops, "ext": ext}
     for path, value in spec["constants"].items():
         module, *names = path.split(".")
         ours: Any = modules[module]

@@ -3,13 +3,16 @@ hash), wait for its result, cancel it.
 
 `TaskHandle` and `AsyncTaskHandle` (`WorkflowHandle` and `AsyncWorkflowHandle`) are two faces of one core: what a handle does is planned once
 (`_Handle`, through its queue's plans: see calls.py), and each face runs it with its queue's executor."""
-from typing import Any, Awaitable, Generic, List, Optional, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Generic, List, Optional, Protocol, TypeVar
 
 from ..wire.flow import WorkflowInfo
 from ..wire.tracking import ENDED, Cancel, TaskInfo, outcome
 from . import workflows
 from .calls import Plan, Sleep
 from .polls import polls
+
+if TYPE_CHECKING:
+    from .queue import AsyncQueue, Queue
 
 T = TypeVar("T")
 
@@ -213,45 +216,48 @@ class AsyncTaskHandle(_Handle[AsyncRecords]):
         return await self.queue._run(self._plan_cancel())
 
 
-class _Workflow(Generic[Q]):
-    """A workflow on the queue it was enqueued on, its operations planned once for both faces."""
-
-    def __init__(self, queue: Q, flow_id: str) -> None:
-        self.queue = queue
-        self.id = flow_id
-
-    def _plan_info(self) -> Plan[WorkflowInfo]:
-        return (yield from workflows.plan_flow_info(self.queue, self.id))  # type: ignore[arg-type]
-
-    def _plan_status(self) -> Plan[str]:
-        return (yield from self._plan_info()).status
-
-    def _plan_result(self, timeout: Optional[float]) -> Plan[Any]:
-        return (yield from workflows.plan_flow_result(self.queue, self.id, timeout))  # type: ignore[arg-type]
-
-    def _plan_cancel(self) -> Plan[Cancel]:
-        return (yield from workflows.plan_cancel_flow(self.queue, self.id))  # type: ignore[arg-type]
-
-    def _step_handles(self, info: WorkflowInfo) -> List[Any]:
-        return [self.queue._sibling(queue).task(task_id) for queue, task_id in info.steps]  # type: ignore[attr-defined]
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.id!r}, queue={self.queue.name!r})"
-
-
-class WorkflowHandle(_Workflow[SyncRecords]):
+class WorkflowHandle(workflows.Workflows[Any]):
     """A workflow on a Queue (a chain, a group, or a task enqueued with depends_on, on_success or
     on_failure): read its status, wait for its result, reach its steps, cancel it.
 
-    `Queue.enqueue(chain(...))` returns one, and so does `queue.workflow(id)` for an id you kept.
+    `Queue.enqueue(chain(...))` returns one, and so does `queue.workflow(id)` for an id you kept. A
+    handle holds only the queue and the id, and reads the workflow's hash in Redis at each call.
 
     Attributes:
-        id (str): The workflow's id, 32 hex digits.
-        queue (Queue): The queue it was enqueued on.
+        id (str): The workflow's id, 32 hex digits: keep it to look the workflow up later.
+        queue (Queue): The queue it was enqueued on, which holds its hash (its steps may run on others).
+
+    Example:
+        ```python title="tasks.py"
+        def resize(photo, width):
+            return f"{photo}@{width}"
+
+
+        def notify(user, photo):
+            return f"sent {photo} to {user}"
+        ```
+
+        ```python
+        from delayed import PyTask, Queue, Step, Worker, chain, connect
+
+        queue = Queue("default", connect())
+        handle = queue.enqueue(chain(PyTask("tasks:resize", ["cat.png", 800]),
+                                     Step(PyTask("tasks:notify", ["ann"]), takes_result=True)))
+        handle.status()                               # 'running'
+        [step.status() for step in handle.steps()]    # ['pending', 'waiting']
+        Worker(queue, ["tasks"], burst=True).run()    # runs both steps (most workers run elsewhere)
+        handle.result(timeout=30)                     # 'sent cat.png@800 to ann'
+        queue.workflow(handle.id).info().left         # 0
+        ```
     """
+
+    queue: "Queue"
 
     def info(self) -> WorkflowInfo:
         """The workflow's state, read now: its status, its steps, and the step that stopped it, if one did.
+
+        Returns:
+            Its hash, as a `WorkflowInfo`.
 
         Raises:
             TaskNotFoundError: It expired (or the id is no workflow of this queue).
@@ -261,36 +267,57 @@ class WorkflowHandle(_Workflow[SyncRecords]):
     def status(self) -> str:
         """The workflow's status, read now: `"running"`, `"done"`, `"failed"` or `"cancelled"` (`FlowStatus`).
 
+        Returns:
+            A `FlowStatus` value; `info()` has what goes with it.
+
         Raises:
             TaskNotFoundError: It expired (or the id is no workflow of this queue).
         """
         return self.queue._run(self._plan_status())
 
     def result(self, timeout: Optional[float] = None) -> Any:
-        """Wait for the workflow to end, and return its result: its last step's (a chain), its
-        callback's (a group), or the list of its members' results (a group without callback).
+        """Wait for the workflow to end, and return its result.
+
+        Looks at its hash after 5 ms, then twice as long each time, at most every 0.5 s.
 
         Args:
             timeout: The most seconds to wait; None waits as long as it takes.
 
+        Returns:
+            Its last step's result (a chain), its callback's (a group), or the list of its members'
+            results (a group without callback); an `on_success` or `on_failure` step's result is
+            not it (read it from `steps()`).
+
         Raises:
-            TaskFailedError: A step failed and stopped it, or it was cancelled; the message names the
-                step and its error, and `info` is the `WorkflowInfo`.
+            TaskFailedError: A step failed and stopped it (at once: the steps after it wait), or it
+                ended failed, or it was cancelled; the message names the step and its error, and
+                `info` is the `WorkflowInfo`.
             TimeoutError: It had not ended within `timeout` seconds.
             TaskNotFoundError: It expired (or the id is no workflow of this queue).
         """
         return self.queue._run(self._plan_result(timeout))
 
     def steps(self) -> List[TaskHandle]:
-        """Every step's `TaskHandle`, in the order the workflow lists them (a step on another queue
-        has a handle on that queue)."""
+        """Every step's handle, read now.
+
+        Returns:
+            A `TaskHandle` per step, in the order the workflow lists them (a step on another queue
+            has a handle on that queue). A step's status is a task's, or `"waiting"`: it waits on
+            the steps before it.
+
+        Raises:
+            TaskNotFoundError: The workflow expired (or the id is no workflow of this queue).
+        """
         return self._step_handles(self.info())
 
     def cancel(self) -> Cancel:
-        """Cancel every step that has not started; running steps finish, and nothing runs after them.
+        """Cancel every step that has not started, in one script: running steps finish, and nothing
+        runs after them. A failed step's record, kept to let it run again, then expires.
 
         Returns:
-            What it did: true if the workflow was cancelled, with how many steps.
+            What it did: true if the workflow was cancelled, with the status it had (running or
+            failed) and a reason that counts the steps; false if it had ended (done, or cancelled
+            before).
 
         Raises:
             TaskNotFoundError: It expired (or the id is no workflow of this queue).
@@ -298,13 +325,15 @@ class WorkflowHandle(_Workflow[SyncRecords]):
         return self.queue._run(self._plan_cancel())
 
 
-class AsyncWorkflowHandle(_Workflow[AsyncRecords]):
+class AsyncWorkflowHandle(workflows.Workflows[Any]):
     """A workflow on an AsyncQueue: `WorkflowHandle` with coroutines, e.g. `await handle.result()`.
 
     Attributes:
         id (str): The workflow's id.
         queue (AsyncQueue): The queue it was enqueued on.
     """
+
+    queue: "AsyncQueue"
 
     async def info(self) -> WorkflowInfo:
         """The workflow's state, read now (see `WorkflowHandle.info`)."""

@@ -153,15 +153,17 @@ class Queue(QueueBase):
                 GoTask's record is written by our Go worker; a go-delayed worker runs the task but
                 never writes it, so it says pending, and never expires.
                 With `unique_for` too, the lock is the untracked task's digest.
-                A workflow is always tracked: its steps' records and its own are kept `result_ttl`
-                seconds (default: a day) after it ended.
-            depends_on: Handles of tracked tasks (`TaskHandle`): the task runs once every one of them
-                succeeded (at once if they all have). A `Step(task, takes_result=True)` receives the
-                list of their results.
+                A workflow is always tracked: each step's record is kept `result_ttl` seconds (default:
+                a day) after that step ended, and the workflow's own after its last step ended.
+            depends_on: Handles of tracked tasks (`TaskHandle`) or of workflows (`WorkflowHandle`: its
+                final steps): the task runs once every one of them succeeded (at once if they all
+                have). A `Step(task, takes_result=True)` receives the list of their results, one per
+                task (per final step of a workflow), in order.
             on_success: A task (or `Step`) to run once the task (or workflow) succeeded; a Step that
                 takes a result receives its result.
-            on_failure: A task (or `Step`) to run if the task (or one of the workflow's final steps)
-                fails; a Step that takes a result receives a `StepFailed`.
+            on_failure: A task (or `Step`) to run if the task (or the workflow's final step) fails;
+                a Step that takes a result receives a `StepFailed`. After a group without callback
+                it runs only if every member failed (see the Workflows guide's limits).
             **options: Any other option `TaskOptions` takes, by name (`max_retries=5`, `time_limit=30`).
                 Every option given here wins over the task's own (`PyTask(..., delay=10)`), which apply
                 too. A workflow takes none: give each step's to its task.
@@ -414,17 +416,24 @@ class AsyncQueue(Producer[AsyncTaskHandle]):
         """Enqueue a task (at once, later, unique or tracked) or a workflow, as `Queue.enqueue`.
 
         Args:
-            task: A `PyTask` or a `GoTask`.
-            delay: Seconds to wait before the task is due.
+            task: A `PyTask` or a `GoTask`; or a workflow: a `chain`, a `group` or a `Step`.
+            delay: Seconds to wait before the task is due (a workflow's first steps).
             at: When the task is due (a naive datetime is local time).
             unique_for: Refuse an identical task while this one is queued, waiting for a retry, or
                 running, for at most this many seconds.
             unique_key: With `unique_for`: every task with this key is a duplicate.
-            result_ttl: Track the task: its record is kept this many seconds after it ended.
+            result_ttl: Track the task: its record is kept this many seconds after it ended. A
+                workflow is always tracked (default: a day).
+            depends_on: Handles of tracked tasks or of workflows: the task runs once every one of them
+                succeeded, as for `Queue.enqueue`.
+            on_success: A task (or `Step`) to run once the task (or workflow) succeeded.
+            on_failure: A task (or `Step`) to run if the task (or the workflow's final step) fails.
             **options: Other options by name, as for `Queue.enqueue`.
 
         Returns:
-            None; with `result_ttl` (given here or the task's), the task's `AsyncTaskHandle`.
+            None; with `result_ttl` (given here or the task's), the task's `AsyncTaskHandle`. An
+            `AsyncWorkflowHandle` for a workflow, and for a task with `depends_on`, `on_success` or
+            `on_failure`.
 
         Raises:
             TaskTooLargeError: The blob is over `max_task_size`; nothing was written.

@@ -1,7 +1,7 @@
 """What enqueueing a workflow sends: each step's record and blob, the edges between them, and the
 tasks outside it that some steps wait on (depends_on), as enqueue_flow.lua's arguments (see
 delayed.wire.flow for the graph, and lua/flow.lua for what the scripts do with it)."""
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Generic, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from redis.crc import key_slot
 
@@ -20,7 +20,8 @@ from .scripts import Script
 
 Task = Union[PyTask, GoTask]
 Dependency = Any
-"""A task a workflow's first steps wait on: a TaskHandle or an AsyncTaskHandle (its queue and id)."""
+"""What a workflow's first steps wait on (depends_on): a TaskHandle or AsyncTaskHandle (the task), or a
+WorkflowHandle or AsyncWorkflowHandle (its final steps: its last step, a group's callback or members)."""
 
 ENQUEUE_FLOW = Script("enqueue_flow")
 CANCEL_FLOW = Script("cancel_flow")
@@ -53,10 +54,10 @@ def _checked(node: Node, index: int) -> None:
                         "workflow")
 
 
-def flow_call(keys: QueueKeys, workflow: Workflow, dependencies: Sequence[Dependency], ttl: int,
+def flow_call(keys: QueueKeys, workflow: Workflow, dependencies: Sequence[Tuple[str, str]], ttl: int,
               due: Optional[float], cluster: bool, max_task_size: int) -> Tuple[str, List[str], Dict[str, Any]]:
     """The workflow's id, its steps' task ids, and the enqueue_flow script's arguments. dependencies:
-    the tasks every first step waits on (depends_on); due: when the first steps are (None: now).
+    (queue, task id) of the tasks every first step waits on; due: when the first steps are (None: now).
     Steps run on their Step's queue, else on keys' queue."""
     flow_id = tracking.new_id()
     ids = [tracking.new_id() for _ in workflow.nodes]
@@ -87,8 +88,8 @@ def flow_call(keys: QueueKeys, workflow: Workflow, dependencies: Sequence[Depend
         steps += [queues[index], node.task.func_path, blob, "" if own_due is None or node.waits else own_due, member,
                   node.waits, inputs.value, node.waits, edges[index]]
     depending: List[Any] = []
-    for position, dependency in enumerate(dependencies, 1):
-        record = QueueKeys.of(dependency.queue.name).task(dependency.id)
+    for position, (queue, task_id) in enumerate(dependencies, 1):
+        record = QueueKeys.of(queue).task(task_id)
         for index in workflow.heads:
             depending += [record, index + 1, len(workflow.nodes[index].inputs_from) + position]
     final = "\n".join(records[index] for index in workflow.tails)
@@ -97,7 +98,7 @@ def flow_call(keys: QueueKeys, workflow: Workflow, dependencies: Sequence[Depend
     return flow_id, ids, call
 
 
-def check_enqueued(reply: List[Any], dependencies: Sequence[Dependency]) -> None:
+def check_enqueued(reply: List[Any]) -> None:
     """TaskNotFoundError for enqueue_flow's refusal: a task depends_on named has no record, or was cancelled."""
     if int(reply[0]) == 1:
         return
@@ -116,11 +117,18 @@ def plan_enqueue_flow(producer: Producer[Any], part: Union[Workflow, Step, Task]
     chosen = make(**{name: value for name, value in given.items() if value is not None})
     ttl = tracking.ttl_seconds(DEFAULT_RESULT_TTL if chosen.result_ttl is None else chosen.result_ttl)
     workflow = with_handlers(part, on_success, on_failure)
-    flow_id, _, call = flow_call(producer.keys, workflow, list(depends_on), ttl, due_time(chosen),
+    dependencies: List[Tuple[str, str]] = []
+    for dependency in depends_on:
+        if isinstance(dependency, Workflows):
+            info = yield from plan_flow_info(producer._sibling(dependency.queue.name), dependency.id)
+            dependencies += info.final
+        else:
+            dependencies.append((dependency.queue.name, dependency.id))
+    flow_id, _, call = flow_call(producer.keys, workflow, dependencies, ttl, due_time(chosen),
                                  is_cluster(producer.conn), producer.max_task_size)
     with refused_when_full(producer.name):
         reply = yield RunScript(ENQUEUE_FLOW, call)
-    check_enqueued(reply, depends_on)
+    check_enqueued(reply)
     yield from producer._plan_replicated()
     return flow_id
 
@@ -160,11 +168,42 @@ def plan_flow_result(producer: Producer[Any], flow_id: str, timeout: Optional[fl
 
 def plan_cancel_flow(producer: Producer[Any], flow_id: str) -> Plan[Cancel]:
     """The cancel_flow script, and what it did said for people (TaskNotFoundError for no workflow)."""
-    cancelled, running = yield RunScript(CANCEL_FLOW, {"flow": producer.keys.flow(flow_id)})
+    cancelled, running, status = yield RunScript(CANCEL_FLOW, {"flow": producer.keys.flow(flow_id)})
+    status = status.decode()
     if cancelled == -1:
         yield from plan_flow_info(producer, flow_id)  # raises TaskNotFoundError
     if cancelled == -2:
-        return Cancel(False, "ended", f"workflow {flow_id} already ended")
+        return Cancel(False, status, f"workflow {flow_id} already ended ({status})")
     busy = f"; {running} running step(s) finish, and nothing runs after them" if running else ""
-    return Cancel(True, FlowStatus.RUNNING, f"cancelled workflow {flow_id}: {cancelled} step(s) that had not "
-                                            f"started{busy}")
+    return Cancel(True, status, f"cancelled workflow {flow_id} ({status}): {cancelled} step(s) that had not "
+                                f"started{busy}")
+
+
+Q = TypeVar("Q", bound=Producer[Any])
+"""The queue a workflow handle reads through: a Queue or an AsyncQueue (handles.py's faces)."""
+
+
+class Workflows(Generic[Q]):
+    """A workflow on the queue it was enqueued on, its operations planned once for both faces."""
+
+    def __init__(self, queue: Q, flow_id: str) -> None:
+        self.queue = queue
+        self.id = flow_id
+
+    def _plan_info(self) -> Plan[WorkflowInfo]:
+        return (yield from plan_flow_info(self.queue, self.id))
+
+    def _plan_status(self) -> Plan[str]:
+        return (yield from self._plan_info()).status
+
+    def _plan_result(self, timeout: Optional[float]) -> Plan[Any]:
+        return (yield from plan_flow_result(self.queue, self.id, timeout))
+
+    def _plan_cancel(self) -> Plan[Cancel]:
+        return (yield from plan_cancel_flow(self.queue, self.id))
+
+    def _step_handles(self, info: WorkflowInfo) -> List[Any]:
+        return [self.queue._sibling(queue).task(task_id) for queue, task_id in info.steps]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.id!r}, queue={self.queue.name!r})"

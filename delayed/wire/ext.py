@@ -14,6 +14,10 @@ class StepFailed(DelayedError):
     """A step that failed, as the step after it receives it: in a group's results with
     `on_member_failure="pass"`, and as the input of an `on_failure` step that takes one.
 
+    The Python worker's argument decoding makes it from the msgpack extension value (type 68) the workflow's
+    scripts write in the failed step's place. It is an exception, so the step that receives it can
+    raise it; equal values compare equal.
+
     Attributes:
         id (str): The failed step's task id.
         func (str): Its function.

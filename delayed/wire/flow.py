@@ -48,7 +48,8 @@ class FlowStatus(StrEnum):
         RUNNING: `"running"`: steps are waiting, queued or running.
         DONE: `"done"`: every step ended, none failed.
         FAILED: `"failed"`: a step failed and nothing took its failure: the steps after it wait
-            (requeue its dead letter to go on); or every step ended and one failed on the way.
+            (requeue its dead letter to go on: the workflow is `running` again once a worker claims
+            it); or every step ended, and a failure was taken by an `on_failure` step.
         CANCELLED: `"cancelled"`: `cancel()` cancelled the steps that had not started.
     """
 
@@ -65,18 +66,32 @@ does), or passes the failure on in its place (a `StepFailed` in the callback's l
 
 @dataclass(frozen=True)
 class Step:
-    """A task as a workflow's step, when it needs more than the task: its queue, or a result.
+    """A task as a workflow's step, when it needs more than the task: another queue, or the results
+    of the steps it waits on.
+
+    A plain task in a workflow is a `Step` with the defaults: it runs on the workflow's queue, with
+    its own arguments only.
 
     Args:
         task: The `PyTask` or `GoTask`.
-        queue: The queue it runs on (a GoTask's, for our Go worker), by name; default: the queue the
-            workflow is enqueued on. On a Redis Cluster every queue of a workflow carries the same
-            hash tag.
-        takes_result: Receive, as an extra last argument, what the steps it waits on returned: the
-            previous step's result in a chain (a list of results after a group without callback), the
-            list of results of the tasks named by `depends_on`, and a `StepFailed` for an
-            `on_failure` step. A group's callback always receives its members' results (unless given
-            `takes_result=False` here).
+        queue: The name of the queue it runs on (a GoTask's: one our Go worker serves); default: the
+            queue the workflow is enqueued on, which keeps the workflow's hash and handle either way.
+            On a Redis Cluster every queue of a workflow must hash to that queue's slot: give them
+            the same hash tag (`{orders}`, `{orders}:emails`).
+        takes_result: True: receive what the steps it waits on returned, as an extra last positional
+            argument: one value after one step (the step before it in a chain, or the part an
+            `on_success` step follows); the list of the results, in order, after a group without
+            callback and after `depends_on` (even of one task); a `StepFailed` for an `on_failure`
+            step. None (the default) and False: nothing, except for a group's callback, which
+            receives its members' list unless given False.
+
+    Example:
+        ```python
+        from delayed import PyTask, Step
+
+        notify = Step(PyTask("tasks:notify", ["ann"]), takes_result=True)  # notify("ann", <result>)
+        mail = Step(PyTask("tasks:notify", ["bob", "cat.png"]), queue="emails")  # its own arguments only
+        ```
     """
 
     task: Task
@@ -161,18 +176,31 @@ def chain(*steps: Union[Workflow, Step, Task]) -> Workflow:
 
     Args:
         *steps: Tasks (`PyTask`, `GoTask`), `Step`s, chains or groups, in order. A `Step` with
-            `takes_result=True` receives the previous step's result as an extra last argument.
+            `takes_result=True` receives the previous step's result as an extra last argument (the
+            list of a group's results, after a group without callback); any other step runs with its
+            own arguments only.
 
     Returns:
         The workflow: `queue.enqueue(chain(...))` enqueues it and returns its `WorkflowHandle`, whose
         `result()` is the last step's.
 
+    Raises:
+        ValueError: No steps.
+        TypeError: A step that is no task, `Step`, chain or group.
+
     Example:
+        ```python title="tasks.py"
+        def add(a, b):
+            return a + b
+        ```
+
         ```python
-        from delayed import PyTask, Queue, Step, chain, connect
+        from delayed import PyTask, Queue, Step, Worker, chain, connect
 
         queue = Queue("default", connect())
         handle = queue.enqueue(chain(PyTask("tasks:add", [1, 2]), Step(PyTask("tasks:add", [10]), takes_result=True)))
+        Worker(queue, ["tasks"], burst=True).run()  # runs both steps (most workers run elsewhere)
+        handle.result(timeout=30)                   # 13: add(10, 3)
         ```
     """
     if not steps:
@@ -188,17 +216,41 @@ def group(tasks: Sequence[Union[Workflow, Step, Task]], callback: Union[None, St
     """Members that run at once, and a callback that runs once they all ended.
 
     Args:
-        tasks: The members: tasks, `Step`s, chains or groups.
-        callback: A task (or `Step`) that receives the members' results, in order, as an extra last
-            argument (a list), once every member ended. None: the group's result is that list.
+        tasks: The members: tasks, `Step`s, chains or groups (a chain's result is its last step's).
+        callback: A task (or `Step`) that receives the members' results as an extra last argument:
+            a list, in the members' order (not the order they ended in), once every member ended. A
+            `Step(task, takes_result=False)` receives nothing. None: the group's result is that list.
         on_member_failure: `"stop"` (the default): a member that fails stops the callback, which waits
-            as a chain's next step does (requeue the member's dead letter to go on). `"pass"`: the
-            callback runs all the same, and a failed member's place in its list holds a
-            `StepFailed` (its id, function, status and error).
+            as a chain's next step does, while the other members run on (requeue the member's dead
+            letter to go on). `"pass"`: the callback runs all the same, and a failed member's place in
+            its list holds a `StepFailed` (its id, function, status and error); the workflow then ends
+            `done` if the callback succeeds.
 
     Returns:
         The workflow: `queue.enqueue(group(...))` returns its `WorkflowHandle`, whose `result()` is
         the callback's (or, without one, the list of the members' results).
+
+    Raises:
+        ValueError: No members, or an `on_member_failure` other than `"stop"` and `"pass"`.
+
+    Example:
+        ```python title="tasks.py"
+        def double(x):
+            return 2 * x
+
+
+        def total(numbers):
+            return sum(numbers)
+        ```
+
+        ```python
+        from delayed import PyTask, Queue, Worker, connect, group
+
+        queue = Queue("default", connect())
+        handle = queue.enqueue(group([PyTask("tasks:double", [n]) for n in (1, 2, 3)], callback=PyTask("tasks:total")))
+        Worker(queue, ["tasks"], burst=True).run()  # runs the members, then total([2, 4, 6])
+        handle.result(timeout=30)                   # 12
+        ```
     """
     if on_member_failure not in MEMBER_FAILURE:
         raise ValueError(f"on_member_failure must be one of {', '.join(MEMBER_FAILURE)}, got {on_member_failure!r}")
@@ -253,15 +305,18 @@ class WorkflowInfo:
         queue (str): The queue it was enqueued on.
         status (str): A `FlowStatus` value: running, done, failed or cancelled.
         total (int): Its steps.
-        left (int): Its steps not ended yet.
+        left (int): Its steps not counted as ended yet: those waiting, queued or running, and a
+            failed step that stopped it.
         steps (list): Every step, as (queue, task id), in the order the workflow lists them.
         final (list): The steps whose results are the workflow's.
         shape (str): `"one"` (its result is its one final step's) or `"list"`.
-        failed (tuple | None): (queue, task id) of the step whose failure stopped it, or None.
-        error (str | None): How that step ended, and what it raised.
-        created_at (float | None): When it was enqueued.
-        finished_at (float | None): When its last step ended.
-        expires_in (int | None): Seconds its hash has left once it ended.
+        failed (tuple | None): (queue, task id) of the step whose failure stopped it (or that an
+            `on_failure` step took), or None.
+        error (str | None): How the step that stopped it ended, and what it raised:
+            `"failed: ValueError: ..."`.
+        created_at (float | None): When it was enqueued (unix time).
+        finished_at (float | None): When its last step ended, or it was cancelled.
+        expires_in (int | None): Seconds its hash has left once it ended (None before).
     """
 
     id: str

@@ -82,8 +82,10 @@ type Cancellation struct {
 	Reason    string     // what happened, in a line
 }
 
-// Cancel cancels the task if it waits (scheduled, pending or retrying): it is removed and its record
-// ends as cancelled. A running task is not interrupted. ErrTaskNotFound if it has no record.
+// Cancel cancels the task if it waits (scheduled, pending, retrying, or a workflow's step waiting on
+// the steps before it): it is removed and its record ends as cancelled, and so do the steps of its
+// workflow that needed it to succeed. A running task is not interrupted. ErrTaskNotFound if it has no
+// record.
 func (h *TaskHandle) Cancel(ctx context.Context) (*Cancellation, error) {
 	q := h.queue
 	reply, err := cancelScript.run(ctx, q.conn, q.keys, args{"record": q.keys.task(h.id)})

@@ -43,6 +43,7 @@ func wireConstants() map[string]any {
 		"keys.COUNTS_SUFFIX":               countsSuffix,
 		"keys.TRACKED_SUFFIX":              trackedSuffix,
 		"keys.TASK_INFIX":                  taskInfix,
+		"keys.FLOW_INFIX":                  flowInfix,
 		"keys.WORKER_INFIX":                workerInfix,
 		"keys.PAUSED_SUFFIX":               pausedSuffix,
 		"keys.SAMPLES_SUFFIX":              samplesSuffix,
@@ -78,6 +79,7 @@ func wireConstants() map[string]any {
 		"tracking.Status.WAITING":          string(TaskWaiting),
 		"producer.DEFAULT_MAX_TASK_SIZE":   maxTaskSize,
 		"sweeper_ops.DEFAULT_MAX_CRASHES":  DefaultMaxCrashes,
+		"ext.FAILED_STEP_EXT":              failedStepExt,
 	}
 }
 

@@ -251,3 +251,27 @@ def test_the_go_fragment_gets_our_python_workers_result(procs, conn, redis_serve
     assert run.returncode == 0, f"{example / 'main.go'}:\n{run.stderr}"
     shown = go_shown_outputs(fragment.source)
     assert shown and run.stdout.splitlines() == shown
+
+
+def test_the_workflow_go_worker_runs_the_chain_and_the_callback_of_the_python_block(procs, conn, redis_server, tmp_path,
+                                                                                 monkeypatch):
+    """Workflows across languages: the page's Go worker (Label, a chain's step; Tally, a pass-mode
+    group's callback), built and started on "go", and our Python worker on "py" with the page's tasks.py;
+    the page's Python block then prints what its comments say: the chain's Python -> Go -> Python
+    result, and Tally's lines, a StepFailed's for the member that raised."""
+    program = page_block("go", lambda source: source.startswith("package main") and "func Tally(" in source)
+    example = go_program("docs_workflow_worker", program.source)
+    built = subprocess.run(["go", "build", "-o", str(example / "worker"), "./bin/docs_workflow_worker"],
+                           cwd=gocommands.INTEROP, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, f"{example / 'main.go'}:\n{built.stderr}"
+    worker = procs.start("docs_workflow_worker", [str(example / "worker")], env=pointed_at(redis_server))
+    wait_for(lambda: conn.zcard("go_workers") or not worker.alive(), what="the Go worker online")
+    assert worker.alive(), worker.err()
+    start_tasks_worker(procs, redis_server, tmp_path, page_file("tasks.py"))
+
+    block = page_block("python", lambda source: 'GoTask("main.Tally")' in source)
+    outputs = docs_examples.OutputCheck(docs_examples.shown_outputs(block))
+    monkeypatch.setenv("DELAYED_REDIS_URL", redis_server.url)
+    exec(compile("\n" * (block.line - 1) + block.source, docs_examples.shown(block.page), "exec"), {"print": outputs})
+    assert outputs.unseen() == []
+    assert Queue("go", conn).dead.list() == []

@@ -111,7 +111,8 @@ local function flows(track)
     end
 
     -- A task's blob with value (msgpack) as an extra last argument: a PyTask's args array grows by one;
-    -- a GoTask's payload (a bin holding its argument, or the array of its arguments) does.
+    -- a GoTask's payload (a bin holding its argument, or the array of its arguments) does, but for no
+    -- argument (nil): a Go handler of one parameter takes the whole payload, so the payload is value.
     function flow.with_argument(blob, value)
         local args = skip(blob, 2)  -- after the func path
         local b = string.byte(blob, args)
@@ -122,7 +123,7 @@ local function flows(track)
                 length = length * 256 + string.byte(blob, args + i)
             end
             local payload = string.sub(blob, args + 1 + size, args + size + length)
-            local grown = appended(payload, 1, value)
+            local grown = payload == '\192' and value or appended(payload, 1, value)
             local header = #grown < 256 and sized(0xc4, #grown, 1) or
                 (#grown < 65536 and sized(0xc5, #grown, 2) or sized(0xc6, #grown, 4))
             return string.sub(blob, 1, args - 1) .. header .. grown .. string.sub(blob, args + 1 + size + length)
@@ -243,7 +244,7 @@ local function flows(track)
             stopped(key, flow_key, status)
             return cancelled, true
         else
-            if string.find(edges, 'f|') then
+            if string.find(';' .. edges, ';f|', 1, true) then  -- an edge to an on_failure step (not an id's f)
                 redis.call('hsetnx', flow_key, 'failed', key)
             end
             count(key, flow_key)

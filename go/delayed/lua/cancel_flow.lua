@@ -4,13 +4,14 @@
 -- expires ttl seconds from now (or once its last running step ended).
 -- KEYS: flow
 -- uses: tracking
--- Returns {cancelled, running}: how many steps it cancelled, and how many were running or being
--- taken by a worker; {-1, 0} if there is no such workflow, {-2, 0} if it had ended.
+-- Returns {cancelled, running, status}: how many steps it cancelled, how many were running or being
+-- taken by a worker, and the workflow's status before; cancelled is -1 if there is no such workflow,
+-- -2 if it had ended.
 local status = redis.call('hget', KEYS[1], 'status')
 if not status then
-    return {-1, 0}
+    return {-1, 0, ''}
 elseif status == 'done' or status == 'cancelled' then
-    return {-2, 0}
+    return {-2, 0, status}
 end
 local track = tracking('')
 redis.call('hset', KEYS[1], 'status', 'cancelled', 'finished', track.now())
@@ -27,4 +28,4 @@ for key in string.gmatch(redis.call('hget', KEYS[1], 'steps'), '[^\n]+') do
     end
 end
 redis.call('expire', KEYS[1], redis.call('hget', KEYS[1], 'ttl'))
-return {cancelled, running}
+return {cancelled, running, status}

@@ -3,17 +3,19 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"time"
 
+	"github.com/delayed-py/delayed/go/v2/delayed"
 	"github.com/delayed-py/delayed/interop/internal/common"
 )
 
 // handlers are registered as "main.<Name>": goworker's names and parameters for those it has too
 // (Noop, Elapsed, Count, Slow), so one GoTask reaches either worker; the rest show what only our
 // worker does: results (Add, Echo, MakePoint), failures that are retried and dead-lettered (Fail,
-// Panic).
-var handlers = []interface{}{Noop, Elapsed, Add, Echo, MakePoint, Fail, Panic, Count, Slow}
+// Panic), and workflow steps (FailOnce, Outcomes).
+var handlers = []interface{}{Noop, Elapsed, Add, Echo, MakePoint, Fail, Panic, Count, Slow, FailOnce, Outcomes}
 
 // Point is a struct result: Python's TaskHandle.result() reads it as a dict of its fields.
 type Point struct {
@@ -82,4 +84,29 @@ func Slow(ctx context.Context, id string, ms int) error {
 	}
 	time.Sleep(time.Duration(ms) * time.Millisecond)
 	return client.HIncrBy(context.WithoutCancel(ctx), "executions", id, 1).Err()
+}
+
+// FailOnce counts a run of id in the hash "executions"; its first run fails, later ones return
+// value: a workflow's step (value the previous step's result) that is dead-lettered, then requeued
+// and run on.
+func FailOnce(ctx context.Context, id string, value int) (int, error) {
+	runs, err := client.HIncrBy(ctx, "executions", id, 1).Result()
+	if err != nil {
+		return 0, err
+	}
+	if runs == 1 {
+		return 0, fmt.Errorf("the first run of %s fails", id)
+	}
+	return value, nil
+}
+
+// Outcomes is a group's callback in "pass" mode: the members' results in order, each as it decoded,
+// but a member that failed (a delayed.StepFailed) as the map {"failed": its func, "status", "error"}.
+func Outcomes(results []any) []any {
+	for i, result := range results {
+		if failed, ok := result.(delayed.StepFailed); ok {
+			results[i] = map[string]string{"failed": failed.Func, "status": string(failed.Status), "error": failed.Error}
+		}
+	}
+	return results
 }
