@@ -90,10 +90,11 @@ class QueueKeys:
     the periodic scheduler and dead-letter requeues put a task in the queue or the scheduled
     set), "done" (our workers released a finished task), "retried" (requeued or rescheduled
     after a failure), "dead" (dead-lettered, crash loops included); and of the workflows enqueued on
-    the queue (COUNTED_WORKFLOWS): "workflows_started" (enqueued), "workflows_done" (every step ended,
-    none failed), "workflows_failed" (a step's failure stopped it, or it ended with a step failed on
-    the way; a workflow resumed by requeuing that step counts again if it stops again, and in
-    "workflows_done" if it then ends well; one cancelled while it ran counts in neither).
+    the queue (COUNTED_WORKFLOWS): "workflows_started" (enqueued), "workflows_done" (ended done: no
+    failure stopped it or went to an on_failure step), "workflows_failed" (a step's failure stopped
+    it, or it ended after an on_failure step took a failure; a workflow resumed by requeuing that
+    step counts again if it stops again, and in "workflows_done" if it then ends well; one cancelled
+    while it ran counts in neither).
     tracked: string, exists once a tracked task (enqueued with result_ttl) was enqueued to the queue:
     until then claims and sweeps do not look inside blobs for tracked ids (ours only).
     paused: string, present while the queue is paused (`delayed pause`), holding the unix time it

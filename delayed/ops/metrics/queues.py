@@ -48,9 +48,9 @@ SERIES = (
            "worker), retried (requeued or rescheduled after a failure), dead (dead-lettered)"),
     Series("delayed_queue_workflows_total", "counter", ("queue", "event"),
            "Workflows per queue (the one each was enqueued on) and event, counted by the scripts that enqueue and "
-           "settle their steps: started (enqueued), done (every step ended, none failed), failed (a step's failure "
-           "stopped it, or it ended with a step failed on the way; again each time it stops after a requeue resumed "
-           "it)"),
+           "settle their steps: started (enqueued), done (ended done: no failure stopped it or went to an on_failure step), failed (a step's failure "
+           "stopped it, again each time it stops after a requeue resumed it; or it ended after an on_failure step "
+           "took a failure)"),
 )
 """What the exporter's /metrics holds, in the order collect() yields it."""
 STATES = ("pending", "processing", "scheduled", "dead")
