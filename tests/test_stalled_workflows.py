@@ -12,6 +12,7 @@ import redis
 
 from delayed import GoTask, PyTask, Queue, Step, Worker, chain, group
 from delayed.ops import flows, stalls
+from delayed.ops.dashboard.flow_graph import layout
 from delayed.protocol.worker_ops import WorkerOps
 from delayed.wire.keys import new_worker_id
 
@@ -152,3 +153,20 @@ def test_a_workflow_s_own_view_marks_its_stalled_step_in_a_group_and_lists_it(co
     assert row["counts"] == ({"running": 17, "pending": 8, "waiting": 1} if where == "held" else
                              {"running": 18, "pending": 7, "waiting": 1})
     assert handle.status() == "running"
+    assert [(node.steps, node.stalled) for node in layout(shown).nodes] == [(25, True), (1, False)]  # its group's
+
+
+def test_on_a_cluster_stats_flags_stalled_workflows_on_every_primary_and_task_finds_them(cluster):
+    from .test_cluster_roles import nodes_client, on_three_primaries
+
+    client, names = nodes_client(cluster), on_three_primaries(cluster)
+    handles = [Queue(name, client).enqueue(chain(GoTask("main.Resize", [name]), PyTask("tests.tasks:add", [1, 1])))
+               for name in names]
+    for name in names:
+        go_delayed_takes(client, name)
+    warnings, rows = stats(cluster.url)
+    assert [[step["workflow"] for step in rows[name]["workflows_stalled"]] for name in names] == [
+        [handle.id] for handle in handles]
+    assert len(warnings) == 3
+    status, out, _ = run("task", handles[1].id, url=cluster.url)
+    assert status == 0 and out.startswith(f"workflow: {handles[1].id} of {names[1]}\n") and "stalled: held by" in out

@@ -116,10 +116,10 @@ def test_cancel_takes_a_workflow_s_id_and_ids_are_found_or_refused_clearly(conn,
     queue = Queue("jobs", conn)
     handle = queue.enqueue(chain(PyTask("tests.tasks:add", [1, 2]), PyTask("tests.tasks:add", [3, 4])))
     status, out, err = run("cancel", handle.id, url=redis_server.url)
-    assert status == 0 and out.startswith(f"cancelled workflow {handle.id}: "), err
+    assert status == 0 and out.startswith(f"cancelled workflow {handle.id} (running): "), err
     assert handle.status() == "cancelled" and [step.status() for step in handle.steps()] == ["cancelled"] * 2
     status, _, err = run("cancel", handle.id, url=redis_server.url)
-    assert status == 1 and err == f"delayed: workflow {handle.id} already ended\n"
+    assert status == 1 and err == f"delayed: workflow {handle.id} already ended (cancelled)\n"
 
     status, _, err = run("task", "0" * 32, url=redis_server.url)
     assert status == 1 and err.startswith(f"delayed: no record of task {'0' * 32} on any queue: never tracked")

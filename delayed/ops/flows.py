@@ -4,7 +4,8 @@ waits on), with their functions, states and what each waits on; counted per stat
 part when there are many; and the waiting steps a worker that does not track tasks took (stalled).
 
 Every read is bounded: the records of the first READ_LIMIT steps (their status, function and
-successors: the counts and the graph cover those), and the stall look of stalls.STEP_LIMIT steps."""
+successors: the counts and the graph cover those), in pipelined round trips of flow_reads.CHUNK, and
+the stall look of the first stalls.VIEW_STEP_LIMIT steps, in one script call."""
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -99,9 +100,10 @@ class WorkflowView:
 def view(conn: redis.Redis, queue: str, flow_id: str, every_step: bool = False,
          current: Optional[str] = None) -> WorkflowView:
     """The workflow flow_id of the queue: its hash, its steps' records (at most READ_LIMIT), the stall
-    look (stalls.look), and the steps listed: all (every_step, or at most LISTED of them), else the first
-    FIRST, the final ones, those that failed (at most FAILED_LISTED), stopped it or stalled, and the step whose id is
-    current; never one beyond those read. TaskNotFoundError if there is no such workflow."""
+    look (stalls.look), and the steps listed: all (every_step, or at most LISTED of them), else the
+    first FIRST, the final ones, those that failed (at most FAILED_LISTED), stopped it or stalled, and
+    the step whose id is current; never one beyond those read. TaskNotFoundError if there is no such
+    workflow."""
     info = Queue(queue, conn).workflow(flow_id).info()
     keys = [QueueKeys.of(name).task(task_id) for name, task_id in info.steps[:READ_LIMIT]]
     steps = _read(conn, keys)

@@ -7,7 +7,7 @@ id, and it never writes the step's record, which keeps saying the step waits. No
 the step's end, so the steps after it wait and the workflow never ends. Such a step shows as a
 waiting record whose blob a worker holds, or, once that worker took another task, whose blob is
 nowhere: in neither its queue, its scheduled set nor any processing entry (see
-lua/stalled_steps.lua, which looks, in one script call per workflow).
+lua/stalled_steps.lua, which looks at a queue's workflows in one script call).
 
 Every look is bounded, and says when it stopped short: `delayed stats` and the dashboard read the
 status of at most FLOW_LIMIT workflows of the queues they show (found with a SCAN, which stops

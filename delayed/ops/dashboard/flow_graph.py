@@ -25,7 +25,7 @@ LABEL = 22
 class Node:
     """A node: one step (its place from 1, task id, function, status; current: the page's own step;
     stalled: a worker that does not track tasks took it), or an aggregate of several (steps: how many,
-    counts: per status, most first). Its box, once placed."""
+    counts: per status, most first; stalled: one of them is). Its box, once placed."""
 
     steps: int
     status: str
@@ -94,12 +94,13 @@ def layout(shown: WorkflowView) -> Graph:
     for column, collapsed in ordered:
         if collapsed:
             counts = Counter(steps.statuses[i] for i in column).most_common()
-            group = [Node(len(column), counts[0][0], counts, height=NODE_HEIGHT + LINE * (len(counts) - 1))]
+            group = [Node(len(column), counts[0][0], counts, stalled=any(i in shown.stalled for i in column),
+                          height=NODE_HEIGHT + LINE * (len(counts) - 1))]
         else:
             group = [Node(1, steps.statuses[i], place=i + 1, task_id=shown.info.steps[i][1], func=steps.funcs[i],
                           current=i == shown.current, stalled=i in shown.stalled) for i in column]
         for k, i in enumerate(column):
-            node_of[i] = len(nodes) + (0 if len(group) == 1 else k)
+            node_of[i] = len(nodes) + (0 if collapsed else k)
         nodes += group
         placed.append(group)
     width, height = _place(placed)
