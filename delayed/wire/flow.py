@@ -290,6 +290,17 @@ def record_keys(text: bytes) -> List[str]:
     return [line for line in text.decode().split("\n") if line]
 
 
+def next_edges(text: bytes) -> List[Tuple[When, str, int]]:
+    """A step record's `next` (see flow.lua): its successors, each as (when, record key, slot)."""
+    edges = []
+    for entry in text.decode().split(";"):
+        when, _, rest = entry.partition("|")
+        successor, _, slot = rest.rpartition("|")
+        if successor:
+            edges.append((When(when), successor, int(slot)))
+    return edges
+
+
 @dataclass(frozen=True)
 class WorkflowInfo:
     """A workflow's hash, as `WorkflowHandle.info()` reads it.
