@@ -8,6 +8,15 @@ import redis
 _conn = None
 
 IO_SECONDS = 0.01  # the 10 ms tasks of the io rows: a wait on the network, stood in for by a sleep
+# what flow_end writes, read by the workflow measurements in common.py
+FLOW_ENDED, FLOW_ENDED_AT, FLOW_INPUTS = "bench:flow_ended", "bench:flow_ended_at", "bench:flow_inputs"
+
+
+def _redis() -> redis.Redis:
+    global _conn
+    if _conn is None:
+        _conn = redis.Redis.from_url(os.environ["BENCH_REDIS_URL"])
+    return _conn
 
 
 def noop():
@@ -17,10 +26,22 @@ def noop():
 def record(enqueued_at):
     """Start latency: RPUSH now - enqueued_at (seconds) to bench:latency (common.LATENCY_KEY)."""
     started = time.time()
-    global _conn
-    if _conn is None:
-        _conn = redis.Redis.from_url(os.environ["BENCH_REDIS_URL"])
-    _conn.rpush("bench:latency", started - enqueued_at)
+    _redis().rpush("bench:latency", started - enqueued_at)
+
+
+def step(*previous):
+    """A workflow's no-op step: takes the previous step's result if it is given one (delayed appends
+    it as the last argument, Celery's chain passes it as the first), returns None."""
+
+
+def flow_end(*previous):
+    """A chain's last step or a group's callback: counts itself in bench:flow_ended and writes when it
+    ran (time.time()) and how many results it was given (a callback's list; 0 otherwise), in one
+    round trip."""
+    ran = time.time()
+    results = previous[-1] if previous and isinstance(previous[-1], list) else []
+    with _redis().pipeline(transaction=True) as pipe:
+        pipe.incr(FLOW_ENDED).set(FLOW_ENDED_AT, repr(ran)).set(FLOW_INPUTS, len(results)).execute()
 
 
 def sleep10():

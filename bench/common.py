@@ -45,6 +45,7 @@ class System:
     # how its workers are run, for the report: the no-op rows, and the io rows with N slots
     settings = "?"
     io_settings = "?"
+    workflow_settings = "?"  # and the workflow section's rows (bench/workflows.py), where it has them
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -72,6 +73,16 @@ class System:
     def worker_commands(self, processes: int, slots: Optional[int] = None) -> List[List[str]]:
         """argv of each worker process to start to get `processes` worker processes, each running
         up to `slots` tasks at once (None: the setting of the no-op rows)."""
+        raise NotImplementedError
+
+    def enqueue_chain(self) -> None:
+        """One producer call: a chain of bench_tasks.step, step and flow_end, each taking the result of
+        the one before it."""
+        raise NotImplementedError
+
+    def enqueue_group(self, members: int) -> None:
+        """One producer call: `members` bench_tasks.step tasks at once, and bench_tasks.flow_end as their
+        callback, given the list of their results."""
         raise NotImplementedError
 
     def worker_environ(self, slots: Optional[int] = None) -> Dict[str, str]:
@@ -163,6 +174,71 @@ class System:
         return {"p50_ms": percentile(ms, 50), "p99_ms": percentile(ms, 99), "max_ms": ms[-1],
                 "tasks": count, "offered_rate": offered, "failed": self.failed(),
                 "graceful_stop": workers.graceful}
+
+    def measure_chains(self, chains: int, timeout: float) -> Dict:
+        """`chains` chains enqueued one call each, in a loop, while one worker process runs them: from the
+        first enqueue until the last chain's last step ran (it writes when)."""
+        with Workers(self, 1) as workers:
+            deadline = time.monotonic() + timeout
+            self.enqueue_chain()  # one chain to learn that the worker is up and idle
+            self._wait_for_flows(1, workers, deadline)
+            self.conn.delete(bench_tasks.FLOW_ENDED)
+            start = time.time()
+            for _ in range(chains):
+                self.enqueue_chain()
+            enqueued = time.time() - start
+            self._wait_for_flows(chains, workers, deadline)
+        seconds = float(self.conn.get(bench_tasks.FLOW_ENDED_AT)) - start
+        return {"rate": chains / seconds, "steps_rate": 3 * chains / seconds, "tasks": chains, "seconds": seconds,
+                "enqueue_seconds": enqueued, "failed": self.failed(), "graceful_stop": workers.graceful}
+
+    def measure_group(self, members: int, timeout: float) -> Dict:
+        """One group of `members` tasks with a callback, enqueued to one idle worker process: from the
+        enqueue call until the callback ran (it writes when, and how many results it was given)."""
+        with Workers(self, 1) as workers:
+            deadline = time.monotonic() + timeout
+            self.enqueue_group(2)  # a small one to learn that the worker is up and idle
+            self._wait_for_flows(1, workers, deadline)
+            self.conn.delete(bench_tasks.FLOW_ENDED)
+            start = time.time()
+            self.enqueue_group(members)
+            enqueued = time.time() - start
+            self._wait_for_flows(1, workers, deadline)
+        ended, given = self.conn.mget(bench_tasks.FLOW_ENDED_AT, bench_tasks.FLOW_INPUTS)
+        if int(given) != members:
+            raise BenchError(f"the callback was given {int(given)} results, not {members}")
+        seconds = float(ended) - start
+        return {"seconds": seconds, "per_task_us": 1e6 * seconds / members, "tasks": members,
+                "enqueue_seconds": enqueued, "failed": self.failed(), "graceful_stop": workers.graceful}
+
+    def measure_batch(self, tasks: int, timeout: float) -> Dict:
+        """`tasks` plain no-op tasks in one enqueue_many call to one idle worker process: from the call
+        until the last one ended (the remaining count polled every 2 ms), what a group is set against."""
+        with Workers(self, 1) as workers:
+            deadline = time.monotonic() + timeout
+            self.enqueue_many(1)  # one task to learn that the worker is up and idle
+            self._wait_for_empty(workers, deadline)
+            start = time.perf_counter()
+            self.enqueue_many(tasks)
+            enqueued = time.perf_counter() - start
+            self._wait_for_empty(workers, deadline)
+            seconds = time.perf_counter() - start
+        return {"seconds": seconds, "per_task_us": 1e6 * seconds / tasks, "tasks": tasks, "enqueue_seconds": enqueued,
+                "failed": self.failed(), "graceful_stop": workers.graceful}
+
+    def _wait_for_flows(self, count: int, workers: "Workers", deadline: float) -> None:
+        """Until bench_tasks.flow_end ran `count` times."""
+        while int(self.conn.get(bench_tasks.FLOW_ENDED) or 0) < count:
+            workers.check(deadline, f"{int(self.conn.get(bench_tasks.FLOW_ENDED) or 0)} of {count} workflows ended")
+            time.sleep(0.01)
+
+    def _wait_for_empty(self, workers: "Workers", deadline: float) -> None:
+        while True:
+            left = self.remaining()
+            if left == 0:
+                return
+            workers.check(deadline, f"{left} tasks left")
+            time.sleep(0.002)
 
     def _wait_for_latencies(self, count: int, workers: "Workers", deadline: float) -> None:
         while self.conn.llen(LATENCY_KEY) < count:
@@ -295,10 +371,12 @@ def main(system_class: Callable[[str], System]) -> None:
     """Command line of a driver: run one measurement, print one JSON line."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True)
-    parser.add_argument("measure", choices=["version", "enqueue", "enqueue_many", "drain", "latency"])
+    parser.add_argument("measure", choices=["version", "enqueue", "enqueue_many", "drain", "latency", "chains",
+                                            "group", "batch"])
     parser.add_argument("--seconds", type=float, default=2.0, help="enqueue, enqueue_many: how long")
     parser.add_argument("--batch", type=int, default=1000, help="enqueue_many: tasks per call")
-    parser.add_argument("--tasks", type=int, default=2000, help="drain: prefilled; latency: sent")
+    parser.add_argument("--tasks", type=int, default=2000,
+                        help="drain: prefilled; latency: sent; chains: chains; group: members; batch: enqueued")
     parser.add_argument("--processes", type=int, default=1, help="drain: worker processes")
     parser.add_argument("--task", choices=sorted(TASKS), default="noop", help="drain: the kind of task")
     parser.add_argument("--slots", type=int, help="drain: tasks each process runs at once")
@@ -312,7 +390,8 @@ def main(system_class: Callable[[str], System]) -> None:
     try:
         if args.measure == "version":
             result = {"version": system.version, "python": sys.version.split()[0],
-                      "settings": system.settings, "io_settings": system.io_settings}
+                      "settings": system.settings, "io_settings": system.io_settings,
+                      "workflow_settings": system.workflow_settings}
         elif args.measure == "enqueue":
             result = system.measure_enqueue(args.seconds)
         elif args.measure == "enqueue_many":
@@ -320,8 +399,14 @@ def main(system_class: Callable[[str], System]) -> None:
         elif args.measure == "drain":
             result = system.measure_drain(args.tasks, args.processes, args.timeout, args.task, args.slots,
                                           args.memory)
-        else:
+        elif args.measure == "latency":
             result = system.measure_latency(args.rate, args.tasks, args.timeout)
+        elif args.measure == "chains":
+            result = system.measure_chains(args.tasks, args.timeout)
+        elif args.measure == "group":
+            result = system.measure_group(args.tasks, args.timeout)
+        else:
+            result = system.measure_batch(args.tasks, args.timeout)
     except BenchError as exc:
         result = {"error": str(exc)}
     print(json.dumps(result), flush=True)

@@ -27,6 +27,7 @@ from delayed.testing import RedisServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root, for interop/
 import scale  # noqa: E402  (bench/, this script's directory)
+import workflows  # noqa: E402
 
 from interop import gocommands  # noqa: E402
 
@@ -57,9 +58,11 @@ class SystemSpec:
         self.io_rows = io_rows  # False: not in the io rows (one delayed column is enough there)
         self.driver = BENCH / "drivers" / f"{name}_driver.py"
         self.version = "?"
-        self.settings = self.io_settings = "?"  # how its workers run, from its driver
+        self.settings = self.io_settings = self.workflow_settings = "?"  # how its workers run, from its driver
         self.skipped: Optional[str] = None
 
+
+CELERY = ["celery[redis]==5.7.0", "hiredis"]
 
 SYSTEMS = [
     SystemSpec("delayed", "delayed", Path(sys.executable), 300_000),
@@ -75,8 +78,8 @@ SYSTEMS = [
     SystemSpec("dramatiq", "dramatiq", PEERS_VENV / "bin/python", 2_300, PEERS_VENV, ["dramatiq[redis]==2.2.1"]),
     SystemSpec("huey", "huey", own_venv("huey") / "bin/python", 4_000, own_venv("huey"),
                ["huey==3.5.4", "redis", "hiredis"], context_reps=1),
-    SystemSpec("celery", "Celery", own_venv("celery") / "bin/python", 1_100, own_venv("celery"),
-               ["celery[redis]==5.7.0", "hiredis"], context_reps=1),
+    SystemSpec("celery", "Celery", own_venv("celery") / "bin/python", 1_100, own_venv("celery"), CELERY,
+               context_reps=1),
     SystemSpec("arq", "arq", own_venv("arq") / "bin/python", 2_400, own_venv("arq"), ["arq==0.28.0", "hiredis"],
                context_reps=1),
     # saq 0.26.4 imports typing_extensions without requiring it
@@ -92,6 +95,10 @@ SYSTEMS = [
     SystemSpec("asynq", "Asynq (Go)", Path(sys.executable), 15_000,
                prepare=lambda: go_commands("asynqworker", "asynqproducer")),
 ]
+
+# The workflow section's own (bench/workflows.py): Celery's canvas on its Redis result backend
+CELERY_RESULTS = SystemSpec("celery_results", "Celery", own_venv("celery") / "bin/python", 0, own_venv("celery"),
+                            CELERY, context_reps=1)
 
 # The io rows: 10 ms tasks (bench_tasks.sleep10, asleep10) drained by one process with N slots;
 # (key of the runs, --task, slots, processes). io_procs100 is delayed's own: 100 processes of one
@@ -190,6 +197,44 @@ def redis_benchmark(port: int) -> Dict[str, Dict[str, float]]:
         for name, rate in re.findall(r"([A-Z_]+): ([\d.]+) requests per second", out.replace("\r", "\n")):
             results.setdefault(name, {})[mode] = float(rate)
     return results
+
+
+def introduce(bench: Bench, spec: SystemSpec) -> bool:
+    """Ask the system's driver its version and settings; False (and spec.skipped says why) if it does not start."""
+    info = bench.driver(spec, "version")
+    if "version" not in info:
+        spec.skipped = f"its driver does not start: {info.get('error')}"
+        return False
+    spec.version = info["version"]
+    spec.settings, spec.io_settings = info.get("settings", "?"), info.get("io_settings", "?")
+    spec.workflow_settings = info.get("workflow_settings", "?")
+    return True
+
+
+def spec_named(name: str) -> SystemSpec:
+    return CELERY_RESULTS if name == CELERY_RESULTS.name else next(s for s in SYSTEMS if s.name == name)
+
+
+def measure_workflows(bench: Bench, cfg: Dict) -> Dict:
+    """The workflow section's runs, on each of its systems that can be measured (workflows.PLAN)."""
+    ready = {}
+    for name in workflows.PLAN:
+        spec = spec_named(name)
+        if not spec.skipped and (spec.version != "?" or introduce(bench, spec)):
+            ready[name] = spec
+        else:
+            log(f"workflows: {name} not measured: {spec.skipped}")
+    log("workflows: chains, a group with a callback, and plain tasks against it ...")
+    begun = time.monotonic()
+    results = workflows.measure(bench.driver, ready, cfg, log)
+    log(f"  (workflows: {time.monotonic() - begun:.0f} s)")
+    return results
+
+
+def workflow_section(results: Dict, cfg: Dict) -> List[str]:
+    specs = [spec_named(name) for name in results]
+    return workflows.report(results, {s.name: f"{s.label} {s.version}" for s in specs},
+                            {s.name: s.workflow_settings for s in specs}, cfg)
 
 
 def measure(bench: Bench, spec: SystemSpec, cfg: Dict, results: Dict) -> None:
@@ -539,20 +584,24 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="1 repetition, smaller N; a smoke test")
     parser.add_argument("--output", type=Path,
                         help="markdown report (default: BENCHMARKS.md, none with --quick)")
-    parser.add_argument("--only", nargs="+", choices=[s.name for s in SYSTEMS] + ["cluster"],
+    parser.add_argument("--only", nargs="+", choices=[s.name for s in SYSTEMS] + ["cluster", "workflows"],
                         help="measure only these systems (delayed is always measured), and the cluster scale "
-                             "row only if `cluster` is named; `--only cluster` alone: just that row")
+                             "row only if `cluster` is named, the workflow section only if `workflows` is; "
+                             "`--only cluster` or `--only workflows` alone: just that section")
     args = parser.parse_args()
     output = args.output or (None if args.quick else ROOT / "BENCHMARKS.md")
     cfg = {"quick": args.quick, "reps": 1 if args.quick else 3, "seconds": 0.5 if args.quick else 2.0,
            "drain_seconds": 0.8 if args.quick else 2.5, "drain_min_seconds": 0.4 if args.quick else 2.0,
            "io_seconds": 0.8 if args.quick else 1.0, "latency_tasks": 400 if args.quick else 2000,
-           "scale_seconds": 1.0 if args.quick else 2.0, "scale_guess": 5_000 if args.quick else 30_000}
+           "scale_seconds": 1.0 if args.quick else 2.0, "scale_guess": 5_000 if args.quick else 30_000,
+           "group_members": 2_000 if args.quick else 10_000}
     started = time.monotonic()
-    named = set(args.only or []) - {"cluster"}
+    named = set(args.only or []) - {"cluster", "workflows"}
     systems = [s for s in SYSTEMS if not args.only or s.name in named or (s.name == "delayed" and named)]
     run_scale = not args.only or "cluster" in args.only
-    for spec in systems:
+    run_workflows = not args.only or "workflows" in args.only
+    extra = [spec_named(name) for name in workflows.PLAN if run_workflows and spec_named(name) not in systems]
+    for spec in systems + extra:
         if spec.venv:
             spec.skipped = ensure_venv(spec)
         elif spec.prepare:
@@ -563,27 +612,23 @@ def main() -> int:
     run_id = uuid.uuid4().hex
     results: Dict[str, Dict] = {}
     limits: Dict = {}
-    scale_results = None
+    scale_results = workflow_results = None
     with tempfile.TemporaryDirectory(prefix="delayed-bench-") as tmp:
         server = RedisServer(Path(tmp)).start()
         try:
             bench = Bench(server.url, Path(tmp), run_id)
-            if systems:
+            if systems:  # the physical limit, beside the main table
                 log(f"redis-server on port {server.port}; redis-benchmark ...")
                 limits = redis_benchmark(server.port)
             for spec in systems:
-                if spec.skipped:
+                if spec.skipped or not introduce(bench, spec):
                     continue
-                info = bench.driver(spec, "version")
-                if "version" not in info:
-                    spec.skipped = f"its driver does not start: {info.get('error')}"
-                    continue
-                spec.version = info["version"]
-                spec.settings, spec.io_settings = info.get("settings", "?"), info.get("io_settings", "?")
                 log(f"{spec.label} {spec.version}:")
                 begun = time.monotonic()
                 measure(bench, spec, cfg, results)
                 log(f"  ({spec.label}: {time.monotonic() - begun:.0f} s)")
+            if run_workflows:
+                workflow_results = measure_workflows(bench, cfg)
         finally:
             kill_leftovers(run_id)
             server.stop()
@@ -597,6 +642,8 @@ def main() -> int:
             kill_leftovers(run_id)
         log(f"  (scale: {time.monotonic() - begun:.0f} s)")
     text = report(cfg, systems, results, limits, machine_facts(), time.monotonic() - started)
+    if workflow_results is not None:
+        text += "\n".join(workflow_section(workflow_results, cfg))
     if scale_results is not None:
         text += "\n".join(scale.report(scale_results, cfg)) + "\n"
     print(text)

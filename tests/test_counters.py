@@ -9,7 +9,7 @@ import time
 import pytest
 import redis.asyncio
 
-from delayed import AsyncQueue, DuplicateTaskError, PyTask
+from delayed import AsyncQueue, DuplicateTaskError, PyTask, Worker, chain
 from delayed.ops import admin
 from delayed.protocol.sweeper_ops import SweeperOps
 from delayed.protocol.worker_ops import WorkerOps
@@ -163,7 +163,8 @@ def test_a_periodic_tick_counts_when_it_enqueues(conn):
 def test_stats_rows_carry_the_counters_and_with_rates_turns_them_into_in_and_out(conn, queue):
     assert admin.stats(conn, ["q"])[0] == {"queue": "q", "pending": 0, "processing": 0, "scheduled": 0, "dead": 0,
                                            "workers": 0, "paused": False, "enqueued_total": 0, "done_total": 0, "retried_total": 0,
-                                           "dead_total": 0, "latency": 0.0, "latency_measured": True,
+                                           "dead_total": 0, "workflows_started_total": 0, "workflows_done_total": 0,
+                                           "workflows_failed_total": 0, "latency": 0.0, "latency_measured": True,
                                            "latency_basis": "empty"}
     queue.enqueue_many(PyTask("m:f", [i]) for i in range(10))
     assert admin.queue_names(conn) == ["q"]
@@ -190,6 +191,48 @@ def test_a_queue_drained_empty_is_still_found_by_its_counters(conn, queue):
     assert conn.keys("q*") == [b"q_counts"]
     conn.hset("cache_counts", "hits", 1)  # another program's hash with the same suffix is left alone
     assert admin.queue_names(conn) == ["q"]
+
+
+def test_a_queue_drained_of_its_workflows_is_still_found_by_its_counters(conn, queue):
+    handle = queue.enqueue(chain(PyTask("tests.tasks:add", [1, 2]), PyTask("tests.tasks:add", [3, 4])))
+    Worker(queue, ["tests.tasks"], burst=True).run()
+    assert handle.result(timeout=WAIT) == 7
+    for key in conn.keys("*"):  # the records and the workflow expired, the worker left: its counters stay
+        if key != b"q_counts":
+            conn.delete(key)
+    assert counts(conn) == {"enqueued": 2, "done": 2, "workflows_started": 1, "workflows_done": 1}
+    assert admin.queue_names(conn) == ["q"]
+
+
+def run_workflows(conn, queue):
+    """On queue q: a chain that ends well, one whose first step fails once (its dead letter requeued, it
+    ends well: failed, then done), one whose first step always fails (twice: requeued once), and one
+    no worker ran yet."""
+    queue.enqueue(chain(PyTask("tests.tasks:add", [1, 2]), PyTask("tests.tasks:add", [3, 4])))
+    again = queue.enqueue(chain(PyTask("tests.tasks:fail_until", ["wf-once", 1]), PyTask("tests.tasks:add", [1, 1])))
+    never = queue.enqueue(chain(PyTask("tests.tasks:always_fail", ["wf-never"]), PyTask("tests.tasks:add", [1, 1])))
+    Worker(queue, ["tests.tasks"], burst=True).run()
+    assert (again.status(), never.status()) == ("failed", "failed")
+    queue.dead.requeue([letter["id"] for letter in queue.dead.list()])
+    Worker(queue, ["tests.tasks"], burst=True).run()
+    assert (again.result(timeout=WAIT), never.status()) == (2, "failed")
+    queue.enqueue(chain(PyTask("tests.tasks:add", [1, 2]), PyTask("tests.tasks:add", [3, 4])))
+
+
+def test_stats_rows_and_the_queue_exporter_count_workflows_started_done_and_failed(conn, queue):
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from delayed.ops.metrics.queues import QueueCollector
+
+    run_workflows(conn, queue)
+    [row] = admin.stats(conn, ["q"])
+    assert {field: row[field] for field in admin.WORKFLOW_FIELDS} == {
+        "workflows_started_total": 4, "workflows_done_total": 2, "workflows_failed_total": 3}
+    registry = CollectorRegistry()
+    registry.register(QueueCollector(conn, ["q"]))
+    assert "# TYPE delayed_queue_workflows_total counter" in generate_latest(registry).decode()
+    assert {event: registry.get_sample_value("delayed_queue_workflows_total", {"queue": "q", "event": event})
+            for event in ("started", "done", "failed")} == {"started": 4, "done": 2, "failed": 3}
 
 
 def test_the_queue_exporter_exports_the_counters_as_prometheus_counters(conn, queue):

@@ -34,6 +34,7 @@ from delayed.worker.metrics import SERIES as WORKER_SERIES
 
 from . import docs_examples
 from .conftest import ROOT, WAIT, results, spawn, wait_for
+from .test_counters import run_workflows
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 
@@ -271,6 +272,27 @@ def test_the_queue_exporter_reports_each_state_and_survives_redis_going_away(tmp
         assert exporter.returncode == 0, output
         assert output.count("cannot read the queues from Redis") == 1, output  # said once, not per scrape
         client.close()
+
+
+def test_prometheus_reads_the_workflows_started_done_and_failed_per_queue_from_the_exporter(
+        conn, redis_server, prometheus):
+    """The exporter, finding the queues itself, serves each queue's workflow counters as one counter
+    family; a queue with no workflow has them at 0."""
+    Queue("plain", conn).enqueue(PyTask("tests.tasks:record", ["no workflow"]))
+    run_workflows(conn, Queue("q", conn))
+    port = free_port()
+    exporter = spawn("delayed.metrics", "--port", str(port), redis_url=redis_server.url)
+    try:
+        server = prometheus(f"127.0.0.1:{port}")
+        expected = {("event=started", "queue=q"): 4.0, ("event=done", "queue=q"): 2.0,
+                    ("event=failed", "queue=q"): 3.0, ("event=started", "queue=plain"): 0.0,
+                    ("event=done", "queue=plain"): 0.0, ("event=failed", "queue=plain"): 0.0}
+        query = "sum by (queue, event) (delayed_queue_workflows_total)"
+        assert settled(lambda: server.query(query), expected) == expected
+    finally:
+        exporter.send_signal(signal.SIGTERM)
+        output, _ = exporter.communicate(timeout=30)
+    assert exporter.returncode == 0, output
 
 
 @pytest.mark.parametrize("threads", [1, 3])

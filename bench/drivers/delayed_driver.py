@@ -10,6 +10,8 @@ import common  # noqa: E402
 
 from delayed import PyTask, Queue  # noqa: E402
 
+RESULT_TTL = 3600  # seconds a tracked task's record (and a workflow's) is kept once it ended
+
 
 @functools.lru_cache(maxsize=None)
 def has_threads_option() -> bool:
@@ -24,6 +26,10 @@ class Delayed(common.System):
     settings = "`python -m delayed.worker --concurrency 1|2` (its defaults: `--batch 32`)"
     io_settings = ("`--threads N`: plain functions in a pool of N threads, coroutine functions N at "
                    "a time on the process's one event loop")
+    workflow_settings = ("`python -m delayed.worker --concurrency 1` (its defaults); each chain or group "
+                         f"enqueued by one `queue.enqueue(..., result_ttl={RESULT_TTL})`, every step tracked, a "
+                         "chain's steps after the first `Step(..., takes_result=True)`; the plain tasks by "
+                         "`enqueue_many(tasks)`")
 
     def __init__(self, url: str) -> None:
         super().__init__(url)
@@ -37,6 +43,16 @@ class Delayed(common.System):
 
     def enqueue_many(self, count):
         self.queue.enqueue_many([PyTask("bench_tasks:noop") for _ in range(count)])
+
+    def enqueue_chain(self):
+        from delayed import Step, chain  # here: bench/ab.py runs this producer on commits from before workflows
+        self.queue.enqueue(chain(PyTask("bench_tasks:step"), Step(PyTask("bench_tasks:step"), takes_result=True),
+                                 Step(PyTask("bench_tasks:flow_end"), takes_result=True)), result_ttl=RESULT_TTL)
+
+    def enqueue_group(self, members):
+        from delayed import group
+        self.queue.enqueue(group([PyTask("bench_tasks:step") for _ in range(members)],
+                                 callback=PyTask("bench_tasks:flow_end")), result_ttl=RESULT_TTL)
 
     def prefill(self, count, task="noop"):
         func = f"bench_tasks:{common.TASKS[task]}"

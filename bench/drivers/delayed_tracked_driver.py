@@ -6,17 +6,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import common  # noqa: E402
-from delayed_driver import Delayed  # noqa: E402
+from delayed_driver import RESULT_TTL, Delayed  # noqa: E402
 
 from delayed import PyTask  # noqa: E402
-
-RESULT_TTL = 3600
 
 
 class DelayedTracked(Delayed):
     settings = ("`python -m delayed.worker --concurrency 1|2`, every task enqueued with "
                 f"`result_ttl={RESULT_TTL}`")
     io_settings = "not in the io rows: delayed's column measures the slots"
+    workflow_settings = f"as delayed's; the plain tasks by `enqueue_many(tasks, result_ttl={RESULT_TTL})`"
 
     def enqueue(self, enqueued_at=None):
         if enqueued_at is None:

@@ -13,7 +13,7 @@ from ..protocol.queue import Queue
 from ..protocol.scheduled import ScheduledTasks
 from ..wire import preview, worker_info
 from ..wire.dead_letter import MAX_ERROR, check_ids, id_order
-from ..wire.keys import COUNTED_EVENTS, GO_WORKER_ID
+from ..wire.keys import COUNTED_EVENTS, COUNTED_WORKFLOWS, GO_WORKER_ID
 from ..wire.task import BIN_MARKERS, GoTask, decode_task
 from ..wire.tracking import Cancel, Status
 from ..wire.tracking import parse as parse_record
@@ -22,20 +22,25 @@ Row = Dict[str, Any]
 
 COUNTER_FIELDS = tuple(event + "_total" for event in COUNTED_EVENTS)
 """The counters in a stats row: enqueued_total, done_total, retried_total, dead_total (see QueueKeys.counts)."""
+WORKFLOW_FIELDS = tuple(field + "_total" for field in COUNTED_WORKFLOWS)
+"""The workflow counters in a stats row: workflows_started_total, workflows_done_total, workflows_failed_total
+(see QueueKeys.counts)."""
 
 
 def stats(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List[Row]:
     """Per queue (in the round trips of inspect.counts): tasks pending, held by workers, scheduled, dead;
     its live workers, ours and go-delayed's (those `workers` lists); whether it is paused (`delayed pause`);
     the queue's counters (COUNTER_FIELDS: tasks our scripts enqueued, released done, retried and
-    dead-lettered since its counts hash was created, 0 without one);
+    dead-lettered since its counts hash was created, 0 without one) and those of the workflows
+    enqueued on it (WORKFLOW_FIELDS: started, done, failed);
     "latency": how long a task waits in the queue before a worker takes it, in seconds, None if
     nothing tells; "latency_measured": True when measured, False when estimated, None when unknown;
     and "latency_basis", what it comes from (LATENCY_BASES);
     with heads, also "head": the blob at the head of the queue (None if empty)."""
     return [{"queue": name, "pending": counts.pending, "processing": counts.processing, "scheduled": counts.scheduled,
              "dead": counts.dead, "workers": counts.workers, "paused": counts.paused,
-             **dict(zip(COUNTER_FIELDS, counts.events)), **_measured_latency(counts),
+             **dict(zip(COUNTER_FIELDS, counts.events)), **dict(zip(WORKFLOW_FIELDS, counts.workflows)),
+             **_measured_latency(counts),
              **({"head": counts.head} if heads else {})}
             for name, counts in zip(names, inspect.counts(conn, names, heads))]
 
@@ -156,7 +161,7 @@ def workers(conn: redis.Redis, names: Sequence[str]) -> List[Row]:
 def _about(fields: Dict[bytes, bytes]) -> Row:
     """A worker's description (delayed.wire.worker_info) as a row's host, pid, started (ISO 8601) and queues."""
     about = worker_info.about(fields)
-    return {**about, "started": None if about["started"] is None else _when(about["started"])}
+    return {**about, "started": None if about["started"] is None else utc_time(about["started"])}
 
 
 def holders(conn: redis.Redis, names: Sequence[str], limit: int = 200) -> List[Row]:
@@ -174,7 +179,7 @@ def holders(conn: redis.Redis, names: Sequence[str], limit: int = 200) -> List[R
                  for note in inspect.claim_notes(conn, name, [worker_id for worker_id, _, _ in held])]
         now = inspect.redis_time(conn) if any(claimed is not None for claimed in since) else 0.0
         rows += [{"queue": name, "worker": worker_id, "go": GO_WORKER_ID.fullmatch(worker_id) is not None,
-                  "task": describe_task(head, length), "claimed": None if claimed is None else _when(claimed),
+                  "task": describe_task(head, length), "claimed": None if claimed is None else utc_time(claimed),
                   "running_for": None if claimed is None else round(max(now - claimed, 0.0), 1)}
                  for (worker_id, head, length), claimed in zip(held, since)]
     return rows
@@ -192,7 +197,7 @@ def periodic(conn: redis.Redis, names: Sequence[str], limit: int = 1000) -> List
 def _tick_time(text: str) -> str:
     """A periodic tick as stored (a unix time) in ISO 8601; the raw value if it is not a number."""
     try:
-        return _when(float(text))
+        return utc_time(float(text))
     except ValueError:
         return text
 
@@ -382,7 +387,7 @@ def scheduled(conn: redis.Redis, name: str, count: int = 20, start: int = 0, ref
     for task in inspect.next_scheduled(conn, name, count, start, PREVIEW_BYTES):
         shown = describe_task(task.head, task.length)
         attempt, attempts = _attempt(shown.get("options"))
-        rows.append({"due": _when(task.due), "kind": task.kind, "attempt": attempt, "attempts": attempts,
+        rows.append({"due": utc_time(task.due), "kind": task.kind, "attempt": attempt, "attempts": attempts,
                      "task": shown, **({"ref": task.ref} if refs else {})})
     return rows
 
@@ -473,7 +478,7 @@ def pending_by_func(conn: redis.Redis, name: str, first: int = 1000) -> List[Row
             for (func, go), count in sorted(counted.items(), key=lambda item: (-item[1], item[0]))]
 
 
-def _when(timestamp: float) -> str:
+def utc_time(timestamp: float) -> str:
     """A unix time as ISO 8601 (UTC); one no calendar holds (inf, from a producer's infinite delay) as it is."""
     try:
         return datetime.datetime.fromtimestamp(timestamp, datetime.timezone.utc).isoformat(timespec="seconds")
@@ -492,17 +497,19 @@ WAITING = (Status.SCHEDULED, Status.PENDING, Status.RETRYING)
 _TIMES = ("enqueued_at", "due", "started_at", "finished_at")
 
 
-def tracked_task(conn: redis.Redis, task_id: str) -> Optional[Row]:
-    """A tracked task's record, found on any queue (inspect.task_queues: the first by name), for display: TaskInfo's fields,
+def tracked_task(conn: redis.Redis, task_id: str, queue: Optional[str] = None) -> Optional[Row]:
+    """A tracked task's record, on queue, or else found on any queue (inspect.task_queues: the first by name),
+    for display: TaskInfo's fields,
     times in ISO 8601 (UTC), the result and error as bounded previews, "waiting" (whether cancel_task may
     still take it), "task": its blob, which the record keeps until it expires, as describe_task previews it
     (reading at most PREVIEW_BYTES; None in a record without one), and for a failed or dead task, from its
     dead letter, "traceback" (None without one) and "letter_found" (False once the letter was requeued,
     deleted or trimmed); None if no queue has a record of this id."""
-    queues = inspect.task_queues(conn, task_id)
-    if not queues:
-        return None
-    queue = queues[0]
+    if queue is None:
+        queues = inspect.task_queues(conn, task_id)
+        if not queues:
+            return None
+        queue = queues[0]
     try:
         Queue(queue, conn)  # a name no queue can have (on a cluster, one without a hash tag) holds none of ours
     except ValueError:
@@ -512,7 +519,7 @@ def tracked_task(conn: redis.Redis, task_id: str) -> Optional[Row]:
         return None
     info = parse_record(task_id, queue, record.fields, record.ttl).as_dict()
     for field in _TIMES:
-        info[field] = None if info[field] is None else _when(info[field])
+        info[field] = None if info[field] is None else utc_time(info[field])
     letter = _letter_of(conn, queue, info["letter"])
     return {**info, "result": preview.value(info["result"]), "error": _cut(info["error"]), "note": _cut(info["note"]),
             "waiting": info["status"] in WAITING, "task": None if record.blob is None else describe_task(record.blob, record.length),
@@ -539,3 +546,9 @@ def cancel_task(conn: redis.Redis, name: str, task_id: str) -> Cancel:
     """Queue.cancel: take a waiting tracked task off the queue, its record ended as cancelled;
     TaskNotFoundError if there is no record of it."""
     return Queue(name, conn).cancel(task_id)
+
+
+def cancel_workflow(conn: redis.Redis, name: str, flow_id: str) -> Cancel:
+    """WorkflowHandle.cancel: cancel every step of the workflow that has not started; TaskNotFoundError if
+    there is no such workflow."""
+    return Queue(name, conn).workflow(flow_id).cancel()

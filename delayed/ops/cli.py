@@ -15,8 +15,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import redis
 
 from ..errors import DeadLetterError, QueueFullError, TaskNotFoundError, TaskTooLargeError
+from ..protocol import inspect
 from ..protocol.eviction import eviction_policy
-from ..protocol.inspect import task_queues
 from ..protocol.queue import Queue
 from ..protocol.redis_errors import error_text
 from ..runtime.backoff import OutageBackoff
@@ -38,7 +38,7 @@ from ..wire import preview
 from ..wire.dead_letter import REASONS, UNDECODABLE
 from ..wire.task import GoTask, PyTask
 from ..worker import cli as worker_cli
-from . import admin
+from . import admin, flows, stalls
 from .contract import cli as contract_cli
 from .dashboard import cli as dashboard_cli
 from .metrics import cli as metrics_cli
@@ -115,12 +115,18 @@ def _show_stats(conn: redis.Redis, args: argparse.Namespace, rows: List[Dict[str
     one, while tasks wait, is "?". A GoTask no Go worker took within --go-wait seconds is flagged:
     "go_untaken" (seconds) in JSON, a warning on stderr. So is a queue holding dead workers' tasks that
     nothing sweeps (admin.unswept): "unswept_lapsed" (the tasks; 0 when none wait for a sweep) in JSON, a
-    warning on stderr."""
-    untaken = {row["queue"]: row for row in admin.untaken_go_tasks(conn, [row["queue"] for row in rows], args.go_wait)}
-    unswept = {row["queue"]: row for row in admin.unswept(conn, [row["queue"] for row in rows])}
+    warning on stderr; and a workflow stalled behind a step that a worker which does not track tasks took
+    (stalls.scan): "workflows_stalled" (its steps) and "workflows_checked" (how far the bounded look went)
+    in JSON, a warning on stderr (and a note when the look stopped short)."""
+    names = [row["queue"] for row in rows]
+    untaken = {row["queue"]: row for row in admin.untaken_go_tasks(conn, names, args.go_wait)}
+    unswept = {row["queue"]: row for row in admin.unswept(conn, names)}
+    stalled = stalls.scan(conn, names)
     if args.json:
         _show(args, [{**row, "go_untaken": untaken[row["queue"]]["waited"] if row["queue"] in untaken else None,
-                      "unswept_lapsed": unswept[row["queue"]]["lapsed"] if row["queue"] in unswept else 0}
+                      "unswept_lapsed": unswept[row["queue"]]["lapsed"] if row["queue"] in unswept else 0,
+                      "workflows_stalled": stalled.stalled[row["queue"]],
+                      "workflows_checked": stalled.checked(row["queue"])}
                      for row in rows], columns)
         return
     _show(args, [{**row, "latency": _latency(row)} for row in rows], columns)
@@ -130,6 +136,11 @@ def _show_stats(conn: redis.Redis, args: argparse.Namespace, rows: List[Dict[str
               "that handler registered?", file=sys.stderr, flush=True)
     for flagged in unswept.values():
         print(f"delayed: warning: {admin.unswept_warning(flagged)}", file=sys.stderr, flush=True)
+    for queue, steps in stalled.stalled.items():
+        for step in steps:
+            print(f"delayed: warning: {stalls.warning(queue, step)}", file=sys.stderr, flush=True)
+    if stalls.bounds(stalled):
+        print(f"delayed: note: {stalls.bounds(stalled)}", file=sys.stderr, flush=True)
 
 
 def _latency(row: Dict[str, Any]) -> str:
@@ -422,38 +433,79 @@ def _kwargs(text: Optional[str]) -> Optional[Dict[str, Any]]:
     return kwargs
 
 
-FOUND_QUEUE = "the queue that tracks it (default: the one holding a record of it, found with one SCAN)"
+FOUND_QUEUE = ("the queue that tracks it (default: the one holding a record of it, or the workflow, found with one "
+               "SCAN)")
 
 
 def _tracked_task_arguments(parser: argparse.ArgumentParser) -> None:
-    """A tracked task's id, and its queue (task, cancel)."""
-    parser.add_argument("id", metavar="ID", help="the task's id (its handle's .id)")
+    """A tracked task's id, or a workflow's, and its queue (task, cancel)."""
+    parser.add_argument("id", metavar="ID", help="the task's id, or a workflow's (its handle's .id)")
     parser.add_argument("--queue", help=FOUND_QUEUE)
 
 
-def _tracked_queue(conn: redis.Redis, args: argparse.Namespace) -> Queue:
-    """The queue of task args.id: --queue if given, else the one whose record of it a SCAN finds."""
+def _task_arguments(parser: argparse.ArgumentParser) -> None:
+    _tracked_task_arguments(parser)
+    parser.add_argument("--all-steps", action="store_true",
+                        help=f"list every step of a workflow (without it, one of more than {flows.LISTED} steps lists "
+                             f"its first {flows.FIRST}, its final ones, and those that failed, stopped it or stalled)")
+
+
+@dataclass(frozen=True)
+class Tracked:
+    """What an ID names: a tracked task's record or a workflow (kind "task" or "workflow"), on a queue."""
+
+    kind: str
+    queue: Queue
+
+
+def _tracked(conn: redis.Redis, args: argparse.Namespace) -> Tracked:
+    """What args.id names on --queue (a task's record if it has one, else a workflow), else the one record
+    or workflow of that id a SCAN finds; CommandError for none, or several."""
     if args.queue is not None:
-        return Queue(args.queue, conn)
-    found = task_queues(conn, args.id)
-    if not found:
-        raise CommandError(f"no record of task {args.id} on any queue: never tracked (enqueued without result_ttl), "
-                           "or it expired result_ttl seconds after the task ended")
-    if len(found) > 1:
-        raise CommandError(f"task {args.id} has records on several queues ({', '.join(found)}): name one with --queue",
-                           status=2)
-    return Queue(found[0], conn)
+        queue = Queue(args.queue, conn)
+        for kind, read in (("task", queue.task_info), ("workflow", lambda flow_id: queue.workflow(flow_id).info())):
+            try:
+                read(args.id)
+                return Tracked(kind, queue)
+            except TaskNotFoundError:
+                pass
+        raise CommandError(f"no record of task {args.id} in {args.queue}: never tracked (enqueued without "
+                           "result_ttl), or it expired result_ttl seconds after it ended; nor a workflow of that id")
+    found = inspect.id_queues(conn, args.id)
+    named = [Tracked("task", Queue(name, conn)) for name in found.tasks]
+    named += [Tracked("workflow", Queue(name, conn)) for name in found.workflows]
+    if not named:
+        raise CommandError(f"no record of task {args.id} on any queue: never tracked (enqueued without "
+                           "result_ttl), or it expired result_ttl seconds after it ended; nor a workflow of that id")
+    if len(named) > 1:
+        where = ", ".join(f"{one.kind} in {one.queue.name}" for one in named)
+        raise CommandError(f"{args.id} names several ({where}): name the queue with --queue", status=2)
+    return named[0]
 
 
-@operation("task", "a tracked task's status, result or error", _tracked_task_arguments)
+@operation("task", "a tracked task's status, result or error, and its workflow's steps; or a workflow's",
+           _task_arguments)
 def _task(conn: redis.Redis, args: argparse.Namespace) -> None:
+    tracked = _tracked(conn, args)
     try:
-        info = _tracked_queue(conn, args).task_info(args.id).as_dict()
+        if tracked.kind == "workflow":
+            whole = flows.view(conn, tracked.queue.name, args.id, args.all_steps)
+            if args.json:
+                print(json.dumps({"workflow": whole.as_dict()}, indent=2))
+            else:
+                _print_workflow(whole)
+            return
+        info = tracked.queue.task_info(args.id).as_dict()
     except TaskNotFoundError as exc:
         raise CommandError(str(exc)) from None
+    workflow = flows.workflow_of(conn, tracked.queue.name, args.id)
+    try:
+        shown = None if workflow is None else flows.view(conn, *workflow, args.all_steps, current=args.id)
+    except TaskNotFoundError:  # its workflow's hash expired first (or was deleted): the task alone
+        shown = None
     info["result"] = preview.value(info["result"])  # whatever the task returned, shown bounded
     if args.json:
-        print(json.dumps(info, indent=2))
+        print(json.dumps({**info, **({} if shown is None else {"workflow": shown.as_dict()})}, indent=2))
         return
     for key, value in info.items():
         if value is None or key == "queue":
@@ -467,6 +519,38 @@ def _task(conn: redis.Redis, args: argparse.Namespace) -> None:
         elif key == "expires_in":
             value = f"{value} s"
         print(f"{key}: {value}")
+    if shown is not None:
+        print(f"\nstep {shown.current + 1 if shown.current is not None else '?'} of workflow {shown.info.id}:")
+        _print_workflow(shown)
+
+
+def _print_workflow(shown: flows.WorkflowView) -> None:
+    """A workflow for people: its fields, its steps counted per status, the one that stopped it, and those
+    listed in a table; a stalled step also warns on stderr."""
+    row = shown.as_dict()
+    counts = ", ".join(f"{status} {count}" for status, count in row["counts"].items())
+    lines = [f"workflow: {row['id']} of {row['queue']}", f"status: {row['status']}",
+             f"steps: {row['total']}, {row['left']} left: {counts}" +
+             ("" if row["read"] == row["total"] else f" (of the first {row['read']} read)")]
+    for key in ("created_at", "finished_at", "expires_in"):
+        if row[key] is not None:
+            lines.append(f"{key}: {f'{row[key]} s' if key == 'expires_in' else _local_time(row[key])}")
+    stopped = row["stopped_by"]
+    if stopped is not None:
+        lines.append(f"stopped_by: step {stopped['step']}, {stopped['id']}"
+                     f"{'' if stopped.get('func') is None else ' (' + stopped['func'] + ')'}: {row['error']}")
+    steps = [{**step, "after": flows.after_text(step["after"]), "note": flows.note(step)} for step in row["steps"]]
+    lines.append(table(steps, ("step", "id", "queue", "func", "status", "after", "note")))
+    if not row["listed_all"]:
+        lines.append(f"({len(steps)} of {row['total']} steps listed: the first, the final ones, and those that failed, "
+                     "stopped it or stalled; --all-steps lists every one)")
+    look = row["stall_look"]
+    if look["unchecked"] or (look["looked"] and look["looked"] < row["total"]):
+        lines.append(f"(looked for stalled steps among the first {look['looked']}; {look['unchecked']} in a queue "
+                     f"longer than {stalls.DEPTH} tasks could not be told)")
+    for _, warning in shown.warnings():
+        print(f"delayed: warning: {warning}", file=sys.stderr, flush=True)
+    print("\n".join(lines), flush=True)
 
 
 def _local_time(timestamp: float) -> str:
@@ -477,11 +561,12 @@ def _local_time(timestamp: float) -> str:
         return str(timestamp)
 
 
-@operation("cancel", "cancel a tracked task that waits (scheduled, pending or retrying); a running one is not "
-           "interrupted", _tracked_task_arguments)
+@operation("cancel", "cancel a tracked task that waits (scheduled, pending or retrying), or every step of a workflow "
+           "that has not started; a running one is not interrupted", _tracked_task_arguments)
 def _cancel(conn: redis.Redis, args: argparse.Namespace) -> None:
+    tracked = _tracked(conn, args)
     try:
-        outcome = _tracked_queue(conn, args).cancel(args.id)
+        outcome = (tracked.queue.workflow(args.id) if tracked.kind == "workflow" else tracked.queue.task(args.id)).cancel()
     except TaskNotFoundError as exc:
         raise CommandError(str(exc)) from None
     if args.json:

@@ -10,6 +10,7 @@ from ..errors import MalformedTaskError
 from ..wire.dead_letter import UNDECODABLE
 from ..wire.keys import (
     COUNTED_EVENTS,
+    COUNTED_WORKFLOWS,
     COUNTS_SUFFIX,
     GO_WORKER_ID,
     NOTI_SUFFIX,
@@ -25,6 +26,8 @@ from .queue import Queue
 WORKER_ID = re.compile(r"(" + GO_WORKER_ID.pattern + "|" + re.escape(WORKER_ID_PREFIX) + r"[0-9a-f]{32}(-[0-9]+)?(:\{[^{}]+\})?)")
 """go-delayed's worker ids (32 hex digits) and ours (delayed-py-, 32 hex digits, maybe -N for an extra slot,
 then the queue's hash tag if it has one)."""
+COUNTED_FIELDS = frozenset(COUNTED_EVENTS + COUNTED_WORKFLOWS)
+"""What a queue's counts hash holds: its tasks' events and its workflows'."""
 LETTER_HEAD = 64 * 1024
 """Bytes of a would-be queue's first dead letter read to tell whether it is one of ours."""
 
@@ -37,7 +40,7 @@ def queue_names(conn: redis.Redis) -> List[str]:
     `N_workers` a sorted set whose first member is one of our worker ids; `N_scheduled` a sorted
     set whose first member is 8 bytes and a task blob; `N_dead_letters` a stream (or `N_dead`, as
     older versions kept them, a list) whose first entry is a dead-letter record; `N_counts` a hash
-    whose fields (up to 10) are counted events (a queue drained empty keeps its counters). Cost: those
+    whose fields (up to 10) are counted events, of tasks or workflows (a queue drained empty keeps its counters). Cost: those
     of inspect.candidates, and a script per dead-letter stream of a name nothing else showed to be
     a queue (reading the head of its first letter); never a whole key read.
     """
@@ -65,7 +68,7 @@ def _looks_ours(sample: inspect.Sample) -> bool:
     if suffix == PROCESSING_SUFFIX:
         return any(WORKER_ID.fullmatch(field.decode(errors="replace")) for field in head)
     if suffix == COUNTS_SUFFIX:
-        return bool(head) and all(field.decode(errors="replace") in COUNTED_EVENTS for field in head)
+        return bool(head) and all(field.decode(errors="replace") in COUNTED_FIELDS for field in head)
     if suffix == WORKERS_SUFFIX:
         return bool(head) and WORKER_ID.fullmatch(head[0].decode(errors="replace")) is not None
     if suffix == SCHEDULED_SUFFIX:

@@ -3,16 +3,13 @@ hash), wait for its result, cancel it.
 
 `TaskHandle` and `AsyncTaskHandle` (`WorkflowHandle` and `AsyncWorkflowHandle`) are two faces of one core: what a handle does is planned once
 (`_Handle`, through its queue's plans: see calls.py), and each face runs it with its queue's executor."""
-from typing import TYPE_CHECKING, Any, Awaitable, Generic, List, Optional, Protocol, TypeVar
+from typing import Any, Awaitable, Generic, List, Optional, Protocol, TypeVar
 
 from ..wire.flow import WorkflowInfo
 from ..wire.tracking import ENDED, Cancel, TaskInfo, outcome
 from . import workflows
 from .calls import Plan, Sleep
 from .polls import polls
-
-if TYPE_CHECKING:
-    from .queue import AsyncQueue, Queue
 
 T = TypeVar("T")
 
@@ -251,8 +248,6 @@ class WorkflowHandle(workflows.Workflows[Any]):
         ```
     """
 
-    queue: "Queue"
-
     def info(self) -> WorkflowInfo:
         """The workflow's state, read now: its status, its steps, and the step that stopped it, if one did.
 
@@ -332,8 +327,6 @@ class AsyncWorkflowHandle(workflows.Workflows[Any]):
         id (str): The workflow's id.
         queue (AsyncQueue): The queue it was enqueued on.
     """
-
-    queue: "AsyncQueue"
 
     async def info(self) -> WorkflowInfo:
         """The workflow's state, read now (see `WorkflowHandle.info`)."""

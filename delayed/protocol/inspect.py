@@ -11,9 +11,11 @@ import redis
 
 from ..wire.keys import (
     COUNTED_EVENTS,
+    COUNTED_WORKFLOWS,
     COUNTS_SUFFIX,
     DEAD_LETTERS_SUFFIX,
     DEAD_SUFFIX,
+    FLOW_INFIX,
     GO_WORKER_ID,
     LEGACY_PERIODIC_KEY,
     NOTI_SUFFIX,
@@ -104,15 +106,35 @@ def _keys(conn: redis.Redis, match: Optional[str] = None) -> Iterator[str]:
 
 
 def task_queues(conn: redis.Redis, task_id: str) -> List[str]:
-    """The queues holding a tracked record of task_id (a hash N_task:<id>), by name: one SCAN MATCH
-    of `*_task:<id>` over the whole keyspace (every node's, on a cluster; Redis filters the keys, the id
-    matched literally, glob characters and all), then their TYPEs."""
-    if not task_id:
-        return []
-    suffix = TASK_INFIX + task_id
-    keys = sorted(key for key in _keys(conn, "*" + _GLOB_SPECIAL.sub(r"\\\g<0>", suffix))
-                  if key.endswith(suffix) and len(key) > len(suffix))
-    return [key[: -len(suffix)] for key, kind in zip(keys, _types(conn, keys)) if kind == "hash"]
+    """The queues holding a tracked record of task_id (a hash N_task:<id>), by name (see id_queues)."""
+    return id_queues(conn, task_id).tasks
+
+
+class IdQueues(NamedTuple):
+    """The queues, by name, holding a tracked task's record (a hash N_task:<id>) of an id, and those
+    holding a workflow (a hash N_flow:<id>) of it."""
+
+    tasks: List[str]
+    workflows: List[str]
+
+
+_INFIXES = "".join(a if a == b else f"[{a}{b}]" for a, b in zip(TASK_INFIX, FLOW_INFIX))
+"""A glob matching TASK_INFIX and FLOW_INFIX (of one length: "_task:", "_flow:"), and a few strings
+besides, which id_queues leaves out."""
+
+
+def id_queues(conn: redis.Redis, some_id: str) -> IdQueues:
+    """The queues holding a tracked record or a workflow of this id (a handle's .id): one SCAN MATCH over
+    the whole keyspace (every node's, on a cluster; Redis filters the keys, the id matched literally,
+    glob characters and all), then their TYPEs."""
+    if not some_id:
+        return IdQueues([], [])
+    keys = sorted(key for key in _keys(conn, "*" + _INFIXES + _GLOB_SPECIAL.sub(r"\\\g<0>", some_id))
+                  if any(key.endswith(infix + some_id) and len(key) > len(infix + some_id)
+                         for infix in (TASK_INFIX, FLOW_INFIX)))
+    hashes = [key for key, kind in zip(keys, _types(conn, keys)) if kind == "hash"]
+    return IdQueues(*([key[: -len(infix + some_id)] for key in hashes if key.endswith(infix + some_id)]
+                      for infix in (TASK_INFIX, FLOW_INFIX)))
 
 
 class Record(NamedTuple):
@@ -172,7 +194,7 @@ class Counts:
     """A queue's numbers: tasks pending, held by workers (processing), scheduled and dead (in the
     dead-letter stream and in an N_dead list of older versions, not yet moved); its live workers (see
     live_go_workers: ours and go-delayed's); whether it is paused; its counters by COUNTED_EVENTS (0
-    without a counts hash); waited: how long the task at the head of the queue has waited, if anything
+    without a counts hash), and its workflows' by COUNTED_WORKFLOWS; waited: how long the task at the head of the queue has waited, if anything
     in Redis says (see head_wait), else None; with heads, the blob at the head of the queue (else, or if
     it is empty, None)."""
 
@@ -183,6 +205,7 @@ class Counts:
     workers: int
     paused: bool
     events: Tuple[int, ...]
+    workflows: Tuple[int, ...]
     waited: Optional[HeadWait] = None
     head: Optional[bytes] = None
 
@@ -202,7 +225,7 @@ def counts(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List
             pipe.llen(keys.dead)
             pipe.zcount(keys.workers, time.time(), "+inf")
             pipe.hkeys(keys.processing)
-            pipe.hmget(keys.counts, COUNTED_EVENTS)
+            pipe.hmget(keys.counts, COUNTED_EVENTS + COUNTED_WORKFLOWS)
             pipe.exists(keys.paused)
             pipe.exists(keys.tracked)
             pipe.exists(keys.head_since)
@@ -214,8 +237,9 @@ def counts(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List
     found = []
     for name, row, go in zip(names, rows, go_workers):
         pending, processing, scheduled, dead_letters, dead, ours, _, events, paused, tracked, noted, *head = row
+        counted = tuple(int(count or 0) for count in events)
         found.append(Counts(pending, processing, scheduled, dead_letters + dead, ours + len(go), bool(paused),
-                            tuple(int(count or 0) for count in events),
+                            counted[:len(COUNTED_EVENTS)], counted[len(COUNTED_EVENTS):],
                             head_wait(conn, name) if pending and (tracked or noted) else None, *head))
     return found
 

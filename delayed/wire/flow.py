@@ -11,7 +11,6 @@ members at once and the callback once they all ended. Both nest (a chain of grou
 chains), and both compile to the same graph (`Workflow`): nodes, edges and, at its ends, the steps
 whose results are the workflow's.
 """
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
@@ -129,6 +128,13 @@ class Node:
     def waits(self) -> int:
         return len(self.inputs_from) + self.external
 
+    def moved(self, offset: int) -> "Node":
+        """A copy of this node, its predecessors' indexes `offset` higher (it joins a bigger workflow).
+        Built field by field: `dataclasses.replace` costs 4 times as much, and a group of 10,000 copies
+        its members twice."""
+        return Node(self.task, self.queue, self.takes_result, self.gathers,
+                    [(index + offset, when) for index, when in self.inputs_from], self.external)
+
     def inputs(self) -> Inputs:
         if not self.takes_result:
             return Inputs.NONE
@@ -163,8 +169,7 @@ class Workflow:
     def _taken(self, offset: int) -> "Workflow":
         """A copy of this workflow, its nodes renumbered from offset (they join a bigger one): a
         workflow can be a part of several."""
-        nodes = [dataclasses.replace(node, inputs_from=[(index + offset, when) for index, when in node.inputs_from])
-                 for node in self.nodes]
+        nodes = [node.moved(offset) for node in self.nodes]
         return Workflow(nodes, [i + offset for i in self.heads], [i + offset for i in self.tails], self.shape)
 
     def then(self, successor: "Workflow", when: When = When.SUCCESS, gathers: bool = False) -> "Workflow":
@@ -295,6 +300,17 @@ def flow_id(key: str) -> Tuple[str, str]:
 def record_keys(text: bytes) -> List[str]:
     """A workflow hash's list of record keys (steps, final): one per line."""
     return [line for line in text.decode().split("\n") if line]
+
+
+def next_edges(text: bytes) -> List[Tuple[When, str, int]]:
+    """A step record's `next` (see flow.lua): its successors, each as (when, record key, slot)."""
+    edges = []
+    for entry in text.decode().split(";"):
+        when, _, rest = entry.partition("|")
+        successor, _, slot = rest.rpartition("|")
+        if successor:
+            edges.append((When(when), successor, int(slot)))
+    return edges
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,12 @@ or at=) or "retry" (a worker's retry with backoff, or a retry=-1 task run again 
 written before the nonce said it (its first byte random) read as "unknown"."""
 
 COUNTED_EVENTS = ("enqueued", "done", "retried", "dead")
-"""The fields of a queue's counts hash (see QueueKeys.counts)."""
+"""The fields of a queue's counts hash that count tasks (see QueueKeys.counts)."""
+WORKFLOW_EVENTS = ("started", "done", "failed")
+"""What a queue's counts hash counts of the workflows enqueued on it, each in the field "workflows_" + event
+(enqueue_flow.lua, flow.lua; see QueueKeys.counts)."""
+COUNTED_WORKFLOWS = tuple("workflows_" + event for event in WORKFLOW_EVENTS)
+"""The fields of a queue's counts hash that count workflows, in WORKFLOW_EVENTS' order."""
 
 PERIODIC_SUFFIX = "_periodic"
 LEGACY_PERIODIC_KEY = "delayed_periodic"
@@ -84,7 +89,12 @@ class QueueKeys:
     (ours only; go-delayed's producers and workers do not count): "enqueued" (our producers,
     the periodic scheduler and dead-letter requeues put a task in the queue or the scheduled
     set), "done" (our workers released a finished task), "retried" (requeued or rescheduled
-    after a failure), "dead" (dead-lettered, crash loops included).
+    after a failure), "dead" (dead-lettered, crash loops included); and of the workflows enqueued on
+    the queue (COUNTED_WORKFLOWS): "workflows_started" (enqueued), "workflows_done" (ended done: no
+    failure stopped it or went to an on_failure step), "workflows_failed" (a step's failure stopped
+    it, or it ended after an on_failure step took a failure; a workflow resumed by requeuing that
+    step counts again if it stops again, and in "workflows_done" if it then ends well; one cancelled
+    while it ran counts in neither).
     tracked: string, exists once a tracked task (enqueued with result_ttl) was enqueued to the queue:
     until then claims and sweeps do not look inside blobs for tracked ids (ours only).
     paused: string, present while the queue is paused (`delayed pause`), holding the unix time it

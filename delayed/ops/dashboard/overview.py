@@ -4,7 +4,7 @@ import time
 
 import flask
 
-from .. import admin
+from .. import admin, stalls
 from .board import PAGE, Reply, current
 from .charts import chart
 from .sampler import series
@@ -27,10 +27,13 @@ def index() -> Reply:
                                                                                         count=PAGE, migrate=False)]
                for row in rows if row["dead"]}
     upcoming = {row["queue"]: admin.scheduled(conn, row["queue"], PAGE) for row in rows if row["scheduled"]}
+    stalled = stalls.scan(conn, found)
     refresh = flask.request.args.get("refresh", type=int)
     return flask.render_template(
         "index.html", rows=rows, charts=charts, workers=admin.workers(conn, found),
         holders=admin.holders(conn, found), letters=letters, page=PAGE, scheduled=upcoming,
         periodic=admin.periodic(conn, found), every=sampler.every, window=sampler.window,
         unswept=[(row["queue"], admin.unswept_warning(row)) for row in admin.unswept(conn, found)],
+        stalled=[(queue, step, stalls.warning(queue, step)) for queue, steps in stalled.stalled.items() for step in steps],
+        stall_bounds=stalls.bounds(stalled),
         refresh=refresh if refresh and refresh > 0 else None)

@@ -21,7 +21,7 @@ from ...protocol.redis_errors import error_text
 from ...runtime.command import METRICS_HOST
 from ...runtime.lifecycle import Lifecycle
 from ...runtime.series import Series
-from ...wire.keys import COUNTED_EVENTS
+from ...wire.keys import COUNTED_EVENTS, WORKFLOW_EVENTS
 from .. import admin
 
 logger = logging.getLogger(__name__)
@@ -46,13 +46,18 @@ SERIES = (
            "Tasks per queue and event, counted by our producers' and workers' scripts (go-delayed's do not count): "
            "enqueued (into the queue or the scheduled set, dead letters requeued included), done (released by a "
            "worker), retried (requeued or rescheduled after a failure), dead (dead-lettered)"),
+    Series("delayed_queue_workflows_total", "counter", ("queue", "event"),
+           "Workflows per queue (the one each was enqueued on) and event, counted by the scripts that enqueue and "
+           "settle their steps: started (enqueued), done (ended done: no failure stopped it or went to an on_failure step), failed (a step's failure "
+           "stopped it, again each time it stops after a requeue resumed it; or it ended after an on_failure step "
+           "took a failure)"),
 )
 """What the exporter's /metrics holds, in the order collect() yields it."""
 STATES = ("pending", "processing", "scheduled", "dead")
 
-Scraped = Tuple[str, List[int], int, bool, float, List[int]]
+Scraped = Tuple[str, List[int], int, bool, float, List[int], List[int]]
 """A queue's name, its counts by state, its live workers, whether it is paused, its oldest pending age,
-its counters by event."""
+its counters by event, its workflow counters by WORKFLOW_EVENTS."""
 
 
 class QueueCollector:
@@ -77,13 +82,13 @@ class QueueCollector:
         return list(self._families())
 
     def collect(self) -> Iterator[Any]:
-        up, tasks, workers, paused, oldest, events = self._families()
+        up, tasks, workers, paused, oldest, events, workflows = self._families()
         rows = self._scrape()
         up.add_metric([], 0 if rows is None else 1)
         if rows is None:
             yield up
             return
-        for name, counts, live, is_paused, age, counters in rows:
+        for name, counts, live, is_paused, age, counters, flows in rows:
             for state, count in zip(STATES, counts):
                 tasks.add_metric([name, state], count)
             workers.add_metric([name], live)
@@ -91,7 +96,9 @@ class QueueCollector:
             oldest.add_metric([name], age)
             for event, total in zip(COUNTED_EVENTS, counters):
                 events.add_metric([name, event], total)
-        yield from (up, tasks, workers, paused, oldest, events)
+            for event, total in zip(WORKFLOW_EVENTS, flows):
+                workflows.add_metric([name, event], total)
+        yield from (up, tasks, workers, paused, oldest, events, workflows)
 
     def _scrape(self) -> Optional[List[Scraped]]:
         """The rows of _read(), or None after a Redis error (said once, and once when it answers again)."""
@@ -118,12 +125,13 @@ class QueueCollector:
         return tuple(kinds[series.kind](series.name, series.help, labels=series.labels) for series in SERIES)
 
     def _read(self) -> List[Scraped]:
-        """Per queue: its counts by state, its live workers, whether it is paused, its oldest pending age and
-        its counters."""
+        """Per queue: its counts by state, its live workers, whether it is paused, its oldest pending age, its
+        counters and its workflow counters."""
         rows = admin.stats(self._conn, self._queue_names(), heads=True)
         now = time.monotonic()
         return [(row["queue"], [row[state] for state in STATES], row["workers"], row["paused"],
-                 self._oldest(row, now), [row[field] for field in admin.COUNTER_FIELDS]) for row in rows]
+                 self._oldest(row, now), [row[field] for field in admin.COUNTER_FIELDS],
+                 [row[field] for field in admin.WORKFLOW_FIELDS]) for row in rows]
 
     def _queue_names(self) -> List[str]:
         if self._names is not None:

@@ -81,10 +81,11 @@ local function tracking(prefix)
         return false
     end
 
-    -- A task enqueued (or scheduled: member is its scheduled-set member, due its score).
-    function track.enqueued(key, func, ttl, blob, due, member)
+    -- A task enqueued (or scheduled: member is its scheduled-set member, due its score); ...: more
+    -- field, value pairs for its record (a workflow's step's, see flow.lua).
+    function track.enqueued(key, func, ttl, blob, due, member, ...)
         redis.call('hset', key, 'status', due == '' and 'pending' or 'scheduled', 'func', func, 'ttl', ttl,
-                   'enqueued', track.now(), 'blob', blob)
+                   'enqueued', track.now(), 'blob', blob, ...)
         if due ~= '' then
             redis.call('hset', key, 'due', due, 'nonce', string.sub(member, 1, 8))
         end
@@ -100,9 +101,10 @@ local function tracking(prefix)
             if ttl >= 0 then
                 redis.call('persist', key)
             end
-            if redis.call('hexists', key, 'flow') == 1 then
+            local flow_key = redis.call('hget', key, 'flow')
+            if flow_key then
                 flow = flow or flows(track)
-                flow.resumed(key)
+                flow.resumed(key, flow_key)
             end
         end
     end
@@ -144,7 +146,7 @@ local function tracking(prefix)
                     if added[i] == 'result' then result = added[i + 1] end
                 end
                 flow = flow or flows(track)
-                cancelled, kept = flow.ended(key, status, result)
+                cancelled, kept = flow.ended(key, status, result, fields[3], fields[2])
             end
             if not kept then
                 redis.call('expire', key, fields[1])

@@ -29,16 +29,18 @@ redis.call('hset', KEYS[1], 'status', 'running', 'total', count, 'left', count, 
            'final', ARGV[2], 'shape', ARGV[3], 'ttl', ttl, 'created', track.now(),
            'queue', string.sub(KEYS[2], 1, -8))
 redis.call('hincrby', KEYS[2], 'workflows_started', 1)
-local marked = {}
+local enqueued = {}  -- per queue: how many steps went into it (or its scheduled set); its marker is set
 for i = 1, count do
     local at = 5 + 9 * (i - 1)
     local queue, func, blob, due, member = ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4]
     local waits, inputs, size, next = ARGV[at + 5], ARGV[at + 6], ARGV[at + 7], ARGV[at + 8]
     local key = KEYS[2 + i]
-    if not marked[queue] then
+    if not enqueued[queue] then
         redis.call('set', queue .. '_tracked', '1')
-        marked[queue] = true
+        enqueued[queue] = 0
     end
+    -- the step's workflow fields, in the one HSET that writes its record (no next: no successors)
+    local step = next == '' and {'flow', KEYS[1]} or {'flow', KEYS[1], 'next', next}
     if waits == '0' then
         if due == '' then
             redis.call('rpush', queue, blob)
@@ -46,15 +48,16 @@ for i = 1, count do
         else
             redis.call('zadd', queue .. '_scheduled', due, member)
         end
-        redis.call('hincrby', queue .. '_counts', 'enqueued', 1)
-        track.enqueued(key, func, ttl, blob, due, member)
+        enqueued[queue] = enqueued[queue] + 1
+        track.enqueued(key, func, ttl, blob, due, member, unpack(step))
     else
         redis.call('hset', key, 'status', 'waiting', 'func', func, 'ttl', ttl, 'enqueued', track.now(), 'blob', blob,
-                   'queue', queue, 'waits', waits, 'inputs', inputs, 'size', size)
+                   'queue', queue, 'waits', waits, 'inputs', inputs, 'size', size, unpack(step))
     end
-    redis.call('hset', key, 'flow', KEYS[1])
-    if next ~= '' then
-        redis.call('hset', key, 'next', next)
+end
+for queue, steps in pairs(enqueued) do
+    if steps > 0 then
+        redis.call('hincrby', queue .. '_counts', 'enqueued', steps)
     end
 end
 for i = dependencies, #ARGV, 3 do

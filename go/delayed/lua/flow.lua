@@ -214,13 +214,12 @@ local function flows(track)
     end
 
     -- A step ended with status (done: result is its msgpack): its successors move on, and its workflow.
+    -- edges, flow_key: its record's `next` and `flow` (false where it has none), which the caller read.
     -- Returns the record keys of waiting successors it cancels (a successor that needed it to succeed
     -- when it was cancelled, or when it failed and an on_failure step that waits on it alone took the
     -- failure; an on_failure step of a step that succeeded), which the caller ends, and whether its
     -- failure stopped the workflow (its record is then kept until it runs again).
-    function flow.ended(key, status, result)
-        local fields = redis.call('hmget', key, 'next', 'flow')
-        local edges, flow_key = fields[1], fields[2]
+    function flow.ended(key, status, result, edges, flow_key)
         local cancelled, stalled, taken = {}, {}, false
         for when, successor, slot in string.gmatch(edges or '', '(%a)|([^|]*)|(%d+);') do
             if redis.call('hget', successor, 'status') == 'waiting' then
@@ -277,10 +276,9 @@ local function flows(track)
         return status
     end
 
-    -- A step claimed to run (again): a workflow its failure stopped runs on.
-    function flow.resumed(key)
-        local flow_key = redis.call('hget', key, 'flow')
-        if flow_key and redis.call('hget', flow_key, 'failed') == key then
+    -- A step claimed to run (again), flow_key its record's `flow`: a workflow its failure stopped runs on.
+    function flow.resumed(key, flow_key)
+        if redis.call('hget', flow_key, 'failed') == key then
             redis.call('hdel', flow_key, 'failed', 'error')
             if redis.call('hget', flow_key, 'status') == 'failed' then
                 redis.call('hset', flow_key, 'status', 'running')
