@@ -53,7 +53,10 @@ def recover(conn, role):
 
 
 def set_up(conn, role):
+    """The scenario's start; no script cached (those set_up runs aside), so each run of a role's child
+    loads its scripts at the same round trips."""
     conn.flushall()
+    conn.script_flush()
     if role == "sweeper":  # a task held by a worker that died
         conn.hset("q_processing", new_worker_id(), TASKS[role][0].serialize())
     elif not role.startswith("producer"):
@@ -68,7 +71,8 @@ def test_no_kill_point_loses_a_task_or_runs_it_more_than_it_may(conn, redis_serv
             set_up(conn, role)
             killed, said = run_child(role, redis_server.url, kill_at, mode)
             if not killed:
-                assert said.startswith("ROUND_TRIPS")
+                # it counted its round trips, those of its queue's copies of its client too (idle claims vary)
+                assert 0 < int(said.split()[1]) < kill_at, said
                 assert len(checked) >= 2, "the scenario made too few round trips to test anything"
                 recover(conn, role)
                 assert completions(conn, role) == (len(TASKS[role]), 0)  # the call returned: exactly once

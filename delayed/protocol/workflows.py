@@ -7,7 +7,18 @@ from redis.crc import key_slot
 
 from ..errors import TaskFailedError, TaskNotFoundError
 from ..wire import tracking
-from ..wire.flow import DEFAULT_RESULT_TTL, FlowStatus, Inputs, Node, Step, When, Workflow, WorkflowInfo, parse_info
+from ..wire.flow import (
+    DEFAULT_RESULT_TTL,
+    FlowStatus,
+    Inputs,
+    Node,
+    Step,
+    When,
+    Workflow,
+    WorkflowInfo,
+    check_flow_queue_name,
+    parse_info,
+)
 from ..wire.keys import QueueKeys, check_queue_name, hash_tag
 from ..wire.options import make
 from ..wire.task import GoTask, PyTask
@@ -62,6 +73,8 @@ def flow_call(keys: QueueKeys, workflow: Workflow, dependencies: Sequence[Tuple[
     flow_id = tracking.new_id()
     ids = [tracking.new_id() for _ in workflow.nodes]
     queues = [node.queue or keys.name for node in workflow.nodes]
+    for name in {keys.name, *queues}:
+        check_flow_queue_name(name)
     for name in set(queues) - {keys.name}:
         check_queue_name(name, cluster)
         if cluster and key_slot(name.encode()) != key_slot(keys.name.encode()):

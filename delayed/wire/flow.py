@@ -58,6 +58,18 @@ class FlowStatus(StrEnum):
     CANCELLED = "cancelled"
 
 
+SEPARATORS = "|;\n"
+"""What separates the fields and entries of a step's `next` edges and a workflow's list of steps
+(flow.lua): no queue of a workflow can have one in its name."""
+
+
+def check_flow_queue_name(name: str) -> None:
+    """ValueError for a queue name a workflow's records cannot hold (one with a SEPARATORS character)."""
+    if any(separator in name for separator in SEPARATORS):
+        raise ValueError(f"a workflow's queue name cannot hold '|', ';' or a newline (they separate what a step's "
+                         f"record lists of the steps after it), got {name!r}")
+
+
 MEMBER_FAILURE = ("stop", "pass")
 """What a group's failed member does to its callback: stops it (it waits, as a chain's next step
 does), or passes the failure on in its place (a `StepFailed` in the callback's list)."""

@@ -15,17 +15,16 @@ elseif status == 'done' or status == 'cancelled' then
 end
 local track = tracking('')
 redis.call('hset', KEYS[1], 'status', 'cancelled', 'finished', track.now())
-local cancelled, running = 0, 0
+local left, running = tonumber(redis.call('hget', KEYS[1], 'left')), 0
 for key in string.gmatch(redis.call('hget', KEYS[1], 'steps'), '[^\n]+') do
     local queue = string.sub(key, 1, #key - 38)  -- a record key is <queue>_task:<32 hex digits>
     local outcome, was = track.cancel(key, queue, queue .. '_noti', queue .. '_scheduled')
-    if outcome == 'cancelled' then
-        cancelled = cancelled + 1
-    elseif outcome == 'taking' or was == 'running' then
+    if outcome == 'taking' or was == 'running' then
         running = running + 1
     elseif was == 'failed' or was == 'dead' then
         redis.call('expire', key, redis.call('hget', key, 'ttl'))
     end
 end
 redis.call('expire', KEYS[1], redis.call('hget', KEYS[1], 'ttl'))
-return {cancelled, running, status}
+-- every step it cancelled ended (and counted in left), whether cancelled here or as a step after one
+return {left - tonumber(redis.call('hget', KEYS[1], 'left')), running, status}

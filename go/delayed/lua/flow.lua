@@ -216,10 +216,11 @@ local function flows(track)
     -- A step ended with status (done: result is its msgpack): its successors move on, and its workflow.
     -- edges, flow_key: its record's `next` and `flow` (false where it has none), which the caller read.
     -- Returns the record keys of waiting successors it cancels (a successor that needed it to succeed
-    -- when it was cancelled, or an on_failure step of a step that succeeded), which the caller ends,
-    -- and whether its failure stopped the workflow (its record is then kept until it runs again).
+    -- when it was cancelled, or when it failed and an on_failure step that waits on it alone took the
+    -- failure; an on_failure step of a step that succeeded), which the caller ends, and whether its
+    -- failure stopped the workflow (its record is then kept until it runs again).
     function flow.ended(key, status, result, edges, flow_key)
-        local cancelled, stalls = {}, false
+        local cancelled, stalled, taken = {}, {}, false
         for when, successor, slot in string.gmatch(edges or '', '(%a)|([^|]*)|(%d+);') do
             if redis.call('hget', successor, 'status') == 'waiting' then
                 if status == 'done' then
@@ -229,17 +230,24 @@ local function flows(track)
                         fill(successor, slot, result ~= '' and result or '\192')
                     end
                 elseif when == 'a' or (when == 'f' and status ~= 'cancelled') then
+                    taken = taken or (when == 'f' and redis.call('hget', successor, 'waits') == '1')
                     fill(successor, slot, failure(key, status))
                 elseif status == 'cancelled' then
                     cancelled[#cancelled + 1] = successor
                 else
-                    stalls = true
+                    stalled[#stalled + 1] = successor
                 end
             end
         end
+        if taken then  -- its on_failure step runs now: what needed it to succeed never will
+            for _, successor in ipairs(stalled) do
+                cancelled[#cancelled + 1] = successor
+            end
+            stalled = {}
+        end
         if status == 'done' or status == 'cancelled' then
             count(key, flow_key)
-        elseif stalls or not edges then  -- nobody takes its failure: the workflow stops here
+        elseif #stalled > 0 or not edges then  -- nobody takes its failure: the workflow stops here
             stopped(key, flow_key, status)
             return cancelled, true
         else
