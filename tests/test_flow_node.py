@@ -8,7 +8,7 @@ from delayed.wire.flow import Node, When
 
 
 def test_a_moved_node_keeps_every_field_and_shifts_its_predecessors():
-    node = Node(PyTask("tasks:add", [1]), "other", True, True, [(0, When.SUCCESS), (3, When.ALWAYS)], 2)
+    node = Node(PyTask("tasks:add", [1]), "other", True, True, [(0, When.SUCCESS), (3, When.ALWAYS)], 2, True)
     fields = [field.name for field in dataclasses.fields(Node)]
     defaults = {field.name: field.default_factory() if field.default_factory is not dataclasses.MISSING
                 else field.default for field in dataclasses.fields(Node)}

@@ -12,12 +12,12 @@ from .test_operating import run
 
 
 def failed_chain(conn):
-    """On queue "jobs": add(1, 2), then always_fail, then record, with an on_failure step; run until the
-    second step fails."""
+    """On queue "jobs": add(1, 2), then always_fail, then record, with an on_success step; run until the
+    second step fails (and stops the workflow: the steps after it wait)."""
     queue = Queue("jobs", conn)
     handle = queue.enqueue(chain(PyTask("tests.tasks:add", [1, 2]), PyTask("tests.tasks:always_fail", ["step 2"]),
                                  PyTask("tests.tasks:record", ["never"])),
-                           on_failure=PyTask("tests.tasks:record", ["handled"]))
+                           on_success=PyTask("tests.tasks:record", ["handled"]))
     Worker(queue, ["tests.tasks"], burst=True).run()
     return handle
 
@@ -37,7 +37,7 @@ def test_a_workflow_s_id_shows_its_status_the_step_that_stopped_it_and_every_ste
         ["4", ids[3], "jobs", "tests.tasks:record", "waiting"]]
     assert table[2].split(None, 6)[5:] == ["1", "ValueError: step 2 always fails"]
     assert table[3].split(None, 6)[5:] == ["2", "waits for 1"]
-    assert table[4].split(None, 5)[5] == "3 (failed)  waits for 1"
+    assert table[4].split(None, 5)[5] == "3      waits for 1"
 
     status, out, _ = run("task", handle.id, "--json", "--queue", "jobs", url=redis_server.url)
     shown = json.loads(out)["workflow"]
@@ -46,7 +46,7 @@ def test_a_workflow_s_id_shows_its_status_the_step_that_stopped_it_and_every_ste
     assert shown["stopped_by"]["id"] == ids[1] and shown["error"] == "failed: ValueError: step 2 always fails"
     assert [step["after"] for step in shown["steps"]] == [
         [], [{"from": 1, "to": 1, "when": "succeeded"}], [{"from": 2, "to": 2, "when": "succeeded"}],
-        [{"from": 3, "to": 3, "when": "failed"}]]
+        [{"from": 3, "to": 3, "when": "succeeded"}]]
     assert shown["listed_all"] and shown["read"] == 4
 
 

@@ -334,18 +334,65 @@ def test_on_failure_runs_with_a_step_failed_and_on_success_ends_cancelled(conn, 
         handle.result(timeout=WAIT)
 
 
-def test_a_group_s_on_success_waits_for_a_failed_member_s_requeue(conn, queue):
-    """Its on_failure step waits on every member, so one member's failure is not taken: the workflow
-    stops there, and the member's requeue resumes it."""
+def test_a_group_s_on_failure_runs_at_its_first_failing_member_and_on_success_ends_cancelled(conn, queue):
+    """on_failure watches every member: the first failure runs it (the others need not end), and what
+    needed the failed member to succeed is cancelled; the workflow ends failed."""
     handle = queue.enqueue(group([task("flaky", "member", 1), task("plain", 2)]), on_success=takes("got", "success"),
                            on_failure=takes("got", "failure"))
+    member, plain, success, failure = handle.steps()
     drain(conn)
-    assert [step.status() for step in handle.steps()] == ["failed", "done", "waiting", "cancelled"]
+    assert received(conn, "failure") == [[failed_as_data(member, "ValueError: member fails once")]]
+    assert received(conn, "success") == []
+    assert [step.status() for step in handle.steps()] == ["failed", "done", "cancelled", "done"]
+    info = handle.info()
+    assert (info.status, info.left, info.failed) == (FlowStatus.FAILED, 0, ("q", member.id))
+    assert info.error == "failed: ValueError: member fails once"
+
+
+def test_on_failure_of_a_chain_runs_when_a_middle_step_fails(conn, queue):
+    """A chain's on_failure hears from every step, not only the last: the steps after the failed one
+    are cancelled, the on_failure step runs once, and the workflow ends failed."""
+    handle = queue.enqueue(chain(task("plain", 1), task("boom", "middle"), task("got", "last")),
+                           on_failure=takes("got", "failure"))
+    first, middle, last, failure = handle.steps()
+    drain(conn)
+    assert received(conn, "failure") == [[failed_as_data(middle, "ValueError: middle fails")]]
+    assert received(conn, "last") == []
+    assert [step.status() for step in handle.steps()] == ["done", "failed", "cancelled", "done"]
     assert handle.status() == FlowStatus.FAILED
-    queue.dead.requeue([handle.steps()[0].info().letter])
+
+
+def test_two_stopped_members_keep_the_workflow_failed_until_both_ran_again(conn, queue):
+    """The workflow names every step whose failure stops it: requeuing one leaves it failed, naming
+    the other, and it runs on once both were requeued."""
+    handle = queue.enqueue(group([task("flaky", "a", 1), task("flaky", "b", 2)], callback=takes("got", "callback")))
+    a, b, callback = handle.steps()
     drain(conn)
-    assert received(conn, "success") == [[[1, 2]]] and received(conn, "failure") == []
-    assert handle.status() == FlowStatus.DONE and handle.result(timeout=WAIT) == [1, 2]
+    assert {handle.info().failed} <= {("q", a.id), ("q", b.id)} and handle.status() == FlowStatus.FAILED
+    queue.dead.requeue([a.info().letter])
+    drain(conn)
+    info = handle.info()
+    assert (info.status, info.failed) == (FlowStatus.FAILED, ("q", b.id))
+    queue.dead.requeue([b.info().letter])
+    drain(conn)
+    assert received(conn, "callback") == [[[1, 2]]]
+    assert handle.status() == FlowStatus.DONE
+    assert conn.hget("q_counts", "workflows_failed") == b"1"  # counted once, however many steps failed
+
+
+def test_a_step_cancelled_on_its_own_ends_its_workflow_cancelled(conn, queue):
+    handle = queue.enqueue(chain(task("plain", 1), task("got", "second")), delay=60)
+    first, second = handle.steps()
+    assert queue.cancel(first.id)
+    assert [step.status() for step in handle.steps()] == ["cancelled", "cancelled"]
+    assert handle.status() == FlowStatus.CANCELLED
+    assert conn.hget("q_counts", "workflows_done") is None
+
+
+def test_depends_on_takes_no_delay(conn, queue):
+    done = queue.enqueue(task("plain", 1), result_ttl=60)
+    with pytest.raises(ValueError, match="depends_on"):
+        queue.enqueue(task("got", "x"), depends_on=[done], delay=5)
 
 
 # nesting, queues, time

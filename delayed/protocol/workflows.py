@@ -40,15 +40,24 @@ CANCEL_FLOW = Script("cancel_flow")
 
 def with_handlers(part: Union[Workflow, Step, Task], on_success: Union[None, Step, Task],
                   on_failure: Union[None, Step, Task]) -> Workflow:
-    """enqueue's task or workflow as a workflow, with its on_success and on_failure steps: each runs
-    after the workflow's final steps, once they all succeeded (on_success) or one failed (on_failure;
-    it receives a StepFailed if it takes a result). The workflow's result stays the part's own."""
-    workflow = Workflow.of(part)
-    tails, shape = workflow.tails, workflow.shape
-    for handler, when in ((on_success, When.SUCCESS), (on_failure, When.FAILURE)):
-        if handler is not None:
-            workflow = workflow.then(Workflow.of(handler), when)
-            workflow.tails, workflow.shape = tails, shape
+    """enqueue's task or workflow as a workflow, with its on_success and on_failure steps. on_success
+    runs once the part's final steps all succeeded (taking their result if it asks). on_failure runs at
+    the first failure of any of the part's steps (taking a StepFailed if it asks), except a group
+    member whose failure its callback takes (on_member_failure="pass"), and is cancelled once they all
+    succeeded. The workflow's result stays the part's own."""
+    workflow = Workflow.of(part)._taken(0)  # enqueue's copy: the caller's workflow stays as it was
+    tails, shape, watched = workflow.tails, workflow.shape, len(workflow.nodes)
+    if on_success is not None:
+        workflow = workflow.then(Workflow.of(on_success))
+    if on_failure is not None:
+        handler = Workflow.of(on_failure)._taken(len(workflow.nodes))
+        [node] = handler.nodes
+        passing = {before for step in workflow.nodes[:watched] for before, when in step.inputs_from
+                   if when is When.ALWAYS}
+        node.inputs_from = [(index, When.FAILURE) for index in range(watched) if index not in passing]
+        node.first = True
+        workflow = Workflow(workflow.nodes + handler.nodes, workflow.heads, tails, shape)
+    workflow.tails, workflow.shape = tails, shape
     return workflow
 
 
@@ -130,6 +139,8 @@ def plan_enqueue_flow(producer: Producer[Any], part: Union[Workflow, Step, Task]
     chosen = make(**{name: value for name, value in given.items() if value is not None})
     ttl = tracking.ttl_seconds(DEFAULT_RESULT_TTL if chosen.result_ttl is None else chosen.result_ttl)
     workflow = with_handlers(part, on_success, on_failure)
+    if depends_on and (delay is not None or at is not None):
+        raise ValueError("a workflow with depends_on starts once those tasks succeeded: it takes no delay or at")
     dependencies: List[Tuple[str, str]] = []
     for dependency in depends_on:
         if isinstance(dependency, Workflows):

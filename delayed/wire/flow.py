@@ -45,11 +45,14 @@ class FlowStatus(StrEnum):
 
     Attributes:
         RUNNING: `"running"`: steps are waiting, queued or running.
-        DONE: `"done"`: every step ended, none failed.
+        DONE: `"done"`: every step ended, and no failure stopped it or went to an `on_failure` step
+            (a member's failure a group passes to its callback does neither).
         FAILED: `"failed"`: a step failed and nothing took its failure: the steps after it wait
             (requeue its dead letter to go on: the workflow is `running` again once a worker claims
-            it); or every step ended, and a failure was taken by an `on_failure` step.
-        CANCELLED: `"cancelled"`: `cancel()` cancelled the steps that had not started.
+            it, and every failed step was requeued); or every step ended, and a failure was taken by
+            an `on_failure` step.
+        CANCELLED: `"cancelled"`: `cancel()` cancelled the steps that had not started, or a step was
+            cancelled on its own (`queue.cancel(step_id)`) and the others ended.
     """
 
     RUNNING = "running"
@@ -123,6 +126,8 @@ class Node:
     inputs_from: List[Tuple[int, When]] = field(default_factory=list)
     """(predecessor node index, when) per slot; depends_on's slots are counted in `external`."""
     external: int = 0
+    first: bool = False
+    """It runs at the first of its inputs, and takes that one (an on_failure step: the first failure)."""
 
     @property
     def waits(self) -> int:
@@ -133,12 +138,12 @@ class Node:
         Built field by field: `dataclasses.replace` costs 4 times as much, and a group of 10,000 copies
         its members twice."""
         return Node(self.task, self.queue, self.takes_result, self.gathers,
-                    [(index + offset, when) for index, when in self.inputs_from], self.external)
+                    [(index + offset, when) for index, when in self.inputs_from], self.external, self.first)
 
     def inputs(self) -> Inputs:
         if not self.takes_result:
             return Inputs.NONE
-        return Inputs.LIST if self.gathers or self.waits != 1 else Inputs.ONE
+        return Inputs.LIST if not self.first and (self.gathers or self.waits != 1) else Inputs.ONE
 
 
 class Workflow:
@@ -361,7 +366,7 @@ def parse_info(flow: str, queue: str, fields: Dict[bytes, bytes], ttl: int) -> W
         value = text(name)
         return None if value is None else float(value)
 
-    failed = text("failed")
+    failed = (text("failed") or "").split("\n")[0] or text("handled")
     return WorkflowInfo(
         id=flow, queue=queue, status=text("status") or "?", total=int(number("total") or 0),
         left=int(number("left") or 0), steps=[flow_id(key) for key in record_keys(fields.get(b"steps", b""))],

@@ -92,9 +92,9 @@ class QueueKeys:
     after a failure), "dead" (dead-lettered, crash loops included); and of the workflows enqueued on
     the queue (COUNTED_WORKFLOWS): "workflows_started" (enqueued), "workflows_done" (ended done: no
     failure stopped it or went to an on_failure step), "workflows_failed" (a step's failure stopped
-    it, or it ended after an on_failure step took a failure; a workflow resumed by requeuing that
-    step counts again if it stops again, and in "workflows_done" if it then ends well; one cancelled
-    while it ran counts in neither).
+    it, or it ended after an on_failure step took a failure: each workflow once; one resumed by
+    requeuing that step counts in "workflows_done" too if it then ends well; one cancelled counts
+    in neither).
     tracked: string, exists once a tracked task (enqueued with result_ttl) was enqueued to the queue:
     until then claims and sweeps do not look inside blobs for tracked ids (ours only).
     paused: string, present while the queue is paused (`delayed pause`), holding the unix time it

@@ -190,6 +190,10 @@ local function tracking(prefix)
             redis.call('lrem', name, 1, blob)
             redis.call('lpop', noti)
         end
+        local flow_key = redis.call('hget', key, 'flow')
+        if flow_key then  -- its workflow ends cancelled, not done (flow.lua's count)
+            redis.call('hsetnx', flow_key, 'cancelled', key)
+        end
         track.ended(key, 'cancelled')
         return 'cancelled', status
     end

@@ -8,6 +8,7 @@
 --             step succeeded), 'f' (once it failed: on_failure) or 'a' (either: a group member whose
 --             failure is passed on), slot the successor's input this step fills (1, 2, ...)
 --   counted   1 once this step counted in its workflow's `left`
+--   stopped   1 while its failure stops its workflow (it is one of the workflow's `failed`)
 -- A step that waits on others has status 'waiting' and, until all have ended:
 --   waits     how many inputs it still waits for    queue   the queue it goes into when released
 --   inputs    '' (it takes no result), 'one' (the one input, as an extra last argument) or 'list'
@@ -16,7 +17,9 @@
 -- A workflow's hash: status (running | done | failed | cancelled), total and left (its steps, and
 -- those not ended yet), steps (every step's record key, one per line), final (the record keys whose
 -- results are the workflow's, one per line) and shape ('one' or 'list'), ttl, created, finished,
--- failed and error (the step that stopped it and why), queue (whose counts hash counts workflows).
+-- failed (the steps whose failure stops it, one per line), handled (the first step whose failure an
+-- on_failure step took), error (the last such failure), cancelled (a step a user cancelled),
+-- counted_failed (it was counted in workflows_failed), queue (whose counts hash counts workflows).
 -- flows(track) builds these functions on a script's tracking functions.
 local function flows(track)
     local flow = {}
@@ -146,45 +149,70 @@ local function flows(track)
         return redis.call('hget', flow_key, 'queue') .. '_counts'
     end
 
-    -- The workflow of a step that ended (or ran again) moves on: `left` counts the step once, and the
-    -- workflow ends (done, or failed if a step failed on the way) when no step is left.
+    -- A workflow counts in its queue's workflows_failed once, however often its steps fail.
+    local function failed_once(flow_key)
+        if redis.call('hsetnx', flow_key, 'counted_failed', '1') == 1 then
+            redis.call('hincrby', counts(flow_key), 'workflows_failed', 1)
+        end
+    end
+
+    -- The workflow of a step that ended moves on: `left` counts the step once, and the workflow ends
+    -- when no step is left: failed if an on_failure step took a failure, cancelled if a step was
+    -- cancelled (tracking.lua's track.cancel), else done.
     local function count(key, flow_key)
         if not flow_key or redis.call('hsetnx', key, 'counted', '1') == 0 then
             return
         end
         if redis.call('hincrby', flow_key, 'left', -1) == 0 then
-            local status = redis.call('hget', flow_key, 'status')
-            if status == 'running' or status == 'failed' then
-                local ended = redis.call('hexists', flow_key, 'failed') == 1 and 'failed' or 'done'
+            local fields = redis.call('hmget', flow_key, 'status', 'handled', 'cancelled')
+            if fields[1] == 'running' or fields[1] == 'failed' then
+                local ended = fields[2] and 'failed' or (fields[3] and 'cancelled' or 'done')
                 redis.call('hset', flow_key, 'status', ended, 'finished', track.now())
-                redis.call('hincrby', counts(flow_key), 'workflows_' .. ended, 1)
+                if ended == 'failed' then
+                    failed_once(flow_key)
+                elseif ended == 'done' then
+                    redis.call('hincrby', counts(flow_key), 'workflows_done', 1)
+                end
             end
             redis.call('expire', flow_key, redis.call('hget', flow_key, 'ttl'))
         end
     end
 
-    -- A step's failure stops its workflow (until the step runs again: see flow.resumed).
+    -- A step's failure stops its workflow: the step joins the workflow's `failed` steps (one per line)
+    -- until it runs again (flow.resumed); its record is `stopped`.
     local function stopped(key, flow_key, status)
         if not flow_key then
             return
         end
-        local was = redis.call('hget', flow_key, 'status')
-        redis.call('hset', flow_key, 'failed', key, 'error', status .. ': ' .. (redis.call('hget', key, 'error') or ''))
-        if was == 'running' then
-            redis.call('hset', flow_key, 'status', 'failed')
-            redis.call('hincrby', counts(flow_key), 'workflows_failed', 1)
+        if redis.call('hsetnx', key, 'stopped', '1') == 1 then
+            local failed = redis.call('hget', flow_key, 'failed')
+            redis.call('hset', flow_key, 'failed', failed and failed .. '\n' .. key or key)
         end
+        redis.call('hset', flow_key, 'error', status .. ': ' .. (redis.call('hget', key, 'error') or ''))
+        if redis.call('hget', flow_key, 'status') == 'running' then
+            redis.call('hset', flow_key, 'status', 'failed')
+        end
+        failed_once(flow_key)
     end
 
-    -- A waiting step whose inputs are all in goes into its queue, each input where it asked for them.
-    local function release(key)
+    -- A step's failure went to an on_failure step: the workflow runs on to its end, and ends failed.
+    local function handled(key, flow_key, status)
+        redis.call('hsetnx', flow_key, 'handled', key)
+        redis.call('hset', flow_key, 'error', status .. ': ' .. (redis.call('hget', key, 'error') or ''))
+    end
+
+    -- A waiting step whose inputs are all in goes into its queue, each input where it asked for them;
+    -- first: the one input of an on_failure step, the failure that releases it before the rest are in.
+    local function release(key, first)
         local fields = redis.call('hmget', key, 'queue', 'blob', 'inputs', 'size')
         local queue, blob, inputs, size = fields[1], fields[2], fields[3], tonumber(fields[4])
         local names = {}
         for slot = 1, size do
             names[slot] = 'in:' .. slot
         end
-        if inputs ~= '' then
+        if first and inputs ~= '' then
+            blob = flow.with_argument(blob, first)
+        elseif inputs ~= '' then
             local values = {}
             for first = 1, size, 4000 do
                 local chunk = redis.call('hmget', key, unpack(names, first, math.min(size, first + 3999)))
@@ -215,22 +243,31 @@ local function flows(track)
 
     -- A step ended with status (done: result is its msgpack): its successors move on, and its workflow.
     -- edges, flow_key: its record's `next` and `flow` (false where it has none), which the caller read.
-    -- Returns the record keys of waiting successors it cancels (a successor that needed it to succeed
-    -- when it was cancelled, or when it failed and an on_failure step that waits on it alone took the
-    -- failure; an on_failure step of a step that succeeded), which the caller ends, and whether its
+    -- An on_failure step ('f' edges, from every step it watches) runs at the first failure among them,
+    -- and is cancelled once they all succeeded. A failure it takes is handled: the steps that needed
+    -- the failed one to succeed are cancelled, and the workflow runs on to its end. A failure nobody
+    -- takes stops the workflow until the step runs again.
+    -- Returns the record keys of waiting successors to cancel (which the caller ends), and whether its
     -- failure stopped the workflow (its record is then kept until it runs again).
     function flow.ended(key, status, result, edges, flow_key)
         local cancelled, stalled, taken = {}, {}, false
         for when, successor, slot in string.gmatch(edges or '', '(%a)|([^|]*)|(%d+);') do
             if redis.call('hget', successor, 'status') == 'waiting' then
-                if status == 'done' then
-                    if when == 'f' then
+                if when == 'f' then
+                    if status == 'done' then
+                        if redis.call('hset', successor, 'in:' .. slot, '\192') == 1 and
+                            redis.call('hincrby', successor, 'waits', -1) == 0 then
+                            cancelled[#cancelled + 1] = successor  -- every step it watched succeeded
+                        end
+                    elseif status == 'cancelled' then
                         cancelled[#cancelled + 1] = successor
                     else
-                        fill(successor, slot, result ~= '' and result or '\192')
+                        release(successor, failure(key, status))
+                        taken = true
                     end
-                elseif when == 'a' or (when == 'f' and status ~= 'cancelled') then
-                    taken = taken or (when == 'f' and redis.call('hget', successor, 'waits') == '1')
+                elseif status == 'done' then
+                    fill(successor, slot, result ~= '' and result or '\192')
+                elseif when == 'a' then
                     fill(successor, slot, failure(key, status))
                 elseif status == 'cancelled' then
                     cancelled[#cancelled + 1] = successor
@@ -244,18 +281,13 @@ local function flows(track)
                 cancelled[#cancelled + 1] = successor
             end
             stalled = {}
+            handled(key, flow_key, status)
         end
-        if status == 'done' or status == 'cancelled' then
-            count(key, flow_key)
-        elseif #stalled > 0 or not edges then  -- nobody takes its failure: the workflow stops here
-            stopped(key, flow_key, status)
+        if status ~= 'done' and status ~= 'cancelled' and (#stalled > 0 or not edges) then
+            stopped(key, flow_key, status)  -- nobody takes its failure: the workflow stops here
             return cancelled, true
-        else
-            if string.find(';' .. edges, ';f|', 1, true) then  -- an edge to an on_failure step (not an id's f)
-                redis.call('hsetnx', flow_key, 'failed', key)
-            end
-            count(key, flow_key)
         end
+        count(key, flow_key)
         return cancelled, false
     end
 
@@ -276,13 +308,25 @@ local function flows(track)
         return status
     end
 
-    -- A step claimed to run (again), flow_key its record's `flow`: a workflow its failure stopped runs on.
+    -- A step claimed to run (again), flow_key its record's `flow`: a step whose failure stopped its
+    -- workflow no longer does, and the workflow runs on once no failed step stops it.
     function flow.resumed(key, flow_key)
-        if redis.call('hget', flow_key, 'failed') == key then
-            redis.call('hdel', flow_key, 'failed', 'error')
-            if redis.call('hget', flow_key, 'status') == 'failed' then
-                redis.call('hset', flow_key, 'status', 'running')
+        if redis.call('hdel', key, 'stopped') == 0 then
+            return
+        end
+        local rest = {}
+        for step in string.gmatch(redis.call('hget', flow_key, 'failed') or '', '[^\n]+') do
+            if step ~= key then
+                rest[#rest + 1] = step
             end
+        end
+        if #rest > 0 then
+            redis.call('hset', flow_key, 'failed', table.concat(rest, '\n'))
+            return
+        end
+        redis.call('hdel', flow_key, 'failed', 'error')
+        if redis.call('hget', flow_key, 'status') == 'failed' then
+            redis.call('hset', flow_key, 'status', 'running')
         end
     end
 
