@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import redis
 
 from ..protocol import flow_reads
-from ..wire.flow import FlowStatus, flow_id
+from ..wire.flow import FlowStatus, step_of
 from ..wire.keys import FLOW_INFIX
 
 FLOW_LIMIT = 1000
@@ -89,7 +89,7 @@ def scan(conn: redis.Redis, names: Sequence[str]) -> Scan:
                 steps, unchecked = steps + seen.looked, unchecked + seen.unchecked
                 complete = complete and seen.looked >= total and not seen.unchecked
                 for step in seen.stalled:
-                    step_queue, step_id = flow_id(step.record)
+                    step_queue, step_id = step_of(step.record)
                     stalled[queue].append({"workflow": key.rpartition(FLOW_INFIX)[2], "step": step_id,
                                            "step_queue": step_queue, "func": step.func, "status": step.status,
                                            "worker": step.worker})

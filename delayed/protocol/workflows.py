@@ -18,6 +18,7 @@ from ..wire.flow import (
     WorkflowInfo,
     check_flow_queue_name,
     parse_info,
+    step_of,
 )
 from ..wire.keys import QueueKeys, check_queue_name, hash_tag
 from ..wire.options import make
@@ -126,7 +127,7 @@ def check_enqueued(reply: List[Any]) -> None:
         return
     record, status = reply[1].decode(), reply[2].decode()
     why = "was cancelled" if status == "cancelled" else "has no record (never tracked, or it expired)"
-    raise TaskNotFoundError(f"depends_on: task {record.rpartition('_task:')[2]} {why}; nothing was enqueued")
+    raise TaskNotFoundError(f"depends_on: task {step_of(record)[1]} {why}; nothing was enqueued")
 
 
 def plan_enqueue_flow(producer: Producer[Any], part: Union[Workflow, Step, Task], depends_on: Sequence[Dependency],

@@ -296,7 +296,7 @@ def group(tasks: Sequence[Union[Workflow, Step, Task]], callback: Union[None, St
     return members.then(final, when, gathers=True)
 
 
-def flow_id(key: str) -> Tuple[str, str]:
+def step_of(key: str) -> Tuple[str, str]:
     """A record key's queue and task id: `<queue>_task:<id>` (see keys.QueueKeys.task)."""
     queue, _, task_id = key.rpartition(TASK_INFIX)
     return queue, task_id
@@ -369,7 +369,7 @@ def parse_info(flow: str, queue: str, fields: Dict[bytes, bytes], ttl: int) -> W
     failed = (text("failed") or "").split("\n")[0] or text("handled")
     return WorkflowInfo(
         id=flow, queue=queue, status=text("status") or "?", total=int(number("total") or 0),
-        left=int(number("left") or 0), steps=[flow_id(key) for key in record_keys(fields.get(b"steps", b""))],
-        final=[flow_id(key) for key in record_keys(fields.get(b"final", b""))], shape=text("shape") or "one",
-        failed=None if failed is None else flow_id(failed), error=text("error"), created_at=number("created"),
+        left=int(number("left") or 0), steps=[step_of(key) for key in record_keys(fields.get(b"steps", b""))],
+        final=[step_of(key) for key in record_keys(fields.get(b"final", b""))], shape=text("shape") or "one",
+        failed=None if failed is None else step_of(failed), error=text("error"), created_at=number("created"),
         finished_at=number("finished"), expires_in=ttl if ttl >= 0 else None)
