@@ -6,6 +6,7 @@ The workers here are burst workers run to the end in the test's thread: a workfl
 through them, so each test knows exactly what ran before it looks.
 """
 import datetime
+import re
 import subprocess
 import sys
 import threading
@@ -18,6 +19,7 @@ from delayed import FlowStatus, PyTask, Queue, Step, StepFailed, TaskHandle, Wor
 from delayed.errors import TaskFailedError, TaskNotFoundError
 from delayed.ops.cli import main as delayed_main
 from delayed.wire import tracking
+from delayed.wire.options import MAX_SECONDS
 
 from .conftest import ROOT, WAIT, wait_for
 from .flow_tasks import received
@@ -192,8 +194,10 @@ def test_a_failed_step_stops_its_successors_until_requeued_then_the_chain_goes_o
     with pytest.raises(TaskFailedError, match=middle.id) as raised:
         handle.result(timeout=WAIT)
     assert "ValueError: middle fails once" in str(raised.value) and raised.value.info.failed == ("q", middle.id)
-    # kept while it may run again: the failed step's record, the waiting one and the workflow have no expiry
-    assert conn.ttl(f"q_task:{middle.id}") == conn.ttl(f"q_task:{last.id}") == conn.ttl(f"q_flow:{handle.id}") == -1
+    # kept while it may run again: the waiting step and the workflow have no expiry, the failed step's
+    # record expires in ten years (an expiry, by which the claim that runs it again tells it apart)
+    assert conn.ttl(f"q_task:{last.id}") == conn.ttl(f"q_flow:{handle.id}") == -1
+    assert conn.ttl(f"q_task:{middle.id}") > MAX_SECONDS - 60
     assert 0 < conn.ttl(f"q_task:{first.id}") <= 60
     assert delayed_main(["--redis-url", redis_server.url, "dead", "requeue", "--queue", "q",
                          middle.info().letter]) == 0
@@ -281,7 +285,7 @@ def test_depends_on_a_failed_task_waits_until_it_is_requeued_and_keeps_its_recor
     assert before.status() == "failed" and 0 < conn.ttl(f"q_task:{before.id}") <= 60
     handle = queue.enqueue(takes("got", "after"), depends_on=[before])
     assert handle.steps()[0].status() == "waiting"
-    assert conn.ttl(f"q_task:{before.id}") == -1  # it must outlive its requeue, to release the step
+    assert conn.ttl(f"q_task:{before.id}") > MAX_SECONDS - 60  # it must outlive its requeue, to release the step
     drain(conn)
     assert received(conn, "after") == []
     queue.dead.requeue([before.info().letter])
@@ -537,3 +541,11 @@ def test_a_workflow_is_read_by_its_id_from_another_process(conn, queue, redis_se
     assert status in ("running", "done") and result.strip() == "[20] 2"
     with pytest.raises(TaskNotFoundError):
         Queue("other", conn).workflow(handle.id).status()  # a workflow is read on the queue it was enqueued on
+
+
+def test_a_stopped_step_s_record_is_kept_for_max_seconds_as_flow_lua_says():
+    """flow.lua's KEPT_SECONDS is options.py's MAX_SECONDS: the longest any expiry delayed sets."""
+    source = (ROOT / "delayed" / "protocol" / "lua" / "flow.lua").read_text()
+    [kept] = re.findall(r"^local KEPT_SECONDS = (\d+)$", source, re.M)
+    assert int(kept) == MAX_SECONDS
+

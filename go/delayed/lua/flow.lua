@@ -21,6 +21,12 @@
 -- on_failure step took), error (the last such failure), cancelled (a step a user cancelled),
 -- counted_failed (it was counted in workflows_failed), queue (whose counts hash counts workflows).
 -- flows(track) builds these functions on a script's tracking functions.
+
+-- How long a record is kept that must outlive a run to come (a failed step that stopped its
+-- workflow, a failed task a workflow depends on): ten years (delayed/wire/options.py's MAX_SECONDS),
+-- in effect until it runs again; an expiry all the same, which tells the claim of that run apart.
+local KEPT_SECONDS = 316224000
+
 local function flows(track)
     local flow = {}
 
@@ -302,7 +308,7 @@ local function flows(track)
         elseif status ~= '' and status ~= 'cancelled' then
             redis.call('hset', task, 'next', (fields[3] or '') .. 's|' .. successor .. '|' .. slot .. ';')
             if status == 'failed' or status == 'dead' then  -- ended: its record would expire before it runs again
-                redis.call('persist', task)
+                redis.call('expire', task, KEPT_SECONDS)
             end
         end
         return status

@@ -92,7 +92,9 @@ local function tracking(prefix)
     end
 
     -- A worker claimed the task to run it (a record left with an expiry by an earlier end, as a
-    -- requeued dead letter's is, keeps no expiry while it runs again). PTTL tells both at once.
+    -- requeued dead letter's is, keeps no expiry while it runs again). PTTL tells both at once, and
+    -- only such a record (a workflow's stopped step's included: see track.ended) can be a step whose
+    -- failure stopped its workflow, which runs on (flow.resumed): a first run reads nothing more.
     function track.running(key, worker_id)
         local ttl = redis.call('pttl', key)
         if ttl ~= -2 then
@@ -100,11 +102,11 @@ local function tracking(prefix)
             redis.call('hincrby', key, 'attempts', 1)
             if ttl >= 0 then
                 redis.call('persist', key)
-            end
-            local flow_key = redis.call('hget', key, 'flow')
-            if flow_key then
-                flow = flow or flows(track)
-                flow.resumed(key, flow_key)
+                local flow_key = redis.call('hget', key, 'flow')
+                if flow_key then
+                    flow = flow or flows(track)
+                    flow.resumed(key, flow_key)
+                end
             end
         end
     end
@@ -133,7 +135,8 @@ local function tracking(prefix)
 
     -- The task ended (done, failed, dead, cancelled): field, value pairs to add; it expires ttl seconds
     -- from now. A workflow's step moves its workflow on (flow.lua): successors it cancels end too, and
-    -- the record of a step whose failure stopped its workflow is kept until it runs again.
+    -- the record of a step whose failure stopped its workflow is kept until it runs again (it expires
+    -- in KEPT_SECONDS: an expiry, which the claim that runs it again finds).
     function track.ended(key, status, ...)
         local fields = redis.call('hmget', key, 'ttl', 'flow', 'next')
         if fields[1] then
@@ -148,9 +151,7 @@ local function tracking(prefix)
                 flow = flow or flows(track)
                 cancelled, kept = flow.ended(key, status, result, fields[3], fields[2])
             end
-            if not kept then
-                redis.call('expire', key, fields[1])
-            end
+            redis.call('expire', key, kept and KEPT_SECONDS or fields[1])
             for _, successor in ipairs(cancelled) do
                 track.ended(successor, 'cancelled')
             end
