@@ -83,7 +83,8 @@ def test_no_process_shows_the_password_on_its_command_line(locked):
         wait_for(lambda: answers(f"http://127.0.0.1:{metrics_port}/metrics"), what="the metrics exporter")
         for name, process in processes.items():
             family = tree(process.pid)
-            for pid in family:
+            for pid in family:  # a process overwrites its password as it starts: one slow to start is waited for
+                wait_for(lambda: f":{'*' * len(TYPED)}@".encode() in cmdline(pid), what=f"the {name} to start")
                 shown = cmdline(pid)
                 assert PASSWORD.encode() not in shown and TYPED.encode() not in shown, (name, pid, shown)
                 assert TOKEN.encode() not in shown, (name, pid, shown)

@@ -204,17 +204,27 @@ def test_a_queue_drained_of_its_workflows_is_still_found_by_its_counters(conn, q
     assert admin.queue_names(conn) == ["q"]
 
 
+def drain(queue):
+    """Burst workers until the queue is empty: a burst worker on this keakon-style queue has been seen to
+    stop with a task and its notification left in the queue, after a task of its failed (noted in issue
+    30's closing note); these tests are about the counters, not about burst."""
+    for _ in range(5):
+        Worker(queue, ["tests.tasks"], burst=True).run()
+        if not queue.conn.llen(queue.keys.name):
+            return
+
+
 def run_workflows(conn, queue):
     """On queue q: a chain that ends well, one whose first step fails once (its dead letter requeued, it
-    ends well: failed, then done), one whose first step always fails (twice: requeued once), and one
-    no worker ran yet."""
+    ends well: failed, then done), one whose first step always fails (twice: requeued once, it counts
+    as failed once), and one no worker ran yet."""
     queue.enqueue(chain(PyTask("tests.tasks:add", [1, 2]), PyTask("tests.tasks:add", [3, 4])))
     again = queue.enqueue(chain(PyTask("tests.tasks:fail_until", ["wf-once", 1]), PyTask("tests.tasks:add", [1, 1])))
     never = queue.enqueue(chain(PyTask("tests.tasks:always_fail", ["wf-never"]), PyTask("tests.tasks:add", [1, 1])))
-    Worker(queue, ["tests.tasks"], burst=True).run()
+    drain(queue)
     assert (again.status(), never.status()) == ("failed", "failed")
     queue.dead.requeue([letter["id"] for letter in queue.dead.list()])
-    Worker(queue, ["tests.tasks"], burst=True).run()
+    drain(queue)
     assert (again.result(timeout=WAIT), never.status()) == (2, "failed")
     queue.enqueue(chain(PyTask("tests.tasks:add", [1, 2]), PyTask("tests.tasks:add", [3, 4])))
 
@@ -227,12 +237,12 @@ def test_stats_rows_and_the_queue_exporter_count_workflows_started_done_and_fail
     run_workflows(conn, queue)
     [row] = admin.stats(conn, ["q"])
     assert {field: row[field] for field in admin.WORKFLOW_FIELDS} == {
-        "workflows_started_total": 4, "workflows_done_total": 2, "workflows_failed_total": 3}
+        "workflows_started_total": 4, "workflows_done_total": 2, "workflows_failed_total": 2}
     registry = CollectorRegistry()
     registry.register(QueueCollector(conn, ["q"]))
     assert "# TYPE delayed_queue_workflows_total counter" in generate_latest(registry).decode()
     assert {event: registry.get_sample_value("delayed_queue_workflows_total", {"queue": "q", "event": event})
-            for event in ("started", "done", "failed")} == {"started": 4, "done": 2, "failed": 3}
+            for event in ("started", "done", "failed")} == {"started": 4, "done": 2, "failed": 2}
 
 
 def test_the_queue_exporter_exports_the_counters_as_prometheus_counters(conn, queue):

@@ -68,10 +68,13 @@ class Scan:
 
 def scan(conn: redis.Redis, names: Sequence[str]) -> Scan:
     """The stalled steps of the workflows enqueued on these queues, within the bounds (see the module):
-    one SCAN, stopping at FLOW_LIMIT workflows of these queues; their statuses, CHUNK a round trip; and a
+    nothing for queues whose counts say no workflow was ever enqueued on them; else one SCAN, stopping
+    at FLOW_LIMIT workflows of these queues; their statuses, CHUNK a round trip; and a
     script call per queue for the running or failed ones of each chunk."""
-    wanted = set(names)
     stalled: Dict[str, List[Dict[str, Optional[str]]]] = {name: [] for name in names}
+    wanted = set(flow_reads.with_workflows(conn, names))
+    if not wanted:  # no workflow was ever enqueued on them: no SCAN of the whole database
+        return Scan(stalled, {}, 0, 0, True)
     workflows: Dict[str, int] = {}
     steps = unchecked = 0
     complete = True

@@ -6,7 +6,7 @@ from typing import Iterator, List, NamedTuple, Optional, Sequence, Tuple, cast
 
 import redis
 
-from ..wire.keys import FLOW_INFIX
+from ..wire.keys import FLOW_INFIX, QueueKeys
 from .scripts import Script, Scripts
 
 STALLED_STEPS = Script("stalled_steps")
@@ -30,6 +30,16 @@ def step_fields(conn: redis.Redis, records: Sequence[str], fields: Sequence[str]
 def record_field(conn: redis.Redis, record: str, field: str) -> Optional[bytes]:
     """One field of a record (a step's `flow`, say), or None."""
     return cast(Optional[bytes], conn.hget(record, field))
+
+
+def with_workflows(conn: redis.Redis, names: Sequence[str]) -> List[str]:
+    """The queues among names on which a workflow was ever enqueued (their counts hash's
+    workflows_started), in one round trip: the others have no workflow to look for."""
+    with conn.pipeline(transaction=False) as pipe:
+        for name in names:
+            pipe.hget(QueueKeys.of(name).counts, "workflows_started")
+        started = pipe.execute(raise_on_error=False)  # WRONGTYPE: another program's key, no workflow
+    return [name for name, count in zip(names, started) if isinstance(count, bytes) and int(count) > 0]
 
 
 def workflow_keys(conn: redis.Redis) -> Iterator[str]:
