@@ -76,13 +76,15 @@ def test_an_unknown_option_is_a_typeerror_listing_the_options(queue):
 
 
 SAMPLES = {"retry": 2, "max_retries": 3, "backoff": "tests.tasks:add", "time_limit": 2.5, "delay": 60.0,
-           "at": FUTURE, "unique_for": 30.0, "unique_key": "report", "result_ttl": 60.0}
+           "at": FUTURE, "unique_for": 30.0, "unique_key": "report", "result_ttl": 60.0, "expires": 3600.0,
+           "rate_limit": "100/m", "concurrency_limit": 5, "limit_key": "customer-7",
+           "headers": {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}
 """A value of each public option: test_every_option_reaches_the_worker fails for an option without one."""
 
 
 def test_every_public_option_has_a_sample_and_the_state_options_are_not_public():
     assert set(SAMPLES) == set(PUBLIC)
-    assert {"attempt", "crashes", "unique_token", "id"} & set(PUBLIC) == set()
+    assert {"attempt", "crashes", "unique_token", "id", "expires_at"} & set(PUBLIC) == set()
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))
@@ -92,6 +94,8 @@ def test_every_option_reaches_the_worker(queue, conn, name):
     given = {name: SAMPLES[name]}
     if name == "unique_key":
         given["unique_for"] = 30.0
+    if name == "limit_key":
+        given["concurrency_limit"] = 1
     if name == "at":
         given = {"at": datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=60)}
     handle = queue.enqueue(PyTask("tests.tasks:add", [1, 2]), **given)
@@ -102,6 +106,8 @@ def test_every_option_reaches_the_worker(queue, conn, name):
         assert getattr(task.options, name) == SAMPLES[name]
     elif name in ("delay", "at"):
         assert len(scheduled) == 1 and scheduled[0][1] > time.time() + 50
+    elif name == "expires":
+        assert abs(task.options.expires_at - (time.time() + 3600)) < 5
     elif name == "unique_for":
         assert conn.pttl(f"q_unique:{task.options.unique_key}") > 25_000
     else:
@@ -145,6 +151,8 @@ def test_every_option_a_gotask_takes_reaches_its_blob(queue, conn, name):
     given = {name: GO_SAMPLES[name]}
     if name == "unique_key":
         given["unique_for"] = 30.0
+    if name == "limit_key":
+        given["concurrency_limit"] = 1
     if name == "at":
         given = {"at": datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=60)}
     handle = queue.enqueue(GoTask("main.Add", [1, 2]), **given)
@@ -157,6 +165,8 @@ def test_every_option_a_gotask_takes_reaches_its_blob(queue, conn, name):
     elif name in ("delay", "at"):
         assert len(scheduled) == 1 and scheduled[0][1] > time.time() + 50
         assert blob == GoTask("main.Add", [1, 2]).serialize()  # go-delayed's bytes: nothing rides in it
+    elif name == "expires":
+        assert abs(task.options.expires_at - (time.time() + 3600)) < 5
     elif name == "unique_for":
         assert conn.pttl(f"q_unique:{task.options.unique_key}") > 25_000 and task.options.unique_token
     else:

@@ -14,7 +14,7 @@ from redis.crc import key_slot
 from ..errors import DuplicateTaskError, NotReplicatedError, QueueFullError, TaskNotFoundError, TaskTooLargeError
 from ..wire import tracking
 from ..wire.keys import QueueKeys, scheduled_nonce
-from ..wire.options import NO_OPTIONS, PUBLIC, Place, TaskOptions, make, place_of
+from ..wire.options import NO_OPTIONS, PUBLIC, Place, TaskOptions, expires_at, make, place_of
 from ..wire.task import GoTask, PyTask
 from ..wire.tracking import Cancel, TaskInfo
 from .calls import Call, Command, Pipeline, Plan, RunScript
@@ -69,11 +69,15 @@ def _winner(given: Dict[str, Any]) -> Optional[TaskOptions]:
 
 def _applied(task: Task, winner: Optional[TaskOptions]) -> Tuple[Task, TaskOptions]:
     if winner is None:
-        return task, task.options
-    if any(place_of(name) is not Place.ENQUEUE for name in winner.given()):
+        options = task.options
+    elif any(place_of(name) is not Place.ENQUEUE for name in winner.given()):
         task = task.with_options(**TaskOptions.overrides(winner))  # a GoTask refuses what its blob cannot carry
-        return task, task.options
-    return task, task.options.merged(winner)
+        options = task.options
+    else:
+        options = task.options.merged(winner)
+    if options.expires is not None:  # the blob carries the moment: expiry counts from this enqueue
+        task = task.with_options(expires_at=expires_at(options, time.time()))
+    return task, options
 
 
 def batch_of(tasks: Iterable[Task], **given: Any) -> Tuple[List[Task], TaskOptions]:
@@ -89,6 +93,7 @@ def batch_of(tasks: Iterable[Task], **given: Any) -> Tuple[List[Task], TaskOptio
         else:
             task, options = _applied(task, winner)
             how = options.given(Place.ENQUEUE)
+            how.pop("expires", None)  # each task's own: _applied stamped its blob
             if "unique_for" in how:
                 raise TypeError("enqueue_many takes no unique task (unique_for): enqueue those one at a time")
         if shared is None:

@@ -16,6 +16,7 @@ it; docs/development.md says which test proves it reaches the worker.
 import dataclasses
 import datetime
 import enum
+import json
 import math
 import re
 import time
@@ -104,6 +105,60 @@ def moment(name: str, value: Any) -> datetime.datetime:
     return value
 
 
+_RATE = re.compile(r"([1-9][0-9]*)/(s|m|h)")
+RATE_PERIODS = {"s": 1, "m": 60, "h": 3600}
+"""A rate_limit's periods: "100/m" admits at most 100 starts in any 60 seconds."""
+
+
+def rate(name: str, value: Any) -> str:
+    """A rate limit: "N/s", "N/m" or "N/h" (N from 1 to MAX_COUNT)."""
+    checked = text(_RATE, "'N/s', 'N/m' or 'N/h' with N a whole number above 0")(name, value)
+    count_of(checked)
+    return checked
+
+
+def count_of(rate_limit: str) -> Tuple[int, int]:
+    """A rate_limit's count and period in seconds: "100/m" is (100, 60); ValueError past MAX_COUNT."""
+    number, unit = rate_limit.split("/")
+    if int(number) > MAX_COUNT:
+        raise ValueError(f"rate_limit must count at most {MAX_COUNT} starts, got {rate_limit!r}")
+    return int(number), RATE_PERIODS[unit]
+
+
+def expiry(name: str, value: Any) -> Union[float, datetime.datetime]:
+    """Seconds from the enqueue (above 0), or an aware datetime at most ten years from now."""
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            raise ValueError(f"{name} must be seconds or an aware datetime (with its time zone), got "
+                             f"{value.isoformat()}")
+        return moment(name, value)
+    return seconds(True)(name, value)
+
+
+def epoch(name: str, value: Any) -> float:
+    """A unix time: a finite number above 0."""
+    number = _number(name, value)
+    if number <= 0:
+        raise ValueError(f"{name} must be a unix time above 0, got {value!r}")
+    return number
+
+
+def string_map(name: str, value: Any) -> Dict[str, str]:
+    """A map of strings to strings (what tracing carries: traceparent, baggage)."""
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise TypeError(f"{name} must be a map of strings to strings, got {value!r}")
+    if not value:
+        raise ValueError(f"{name} must not be empty")
+    return dict(value)
+
+
+def _float_or_datetime(text: str) -> Union[float, datetime.datetime]:
+    try:
+        return float(text)
+    except ValueError:
+        return datetime.datetime.fromisoformat(text)
+
+
 def _float_or_text(text: str) -> Union[float, str]:
     try:
         return float(text)
@@ -149,6 +204,18 @@ class TaskOptions:
         unique_key: With `unique_for`: every task with this key is a duplicate, whatever its call.
         result_ttl: Track the task: its status and result are kept this many seconds (rounded up) after
             it ended, and `enqueue` returns its handle.
+        expires: Seconds from the enqueue, or an aware datetime: a task not started by then never runs,
+            and goes to the dead letters with reason `expired` (the enqueue writes the moment into the
+            blob as `expires_at`).
+        rate_limit: Start at most N of the tasks sharing its `limit_key` in any second, minute or hour,
+            across every worker of the queue, Python and Go: `"100/m"`. A task over the limit waits,
+            out of the queue, for its turn.
+        concurrency_limit: Run at most this many of the tasks sharing its `limit_key` at once, across
+            every worker of the queue.
+        limit_key: What the limits count: the tasks of the queue with the same key (default: the
+            function's path); one customer's id, say.
+        headers: Strings to strings carried in the blob to the worker and its middleware, as tracing's
+            `traceparent`.
 
     Raises:
         ValueError: A value the option cannot take (NaN, infinite, negative, out of range), naming it.
@@ -184,6 +251,19 @@ class TaskOptions:
     result_ttl: Optional[float] = _option(
         Place.ENQUEUE, seconds(True), "track it (prints its id, for `delayed task ID`): its record is kept this "
         "long after it ended", float)
+    expires: Union[None, float, datetime.datetime] = _option(
+        Place.ENQUEUE, expiry, "seconds from the enqueue, or an ISO 8601 time with its offset: not started by "
+        "then, it never runs (dead letter, reason expired)", _float_or_datetime, metavar="SECONDS|TIME")
+    rate_limit: Optional[str] = _option(Place.MAP, rate, "start at most N in any second, minute or hour, across "
+                                        "every worker: N/s, N/m or N/h", metavar="N/s|N/m|N/h")
+    concurrency_limit: Optional[int] = _option(Place.MAP, count(1), "run at most N at once, across every worker",
+                                               int)
+    limit_key: Optional[str] = _option(Place.MAP, text(), "what rate_limit and concurrency_limit count (default: "
+                                       "the function's path)", metavar="KEY")
+    headers: Optional[Mapping[str, str]] = _option(Place.MAP, string_map, "strings carried to the worker (tracing's "
+                                                   "traceparent): a JSON object", json.loads, metavar="JSON")
+    expires_at: Optional[float] = _option(Place.MAP, epoch, "the unix time past which it never starts", float,
+                                          public=False)
     attempt: int = _option(Place.MAP, count(0), "runs of it that failed, with max_retries", int, default=0,
                            public=False)
     crashes: int = _option(Place.MAP, count(0), "times our workers died holding it (see --max-crashes)", int,
@@ -200,6 +280,12 @@ class TaskOptions:
                 object.__setattr__(self, name, checked)
         if self.delay is not None and self.at is not None:
             raise ValueError("give delay or at, not both")
+        if isinstance(self.expires, (int, float)) and self.delay is not None and self.expires <= self.delay:
+            raise ValueError(f"expires={self.expires!r} is not after delay={self.delay!r}: the task would expire "
+                             "before it is due")
+        if self.limit_key is not None and self.rate_limit is None and self.concurrency_limit is None:
+            raise ValueError("limit_key needs rate_limit or concurrency_limit: the key says which tasks share "
+                             "a limit, the limit how many")
         if self.unique_key is not None and self.unique_for is None and self.unique_token is None:
             raise ValueError("unique_key needs unique_for: the lock's key says which tasks are duplicates, "
                               "unique_for how long")
@@ -312,6 +398,16 @@ def from_text(name: str, text: str) -> Any:
 def place_of(name: str) -> Place:
     """Where an option lives."""
     return _FIELDS[name].metadata["place"]
+
+
+def expires_at(options: TaskOptions, now: float) -> Optional[float]:
+    """The unix time past which a task with these options never starts: its `expires` from now (the
+    enqueue), None without one."""
+    if options.expires is None:
+        return None
+    if isinstance(options.expires, datetime.datetime):
+        return options.expires.timestamp()
+    return now + options.expires
 
 
 def make(**given: Any) -> TaskOptions:

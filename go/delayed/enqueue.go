@@ -40,15 +40,20 @@ func (q *Queue) Enqueue(task Task) error {
 
 // EnqueueContext enqueues a GoTask or a PyTask with its options and the options given here, which win
 // over the task's own, as Python's Queue.enqueue does, and counts it in the queue's "enqueued":
+//
 //   - Delay or At: it waits in the queue's scheduled set until it is due (a time already past: now);
 //     workers and sweepers of ours move it into the queue when it is;
+//
 //   - UniqueFor (and UniqueKey): an identical task (or one with the same key) is refused with
 //     ErrDuplicateTask while this one waits, retries or runs, for at most UniqueFor; the lock is the
 //     one a Python producer of the same call takes (see unique.go);
+//
 //   - ResultTTL: the task is tracked, and the handle returned reads its status and waits for its
 //     result (TaskHandle); an untracked task has no handle: nil, as Python returns none.
 //
-// MaxRetries, Backoff and TimeLimit ride in the blob, for the worker. On a Redis Cluster the queue's
+//   - Expires: the blob carries the moment (ExpiresAt) past which a worker of ours never starts it.
+//
+// MaxRetries, Backoff, TimeLimit, the limits and Headers ride in the blob, for the worker. On a Redis Cluster the queue's
 // name needs a hash tag ("{orders}"). Nothing is written when it returns an error other than Redis's.
 func (q *Queue) EnqueueContext(ctx context.Context, task Task, options ...TaskOption) (*TaskHandle, error) {
 	task = withOptions(task, options)
@@ -56,11 +61,18 @@ func (q *Queue) EnqueueContext(ctx context.Context, task Task, options ...TaskOp
 	if err != nil {
 		return nil, err
 	}
+	o := optionsOf(task)
+	now := time.Now()
+	if o.Expires != nil { // the blob carries the moment: expiry counts from this enqueue
+		o = o.stamped(now)
+		if blob, err = blobWithOptions(blob, o); err != nil {
+			return nil, err
+		}
+	}
 	if err := q.checkEnqueue(task, blob); err != nil {
 		return nil, err
 	}
-	o := optionsOf(task)
-	due := dueTime(o, time.Now())
+	due := dueTime(o, now)
 	switch {
 	case o.UniqueFor != nil:
 		return q.enqueueUnique(ctx, task, blob, o, due)

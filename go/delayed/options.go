@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/shamaton/msgpack/v2"
@@ -24,6 +25,11 @@ const (
 	optBackoff     = "backoff"
 	optTimeLimit   = "time_limit"
 	optUniqueKey   = "unique_key"
+	optRateLimit   = "rate_limit"
+	optConcurrency = "concurrency_limit"
+	optLimitKey    = "limit_key"
+	optHeaders     = "headers"
+	optExpiresAt   = "expires_at"
 	optAttempt     = "attempt"
 	optCrashes     = "crashes"
 	optUniqueToken = "unique_token"
@@ -31,6 +37,12 @@ const (
 )
 
 var hexID = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// rateLimit is a rate_limit as Python's TaskOptions takes one: "N/s", "N/m" or "N/h".
+var rateLimit = regexp.MustCompile(`^([1-9][0-9]*)/([smh])$`)
+
+// ratePeriods are a rate_limit's periods, as Python's RATE_PERIODS.
+var ratePeriods = map[string]time.Duration{"s": time.Second, "m": time.Minute, "h": time.Hour}
 
 // pythonFuncPath is a "module:func" path as Python's TaskOptions takes one for a backoff function
 // (Python's \w is a Unicode letter, digit or underscore).
@@ -46,17 +58,24 @@ type TaskOptions struct {
 	TimeLimit  *float64 // seconds a run may take: the handler's context deadline
 	UniqueKey  string   // with UniqueFor: the lock's key, whatever the call
 
+	RateLimit        string            // "N/s", "N/m" or "N/h": at most N starts per period of the tasks sharing LimitKey
+	ConcurrencyLimit *int              // at most this many of the tasks sharing LimitKey run at once
+	LimitKey         string            // what the limits count (default: the function's name)
+	Headers          map[string]string // strings carried to the worker and its middleware (traceparent)
+
 	// Used at enqueue: how the task goes in.
 	Delay     *float64  // seconds until it is due
 	At        time.Time // when it is due (zero: not set)
 	UniqueFor *float64  // refuse an identical task while this one waits, retries or runs, for at most this long
 	ResultTTL *float64  // track it: its record and result are kept this many seconds after it ended
+	Expires   *float64  // seconds from the enqueue after which it never starts (see ExpiresAt)
 
-	// State the workers write as the task moves.
-	Attempt     int    // runs of it that failed, with MaxRetries
-	Crashes     int    // times our workers died holding it
-	UniqueToken string // its hold on the unique lock
-	ID          string // a tracked task's id: 32 hex digits
+	// State the producer and workers write as the task moves.
+	ExpiresAt   *float64 // the unix time past which it never starts (written at enqueue from Expires)
+	Attempt     int      // runs of it that failed, with MaxRetries
+	Crashes     int      // times our workers died holding it
+	UniqueToken string   // its hold on the unique lock
+	ID          string   // a tracked task's id: 32 hex digits
 
 	unknown []rawEntry // keys a newer producer wrote: carried along untouched, in order
 }
@@ -155,6 +174,96 @@ func ResultTTL(d time.Duration) TaskOption {
 	}
 }
 
+// RateLimit starts at most count of the tasks sharing their limit key per second, minute or hour
+// ("100/m"), across every worker of the queue.
+func RateLimit(limit string) TaskOption {
+	return func(o *TaskOptions) error {
+		if _, _, err := RateOf(limit); err != nil {
+			return err
+		}
+		o.RateLimit = limit
+		return nil
+	}
+}
+
+// RateOf is a rate_limit's count and period: "100/m" is 100 and a minute.
+func RateOf(limit string) (int, time.Duration, error) {
+	parts := rateLimit.FindStringSubmatch(limit)
+	if parts == nil {
+		return 0, 0, fmt.Errorf("rate_limit must be 'N/s', 'N/m' or 'N/h' with N a whole number above 0, got %q", limit)
+	}
+	n, err := strconv.Atoi(parts[1])
+	if err != nil || n > MaxCount {
+		return 0, 0, fmt.Errorf("rate_limit must count at most %d starts, got %q", MaxCount, limit)
+	}
+	return n, ratePeriods[parts[2]], nil
+}
+
+// ConcurrencyLimit runs at most n of the tasks sharing their limit key at once, across every worker of the queue.
+func ConcurrencyLimit(n int) TaskOption {
+	return func(o *TaskOptions) error {
+		if n < 1 || n > MaxCount {
+			return fmt.Errorf("concurrency_limit must be from 1 to %d, got %d", MaxCount, n)
+		}
+		o.ConcurrencyLimit = &n
+		return nil
+	}
+}
+
+// LimitKey says what the limits count: the tasks of the queue with this key (default: the function's name).
+func LimitKey(key string) TaskOption {
+	return func(o *TaskOptions) error {
+		if key == "" {
+			return fmt.Errorf("limit_key must be a non-empty string")
+		}
+		o.LimitKey = key
+		return nil
+	}
+}
+
+// Header carries a string to the worker and its middleware, under name (tracing's traceparent).
+func Header(name, value string) TaskOption {
+	return func(o *TaskOptions) error {
+		headers := make(map[string]string, len(o.Headers)+1)
+		for k, v := range o.Headers {
+			headers[k] = v
+		}
+		headers[name] = value
+		o.Headers = headers
+		return nil
+	}
+}
+
+// Expires keeps the task from starting once d has passed since its enqueue: a worker that claims
+// it later dead-letters it (reason expired).
+func Expires(d time.Duration) TaskOption {
+	return func(o *TaskOptions) (err error) {
+		o.Expires, err = seconds("expires", d, true)
+		return
+	}
+}
+
+// ExpiresAt keeps the task from starting after t (see Expires).
+func ExpiresAt(t time.Time) TaskOption {
+	return func(o *TaskOptions) error {
+		if time.Until(t).Seconds() > MaxSeconds {
+			return fmt.Errorf("expires must be at most ten years from now, got %v", t)
+		}
+		at := float64(t.UnixNano()) / 1e9
+		o.ExpiresAt, o.Expires = &at, nil
+		return nil
+	}
+}
+
+// stamped is o as an enqueue at now writes it: Expires becomes ExpiresAt, the moment it counts to.
+func (o TaskOptions) stamped(now time.Time) TaskOptions {
+	if o.Expires != nil {
+		at := float64(now.UnixNano())/1e9 + *o.Expires
+		o.ExpiresAt = &at
+	}
+	return o
+}
+
 // with applies options to a copy of o.
 func (o TaskOptions) with(options []TaskOption) (TaskOptions, error) {
 	for _, option := range options {
@@ -165,12 +274,16 @@ func (o TaskOptions) with(options []TaskOption) (TaskOptions, error) {
 	if o.UniqueKey != "" && o.UniqueFor == nil && o.UniqueToken == "" {
 		return o, fmt.Errorf("unique_key needs unique_for: the lock's key says which tasks are duplicates, unique_for how long")
 	}
+	if o.LimitKey != "" && o.RateLimit == "" && o.ConcurrencyLimit == nil {
+		return o, fmt.Errorf("limit_key needs rate_limit or concurrency_limit: the key says which tasks share a limit, the limit how many")
+	}
 	return o, nil
 }
 
 // carried says whether the blob has an options map to write.
 func (o *TaskOptions) carried() bool {
-	return o.MaxRetries != nil || o.Backoff != nil || o.TimeLimit != nil || o.UniqueKey != "" || o.Attempt != 0 ||
+	return o.MaxRetries != nil || o.Backoff != nil || o.TimeLimit != nil || o.UniqueKey != "" || o.RateLimit != "" ||
+		o.ConcurrencyLimit != nil || o.LimitKey != "" || len(o.Headers) > 0 || o.ExpiresAt != nil || o.Attempt != 0 ||
 		o.Crashes != 0 || o.UniqueToken != "" || o.ID != "" || len(o.unknown) > 0
 }
 
@@ -193,6 +306,21 @@ func (o *TaskOptions) appendWireMap(out []byte) ([]byte, error) {
 	}
 	if o.UniqueKey != "" {
 		entries = append(entries, entry{optUniqueKey, o.UniqueKey})
+	}
+	if o.RateLimit != "" {
+		entries = append(entries, entry{optRateLimit, o.RateLimit})
+	}
+	if o.ConcurrencyLimit != nil {
+		entries = append(entries, entry{optConcurrency, *o.ConcurrencyLimit})
+	}
+	if o.LimitKey != "" {
+		entries = append(entries, entry{optLimitKey, o.LimitKey})
+	}
+	if len(o.Headers) > 0 {
+		entries = append(entries, entry{optHeaders, o.Headers})
+	}
+	if o.ExpiresAt != nil {
+		entries = append(entries, entry{optExpiresAt, *o.ExpiresAt})
 	}
 	if o.Attempt != 0 {
 		entries = append(entries, entry{optAttempt, o.Attempt})
@@ -292,12 +420,49 @@ func (o *TaskOptions) setWire(key string, raw []byte) error {
 		} else {
 			o.TimeLimit = &f
 		}
-	case optUniqueKey, optUniqueToken, optID:
+	case optConcurrency:
+		n, ok := toInt(value)
+		if !ok || n < 1 || n > MaxCount {
+			return fmt.Errorf("%s must be from 1 to %d, got %v", key, MaxCount, value)
+		}
+		o.ConcurrencyLimit = &n
+	case optExpiresAt:
+		f, ok := toFloat(value)
+		if !ok || math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 {
+			return fmt.Errorf("%s must be a unix time above 0, got %v", key, value)
+		}
+		o.ExpiresAt = &f
+	case optRateLimit:
+		s, ok := value.(string)
+		if !ok {
+			return fmt.Errorf("%s must be a string, got %v", key, value)
+		}
+		if _, _, err := RateOf(s); err != nil {
+			return err
+		}
+		o.RateLimit = s
+	case optHeaders:
+		m, ok := value.(map[any]any)
+		if !ok || len(m) == 0 {
+			return fmt.Errorf("%s must be a non-empty map of strings to strings, got %v", key, value)
+		}
+		o.Headers = make(map[string]string, len(m))
+		for k, v := range m {
+			ks, kok := k.(string)
+			vs, vok := v.(string)
+			if !kok || !vok {
+				return fmt.Errorf("%s must be a map of strings to strings, got %v", key, value)
+			}
+			o.Headers[ks] = vs
+		}
+	case optLimitKey, optUniqueKey, optUniqueToken, optID:
 		s, ok := value.(string)
 		if !ok || s == "" || (key == optID && !hexID.MatchString(s)) {
 			return fmt.Errorf("%s must be a non-empty string, got %v", key, value)
 		}
 		switch key {
+		case optLimitKey:
+			o.LimitKey = s
 		case optUniqueKey:
 			o.UniqueKey = s
 		case optUniqueToken:

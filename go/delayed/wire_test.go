@@ -88,7 +88,8 @@ func wireConstants() map[string]any {
 var scheduledKinds = map[string]string{"delayed": string(rune(scheduledDelayed)), "retry": string(rune(scheduledRetry))}
 
 // mapOptions are the options map's keys Go reads and writes: Python's TaskOptions fields placed in the map.
-var mapOptions = []string{optMaxRetries, optBackoff, optTimeLimit, optUniqueKey, optAttempt, optCrashes, optUniqueToken, optID}
+var mapOptions = []string{optMaxRetries, optBackoff, optTimeLimit, optUniqueKey, optRateLimit, optConcurrency,
+	optLimitKey, optHeaders, optExpiresAt, optAttempt, optCrashes, optUniqueToken, optID}
 
 // wireCase is a task Go serializes and the Python call that makes the same task; compare says how
 // the blobs compare: "identical" bytes, or "decoded" to the same call (where go-delayed's NewPyTask
@@ -133,6 +134,9 @@ func wireCases() []wireCase {
 			Compare: "identical", task: tracked(NewGoTask("main.Add", 1, 2).With(MaxRetries(2)), func(o *TaskOptions) { o.Attempt, o.Crashes, o.ID = 1, 1, fixedID })},
 		{Name: "go_tracked_long_name", Python: "GoTask('example.com/svc/jobs.ResizeEveryImageOfTheAlbum', options=TaskOptions(id='" + fixedID + "'))",
 			Compare: "identical", task: tracked(NewGoTask("example.com/svc/jobs.ResizeEveryImageOfTheAlbum"), func(o *TaskOptions) { o.ID = fixedID })},
+		{Name: "go_flow_control", Python: "GoTask('main.Add', 1, rate_limit='100/m', concurrency_limit=5, limit_key='customer-7', headers={'traceparent': '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'}, options=TaskOptions(expires_at=1700000000.5))",
+			Compare: "identical", task: tracked(NewGoTask("main.Add", 1).With(RateLimit("100/m"), ConcurrencyLimit(5), LimitKey("customer-7"),
+				Header("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")), func(o *TaskOptions) { at := 1700000000.5; o.ExpiresAt = &at })},
 		{Name: "go_unique", Python: "GoTask('main.Add', 1, options=TaskOptions(unique_key='report', unique_token='00ff00ff00ff00ff'))",
 			Compare: "identical", task: tracked(NewGoTask("main.Add", 1), func(o *TaskOptions) { o.UniqueKey, o.UniqueToken = "report", "00ff00ff00ff00ff" })},
 		{Name: "py_go_delayed", Python: "PyTask('tasks:add', [1, 2])", Compare: "decoded",
@@ -237,7 +241,17 @@ func wireValues(t *testing.T, o TaskOptions) map[string]any {
 	if o.TimeLimit != nil {
 		values[optTimeLimit] = *o.TimeLimit
 	}
-	for key, value := range map[string]string{optUniqueKey: o.UniqueKey, optUniqueToken: o.UniqueToken, optID: o.ID} {
+	if o.ConcurrencyLimit != nil {
+		values[optConcurrency] = *o.ConcurrencyLimit
+	}
+	if o.ExpiresAt != nil {
+		values[optExpiresAt] = *o.ExpiresAt
+	}
+	if len(o.Headers) > 0 {
+		values[optHeaders] = o.Headers
+	}
+	for key, value := range map[string]string{optUniqueKey: o.UniqueKey, optUniqueToken: o.UniqueToken, optID: o.ID,
+		optRateLimit: o.RateLimit, optLimitKey: o.LimitKey} {
 		if value != "" {
 			values[key] = value
 		}
