@@ -28,6 +28,10 @@ _EXPORTS = {
     "GoTask": "wire.task",
     "Float32": "wire.task",
     "TaskOptions": "wire.options",
+    "Middleware": "wire.hooks",
+    "Enqueuing": "wire.hooks",
+    "Call": "wire.hooks",
+    "current": "wire.hooks",
     "connect": "protocol.connection",
     "connect_async": "protocol.connection",
     "delayed": "delay",
@@ -80,6 +84,7 @@ if TYPE_CHECKING:
     from .sweeper import Sweeper
     from .wire.ext import StepFailed
     from .wire.flow import FlowStatus, Step, WorkflowInfo, chain, group
+    from .wire.hooks import Call, Enqueuing, Middleware, current
     from .wire.options import TaskOptions
     from .wire.task import Float32, GoTask, PyTask
     from .wire.tracking import Cancel, TaskInfo

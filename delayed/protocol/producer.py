@@ -15,14 +15,12 @@ from ..errors import DuplicateTaskError, NotReplicatedError, QueueFullError, Tas
 from ..wire import tracking
 from ..wire.keys import QueueKeys, scheduled_nonce
 from ..wire.options import NO_OPTIONS, PUBLIC, Place, TaskOptions, expires_at, make, place_of
-from ..wire.task import GoTask, PyTask
+from ..wire.task import Task
 from ..wire.tracking import Cancel, TaskInfo
 from .calls import Call, Command, Pipeline, Plan, RunScript
 from .connection import is_cluster
 from .redis_errors import refused_for_memory
 from .scripts import Script
-
-Task = Union[PyTask, GoTask]
 
 PUBLIC_NAMES = frozenset(PUBLIC)
 DEFAULT_MAX_TASK_SIZE = 1024 * 1024

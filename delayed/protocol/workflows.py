@@ -22,7 +22,7 @@ from ..wire.flow import (
 )
 from ..wire.keys import QueueKeys, check_queue_name, hash_tag
 from ..wire.options import make
-from ..wire.task import GoTask, PyTask
+from ..wire.task import Task
 from ..wire.tracking import Cancel, outcome
 from .calls import Command, Pipeline, Plan, RunScript, Sleep
 from .connection import is_cluster
@@ -30,7 +30,6 @@ from .polls import polls
 from .producer import Producer, blobs_of, due_time, refused_when_full, scheduled_members, task_info_of
 from .scripts import Script
 
-Task = Union[PyTask, GoTask]
 Dependency = Any
 """What a workflow's first steps wait on (depends_on): a TaskHandle or AsyncTaskHandle (the task), or a
 WorkflowHandle or AsyncWorkflowHandle (its final steps: its last step, a group's callback or members)."""

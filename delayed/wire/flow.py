@@ -16,9 +16,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from .keys import TASK_INFIX
 from .strenum import StrEnum
-from .task import GoTask, PyTask
-
-Task = Union[PyTask, GoTask]
+from .task import GoTask, PyTask, Task
 
 DEFAULT_RESULT_TTL = 86400
 """Seconds a workflow and its steps' records are kept once it ended, when enqueue gives no result_ttl."""

@@ -515,7 +515,11 @@ def _refuse_for_go(options: TaskOptions, names: Iterable[str]) -> None:
                         "a Go worker cannot call it")
 
 
-def decode_task(data: bytes) -> Union[PyTask, GoTask]:
+Task = Union[PyTask, GoTask]
+"""A task of either language, as a producer writes and a worker decodes it."""
+
+
+def decode_task(data: bytes) -> Task:
     """Decode either kind of blob, checking its shape; the blob is kept as the task's bytes.
 
     Once the func path has decoded, every error names it, so a dead letter says whose task it was.
