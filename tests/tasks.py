@@ -7,6 +7,8 @@ from os import system  # noqa: F401  imported, not defined here: must not be cal
 
 import redis
 
+import delayed
+
 RESULTS = "results"
 
 _conn = None
@@ -252,3 +254,15 @@ def count_slowly(task_id, seconds):
     """count(task_id), then sleep: a drain slow enough to span a failover."""
     count(task_id)
     time.sleep(seconds)
+
+
+def current_id():
+    """The id and queue delayed.current() gives this task's call."""
+    call = delayed.current()
+    return [call.id, call.queue]
+
+
+async def current_id_async():
+    """current_id, from a coroutine."""
+    call = delayed.current()
+    return [call.id, call.queue]

@@ -22,3 +22,15 @@ def test_current_is_the_call_made_running_and_its_cancel_flag_is_read_by_the_tas
         stopped(token)
     with pytest.raises(LookupError):
         delayed.current()
+
+
+def test_a_task_reads_its_own_call_as_current_in_a_worker(conn, tmp_path):
+    """In the worker's main thread, in a slot thread and in a coroutine, current() is the task's call."""
+    from delayed import Queue, Worker
+
+    queue = Queue("q", conn)
+    for threads in (1, 3):
+        handles = [queue.enqueue(PyTask(f"tests.tasks:{name}", result_ttl=60)) for name in ("current_id", "current_id_async")]
+        Worker(queue, allow=["tests.tasks"], threads=threads, burst=True, sweep_interval=0).run(handle_signals=False)
+        for handle in handles:
+            assert handle.result(timeout=5) == [handle.id, "q"]

@@ -12,6 +12,9 @@ awaitable waits for it there.
 A plain call's time limit is SIGALRM in the main thread (delayed.worker.time_limit.call); in a slot
 thread, Slots injects TimeLimitExceeded into the thread. One that lands once the call has returned,
 in invoke's own frame rather than inside the call, does not count: a finished task is never timed out.
+
+The call runs with its Run's Call as `delayed.current()`: set in the thread that calls a plain function
+(and reset after), and in the task of a coroutine function (whose context is its own).
 """
 import asyncio
 import inspect
@@ -20,6 +23,7 @@ import threading
 import time
 from typing import Any, Coroutine, Optional
 
+from ..wire.hooks import running, stopped
 from .run import Run
 from .time_limit import TimeLimitExceeded, can_enforce, exceeded, within
 from .time_limit import call as call_limited
@@ -90,6 +94,8 @@ class Invoker:
             self.loop.run(self.invoke_async(run))
             return
         limit = run.limit
+        assert run.call is not None
+        current = running(run.call)
         if run.timed:
             run.started = time.monotonic()
         try:
@@ -105,13 +111,16 @@ class Invoker:
                 run.error = exc if exc.args or not limit else exceeded(limit).with_traceback(exc.__traceback__)
         except Exception as exc:
             run.error = exc
+        finally:
+            stopped(current)
         if run.timed:
             run.seconds = time.monotonic() - run.started
 
     async def invoke_async(self, run: Run) -> None:
         """invoke() of a coroutine function, on the loop."""
         callee, task = run.callee, run.task
-        assert callee is not None and task is not None
+        assert callee is not None and task is not None and run.call is not None
+        running(run.call)  # in this coroutine's task's own context: no reset needed
         if run.timed:
             run.started = time.monotonic()
         try:

@@ -319,7 +319,7 @@ class Worker:
             claim = self._claimed.next()
             if claim is None:
                 break
-            claim.holding.settle(claim, self.execute(claim.blob, claim.holding.queue))
+            claim.holding.settle(claim, self._execute(Run(claim.blob, claim.holding.queue, claim.worker_id)))
             ran += 1
         if self.lifecycle.stopping:
             self.holdings.give_back(self._claimed.rest())
@@ -403,7 +403,7 @@ class Worker:
         jobs = []
         pipeline = self._pipeline
         for claim in claims:
-            run = Run(claim.blob, claim.holding.queue)
+            run = Run(claim.blob, claim.holding.queue, claim.worker_id)
             if not pipeline.start(run):
                 claim.holding.settle(claim, pipeline.finish(run))
                 continue
@@ -445,8 +445,11 @@ class Worker:
         Returns:
             How to settle it.
         """
+        return self._execute(Run(blob, queue or self.queue))
+
+    def _execute(self, run: Run) -> Settlement:
+        """execute() of a Run: the one-slot worker's call of each task it claimed."""
         pipeline = self._pipeline
-        run = Run(blob, queue or self.queue)
         if pipeline.start(run):
             self._invoker.invoke(run)
         return pipeline.finish(run)

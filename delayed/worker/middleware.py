@@ -23,6 +23,7 @@ from typing import Callable, Sequence, Tuple
 
 from ..errors import MalformedTaskError
 from ..wire.dead_letter import Reason
+from ..wire.hooks import Call
 from ..wire.options import NO_OPTIONS
 from ..wire.task import PyTask, decode_task
 from .holding import Settlement
@@ -78,6 +79,7 @@ class Pipeline:
             return False
         try:
             task = run.task = PyTask.deserialize(run.blob)
+            run.call = Call(task, run.queue.name, run.worker_id)
         except MalformedTaskError as exc:
             reason = Reason(exc.reason)
             other = decode_task(run.blob).options if reason is Reason.GO_TASK else NO_OPTIONS  # its unique lock

@@ -4,6 +4,7 @@ from typing import Any, NamedTuple, Optional
 
 from ..protocol.queue import Queue
 from ..wire.dead_letter import Reason
+from ..wire.hooks import Call
 from ..wire.options import NO_OPTIONS, TaskOptions
 from ..wire.task import PyTask
 from .callee import Callee
@@ -21,8 +22,9 @@ class Refusal(NamedTuple):
 
 
 class Run:
-    """A claimed task: its blob and the queue it came from; once decoded, the task and its function
-    (callee), and the time limit its call gets; then what happened: it returned result, raised error,
+    """A claimed task: its blob, the queue it came from and the worker id holding it; once decoded, the
+    task, the Call that middleware and `delayed.current()` see, its function (callee), and the time
+    limit its call gets; then what happened: it returned result, raised error,
     or was refused before its call; if timed, when its call started (time.monotonic()) and how long it
     ran (seconds); and how it is settled.
 
@@ -30,13 +32,15 @@ class Run:
     what reading a local's attribute does.
     """
 
-    __slots__ = ("blob", "queue", "task", "callee", "limit", "timed", "started", "seconds", "result", "error",
+    __slots__ = ("blob", "queue", "worker_id", "task", "call", "callee", "limit", "timed", "started", "seconds", "result", "error",
                  "refusal", "settlement")
 
-    def __init__(self, blob: bytes, queue: Queue) -> None:
+    def __init__(self, blob: bytes, queue: Queue, worker_id: str = "") -> None:
         self.blob = blob
         self.queue = queue
+        self.worker_id = worker_id
         self.task: Optional[PyTask] = None
+        self.call: Optional[Call] = None
         self.callee: Optional[Callee] = None
         self.limit: Optional[float] = None
         self.timed = False
