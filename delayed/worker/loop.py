@@ -24,6 +24,7 @@ from ..runtime.sweeping import Sweeps
 from .allowlist import Allowed, Allowlist, CallCheck
 from .background import Every
 from .batch import Batch, Lookahead
+from .expiry import Expiry
 from .holding import NOTE_AFTER, Claim, Holdings, Settlement
 from .invoke import Invoker
 from .keepalive import KeepAlive
@@ -71,7 +72,8 @@ class Worker:
     the worker releases it, and its error as the worker retries or dead-letters it.
 
     Each claimed task takes the same steps, in this order: it is decoded (a blob that is not a PyTask is
-    dead-lettered: `malformed`, `go_task`, `too_large`); its function is looked up in the allowlist
+    dead-lettered: `malformed`, `go_task`, `too_large`); a task whose `expires` passed is dead-lettered
+    (`expired`) without being called; its function is looked up in the allowlist
     (`not_allowed`) and its arguments are checked against the function's signature (`bad_arguments`,
     without calling it); its call gets its time limit (its own, else the worker's); the function is
     called; the task is settled: released, retried as its options say, or dead-lettered, with an ERROR
@@ -458,5 +460,5 @@ class Worker:
         """The worker's middleware, outermost first (see delayed.worker.middleware for what each does)."""
         log: List[Middleware] = [TaskLog()] if self.log_tasks else []
         metrics: List[Middleware] = [] if self.observe is None else [Metrics(self.observe)]
-        return [*log, *metrics, Tracking(), Retries(self.allowlist.resolve, lambda: self.id),
+        return [*log, *metrics, Tracking(), Retries(self.allowlist.resolve, lambda: self.id), Expiry(),
                 CallCheck(self.allowlist), TimeLimit(self.time_limit)]
