@@ -11,13 +11,15 @@ import time
 
 import pytest
 
-from delayed import PyTask, Queue
+from delayed import FlowStatus, PyTask, Queue, Step, chain
 from delayed.wire.task import decode_task
 
 from . import tasks
 from .conftest import finish, results, settle_by_a_worker, spawn, tags, wait_for
+from .flow_tasks import received
 from .test_operating import run
 from .test_periodic import LIBFAKETIME
+from .test_workflows import drain
 
 HOUR = 3600
 PAST = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
@@ -125,6 +127,22 @@ def test_a_task_that_started_is_not_expired_by_its_retries(conn, queue, redis_se
     assert tags(conn) == ["retried"]
     [letter] = letters(queue)
     assert letter["reason"] == "expired" and letter["func"] == "tests.tasks:record"
+
+
+def test_a_workflow_step_that_expires_stops_its_workflow_as_a_dead_step_does(conn, queue):
+    expiring = queue.enqueue(chain(PyTask("tests.flow_tasks:plain", [1]),
+                                   Step(PyTask("tests.flow_tasks:got", ["middle"], expires=PAST), takes_result=True),
+                                   Step(PyTask("tests.flow_tasks:got", ["last"]), takes_result=True)), result_ttl=60)
+    dead = queue.enqueue(chain(PyTask("tests.flow_tasks:plain", [1]), PyTask("os:system", ["true"]),
+                               PyTask("tests.flow_tasks:got", ["after dead"])), result_ttl=60)
+    drain(conn)
+    first, middle, last = expiring.steps()
+    assert [step.status() for step in expiring.steps()] == [step.status() for step in dead.steps()] == [
+        "done", "dead", "waiting"]
+    assert expiring.status() == dead.status() == FlowStatus.FAILED
+    assert expiring.info().failed == ("q", middle.id)
+    assert middle.info().error.startswith("it expired at 2000-01-01")
+    assert received(conn, "middle") == received(conn, "last") == []
 
 
 def test_delayed_enqueue_expires_stamps_the_blob_and_an_expired_one_is_dead_lettered(conn, queue, redis_server):
