@@ -60,12 +60,13 @@ class Call:
         worker_id: The id the worker holds the task under.
         result: After a call that returned, what it returned.
         error: After a call that raised, what it raised.
+        seconds: After the call, how long the function ran (0.0 if it was not called).
         outcome: After the call, how the worker settled it: "done", "retried", "failed", "dead" or
             "cancelled" (None before).
         state: A middleware's own notes between its hooks.
     """
 
-    __slots__ = ("task", "queue", "worker_id", "result", "error", "outcome", "state", "_cancelled")
+    __slots__ = ("task", "queue", "worker_id", "result", "error", "seconds", "outcome", "state", "_cancelled")
 
     def __init__(self, task: Task, queue: str, worker_id: str) -> None:
         self.task = task
@@ -73,6 +74,7 @@ class Call:
         self.worker_id = worker_id
         self.result: Any = None
         self.error: Optional[BaseException] = None
+        self.seconds = 0.0
         self.outcome: Optional[str] = None
         self.state: Dict[Any, Any] = {}
         self._cancelled = False

@@ -107,7 +107,12 @@ def _logged(hook: Callable[..., None], *args: Any) -> None:
     try:
         hook(*args)
     except Exception:
-        logger.exception("middleware hook %s raised; ignored", getattr(hook, "__qualname__", hook))
+        _log_raised(hook)
+
+
+def _log_raised(hook: Callable[..., None]) -> None:
+    """Log the exception a hook raised (being handled), with its traceback."""
+    logger.exception("middleware hook %s raised; ignored", getattr(hook, "__qualname__", hook))
 
 
 class BeforeCall(Middleware):
@@ -130,9 +135,12 @@ class BeforeCall(Middleware):
 
 
 class AfterCall(Middleware):
-    """Runs the after_call hooks, last middleware first, once the run is settled: call.outcome, result
-    and error are the run's. A task refused before its call gets a Call too: one that did not decode as
-    a PyTask (malformed, too large, a GoTask) carries only the func path it named ("" if none)."""
+    """Runs the after_call hooks, last middleware first, once the run is settled: call.outcome, result,
+    error and seconds (so every run is timed) are the run's. A task refused before its call gets a Call
+    too: one that did not decode as a PyTask (malformed, too large, a GoTask) carries only the func path
+    it named ("" if none)."""
+
+    times_runs = True
 
     def __init__(self, hooks: CallHooks) -> None:
         self.hooks = hooks
@@ -145,9 +153,12 @@ class AfterCall(Middleware):
             refusal = run.refusal
             assert refusal is not None
             call = run.call = Call(PyTask(refusal.func or "", options=refusal.options), run.queue.name, run.worker_id)
-        call.result, call.error, call.outcome = run.result, run.error, settlement.outcome
+        call.result, call.error, call.seconds, call.outcome = run.result, run.error, run.seconds, settlement.outcome
         for after in self.hooks.after:
-            _logged(after, call)
+            try:  # (_logged's work, inline: this runs for every task)
+                after(call)
+            except Exception:
+                _log_raised(after)
 
 
 class HookedInvoker(Invoker):

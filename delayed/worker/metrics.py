@@ -14,9 +14,8 @@ import functools
 import os
 import shutil
 import tempfile
-import time
 from types import TracebackType
-from typing import Any, Callable, ContextManager, Dict, Optional, Tuple, Type
+from typing import Any, Callable, Dict, Optional, Tuple, Type
 
 from ..runtime.command import METRICS_HOST
 from ..runtime.series import Series
@@ -44,15 +43,11 @@ outcome, seconds it ran); func path "" and seconds None for a dead one."""
 
 
 class Observe(Middleware):
-    """`Worker(observe=...)` as middleware: tells observer each task's outcome (after_call) and how long
-    its call ran, timed where it runs (around_call: a task refused before its call ran 0 s)."""
+    """`Worker(observe=...)` as middleware: tells observer each task's outcome and how long its function
+    ran (a task refused before its call: 0 s; a dead one: None)."""
 
     def __init__(self, observer: Observer) -> None:
         self.observer = observer
-
-    def around_call(self, call: Call) -> ContextManager[None]:
-        timer = call.state[self] = _Timer()
-        return timer
 
     def after_call(self, call: Call) -> None:
         outcome = call.outcome
@@ -60,24 +55,7 @@ class Observe(Middleware):
         if outcome == Outcome.DEAD:
             self.observer(call.queue, "", outcome, None)
         else:
-            timer = call.state.get(self)
-            self.observer(call.queue, call.func_path, outcome, 0.0 if timer is None else timer.seconds)
-
-
-class _Timer:
-    """How long the block it is entered for ran (time.monotonic())."""
-
-    __slots__ = ("started", "seconds")
-
-    def __init__(self) -> None:
-        self.started = self.seconds = 0.0
-
-    def __enter__(self) -> None:
-        self.started = time.monotonic()
-
-    def __exit__(self, kind: Optional[Type[BaseException]], error: Optional[BaseException],
-                 trace: Optional[TracebackType]) -> None:
-        self.seconds = time.monotonic() - self.started
+            self.observer(call.queue, call.func_path, outcome, call.seconds)
 
 
 @functools.lru_cache(maxsize=None)
