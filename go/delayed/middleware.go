@@ -26,7 +26,8 @@ type Call struct {
 
 // Next runs the rest of a task's call, the middleware after this one and then the handler, and returns
 // what the handler returned (or what a middleware inside made of it). The handler gets the ctx passed to
-// the Next that calls it (its context.Context parameter).
+// the Next that calls it (its context.Context parameter). Pass on the Call a middleware got (a copy of
+// it will do): the handler is not called for a Call made anew, whose run returns an error instead.
 type Next func(ctx context.Context, call *Call) (any, error)
 
 // Middleware wraps a task's call: code before it calls next runs before the call, code after it once
