@@ -2,6 +2,8 @@
 named as a task's function is: ATTR is an instance, or a factory called with no argument (a class)."""
 import argparse
 import importlib
+import os
+import sys
 from typing import Callable, List, Sequence
 
 from ..wire.hooks import Middleware
@@ -19,9 +21,11 @@ def add_middleware_option(parser: argparse.ArgumentParser, around: str) -> None:
 
 
 def makers_of(specs: Sequence[str]) -> List[Maker]:
-    """What makes each named middleware, imported now; a CommandError (exit 2) says in one line why one
-    cannot be had: not MODULE:ATTR, a module that fails to import, no such attribute, or one that is
-    neither a Middleware nor callable."""
+    """What makes each named middleware, imported now (from the working directory too, as `python -m`
+    imports); a CommandError (exit 2) says in one line why one cannot be had: not MODULE:ATTR, a module
+    that fails to import, no such attribute, or one that is neither a Middleware nor callable."""
+    if specs and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     return [_maker(spec) for spec in specs]
 
 
