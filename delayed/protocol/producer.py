@@ -133,11 +133,12 @@ def unique_call(keys: QueueKeys, task: Task, options: TaskOptions, max_task_size
                 track: Optional[Tuple[str, int]] = None) -> Dict[str, Any]:
     """The enqueue_unique script's arguments, for options with unique_for: the lock is keyed by
     unique_key, or by the task's own digest; the task carries the lock's key and token so its worker
-    can release it. track: (task id, record ttl) of a tracked task (the digest is the untracked task's).
+    can release it. track: (task id, record ttl) of a tracked task (the digest is the untracked task's,
+    and that of the task without headers: a tracing middleware's traceparent differs at each enqueue).
     A GoTask's lock is taken as a PyTask's: our Go worker releases it, a go-delayed worker never does
     (the lock then lasts unique_for)."""
     assert options.unique_for is not None
-    key = options.unique_key or hashlib.sha1(task.serialize()).hexdigest()
+    key = options.unique_key or hashlib.sha1(task.with_options(headers=None).serialize()).hexdigest()
     token = os.urandom(8).hex()
     [blob] = blobs_of((task.with_options(unique_key=key, unique_token=token, id=track and track[0]),), max_task_size)
     due = due_time(options)
