@@ -187,3 +187,8 @@ def test_enqueue_command_runs_the_middleware_it_names(conn, redis_server):
     Worker(Queue("q", conn), allow=["tests.tasks"], burst=True, sweep_interval=0,
            middleware=[SeenHeaders()]).run(handle_signals=False)
     assert recorded()[-1] == "headers x-from=producer"
+
+
+def test_a_queue_whose_middleware_has_no_enqueue_hook_plans_its_enqueues_as_without_any(conn):
+    assert Queue("q", conn, middleware=[SeenHeaders()])._hooks is None
+    assert Queue("q", conn, middleware=[Headers()])._hooks is not None

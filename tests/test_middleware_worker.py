@@ -215,3 +215,24 @@ def test_worker_command_refuses_a_middleware_it_cannot_load_in_one_line(redis_se
     status, output = finish(process)
     assert status == 2 and says in output and len(output.strip().splitlines()) == 1, output
 
+
+
+class OnlyAfter(Middleware):
+    def after_call(self, call):
+        pass
+
+
+def test_hooks_a_middleware_does_not_override_are_not_in_the_workers_path(conn):
+    """A middleware with after_call alone: no before_call step, no wrapped invoker; none at all: nothing."""
+    from delayed.worker.hooks import AfterCall, BeforeCall, HookedInvoker
+
+    def steps(worker):
+        return {type(step) for step in worker._pipeline.middleware}
+
+    plain = Worker(Queue("q", conn), allow=["tests.tasks"])
+    after_only = Worker(Queue("q", conn), allow=["tests.tasks"], middleware=[OnlyAfter()])
+    wrapped = Worker(Queue("q", conn), allow=["tests.tasks"], middleware=[Recorder("A", [])])
+    assert not steps(plain) & {AfterCall, BeforeCall} and not isinstance(plain._invoker, HookedInvoker)
+    assert AfterCall in steps(after_only) and BeforeCall not in steps(after_only)
+    assert not isinstance(after_only._invoker, HookedInvoker)
+    assert {AfterCall, BeforeCall} <= steps(wrapped) and isinstance(wrapped._invoker, HookedInvoker)
