@@ -129,6 +129,13 @@ def scheduled_members(blobs: Sequence[bytes], due: float, kind: str = "delayed")
     return {scheduled_nonce(kind) + blob: due for blob in blobs}
 
 
+def unique_digest(task: Task) -> str:
+    """The lock key of a unique task without unique_key: the hex SHA-1 of its blob without its headers (a
+    tracing middleware's traceparent differs at each enqueue of the same call). Go's producer takes the
+    same (go/delayed/unique.go)."""
+    return hashlib.sha1(task.with_options(headers=None).serialize()).hexdigest()
+
+
 def unique_call(keys: QueueKeys, task: Task, options: TaskOptions, max_task_size: int,
                 track: Optional[Tuple[str, int]] = None) -> Dict[str, Any]:
     """The enqueue_unique script's arguments, for options with unique_for: the lock is keyed by
@@ -137,7 +144,7 @@ def unique_call(keys: QueueKeys, task: Task, options: TaskOptions, max_task_size
     A GoTask's lock is taken as a PyTask's: our Go worker releases it, a go-delayed worker never does
     (the lock then lasts unique_for)."""
     assert options.unique_for is not None
-    key = options.unique_key or hashlib.sha1(task.serialize()).hexdigest()
+    key = options.unique_key or unique_digest(task)
     token = os.urandom(8).hex()
     [blob] = blobs_of((task.with_options(unique_key=key, unique_token=token, id=track and track[0]),), max_task_size)
     due = due_time(options)
