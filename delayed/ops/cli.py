@@ -33,6 +33,7 @@ from ..runtime.command import (
     run_command,
     task_options_of,
 )
+from ..runtime.middleware_option import add_middleware_option, made, makers_of
 from ..scheduler import cli as scheduler_cli
 from ..sweeper import cli as sweeper_cli
 from ..wire import preview
@@ -397,12 +398,14 @@ def _enqueue_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kwargs", metavar="JSON", help='keyword arguments, e.g. \'{"b": 2}\'')
     add_task_options(parser)
     parser.add_argument("--go", action="store_true", help="a GoTask, for a Go worker (ours or go-delayed's)")
+    add_middleware_option(parser, "the enqueue")
 
 
 @operation("enqueue", "enqueue a task by hand", _enqueue_arguments)
 def _enqueue(conn: redis.Redis, args: argparse.Namespace) -> None:
     values = [_argument(text) for text in args.args]
     options = {name: value for name, value in task_options_of(args).items() if value is not None}
+    middleware = made(makers_of(args.middleware))
     try:
         if args.go:
             if not args.func.strip():
@@ -413,7 +416,7 @@ def _enqueue(conn: redis.Redis, args: argparse.Namespace) -> None:
                 raise CommandError(f"{args.func!r} is not MODULE:FUNC, e.g. tasks:add (add --go for a Go func)",
                                    status=2)
             task = PyTask(args.func, values, _kwargs(args.kwargs), **options)
-        handle = Queue(args.queue, conn).enqueue(task)
+        handle = Queue(args.queue, conn, middleware=middleware).enqueue(task)
     except (TaskTooLargeError, TypeError, ValueError) as exc:  # too large, or options the task cannot take
         raise CommandError(str(exc), status=2) from None
     except QueueFullError as exc:

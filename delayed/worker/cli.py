@@ -24,6 +24,7 @@ from ..runtime.command import (
     positive,
 )
 from ..runtime.lifecycle import Lifecycle
+from ..runtime.middleware_option import add_middleware_option, made, makers_of
 from . import metrics as task_metrics
 from .allowlist import Allowlist, submodule_names
 from .holding import check_weights
@@ -72,6 +73,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                              "--metrics-host), all processes together (needs prometheus-client; default: none)")
     add_metrics_host_option(parser, "--metrics-host", "--metrics-port")
     add_eviction_option(parser)
+    add_middleware_option(parser, "each task's call (made once in each worker process)")
     parser.add_argument("modules", metavar="MODULE", nargs="+",
                         help="module whose public functions tasks may call")
 
@@ -148,6 +150,7 @@ def _worker(args: argparse.Namespace) -> int:
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())  # as `python -m` does, so ./tasks.py imports
         allowlist = _allowlist(args.modules)
+        middleware = makers_of(args.middleware)
         conn = connect_unless_stopped(args, lifecycle, logging.getLogger("delayed.worker"))
         if conn is None:
             return lifecycle.exit_status
@@ -163,7 +166,7 @@ def _worker(args: argparse.Namespace) -> int:
                           log_tasks=args.log_tasks,
                           observe=task_metrics.TaskMetrics() if args.metrics_port else None, burst=args.burst,
                           on_online=on_online, sweep_interval=args.sweep_interval, max_crashes=args.max_crashes,
-                          weights=weights)
+                          weights=weights, middleware=made(middleware))
 
         if args.concurrency > 1:
             supervisor = Supervisor(make_worker, args.concurrency, metrics_port=args.metrics_port,

@@ -21,14 +21,16 @@ from ..protocol.worker_ops import DEFAULT_DEQUEUE_TIMEOUT, DEFAULT_KEEP_ALIVE_TI
 from ..runtime.due import MOVE_DUE_INTERVAL, move_due_tasks
 from ..runtime.lifecycle import Lifecycle
 from ..runtime.sweeping import Sweeps
+from ..wire.hooks import Middleware as Public
 from .allowlist import Allowed, Allowlist, CallCheck
 from .background import Every
 from .batch import Batch, Lookahead
 from .expiry import Expiry
 from .holding import NOTE_AFTER, Claim, Holdings, Settlement
+from .hooks import AfterCall, BeforeCall, CallHooks, HookedInvoker
 from .invoke import Invoker
 from .keepalive import KeepAlive
-from .metrics import Metrics, Observe
+from .metrics import Observe, Observer
 from .middleware import Middleware, Pipeline
 from .retry import Retries
 from .run import Run
@@ -79,7 +81,9 @@ class Worker:
     called; the task is settled: released, retried as its options say, or dead-lettered, with an ERROR
     line for each failure; a tracked task's record gets what it returned or raised; `observe` is told
     the outcome; and with `log_tasks` its line is logged. (Inside, each step is a middleware of
-    `delayed.worker.middleware`, in that order.)
+    `delayed.worker.middleware`, in that order.) Your `middleware` hooks in around the call: its
+    `before_call` once the task is allowed and its arguments fit, its `around_call` where the function
+    runs, and its `after_call` once the task is settled (see `delayed.Middleware`).
 
     A Worker takes ids of its own (`id`, `ids`), and timing of its own (`dequeue_timeout`,
     `keep_alive_timeout`): it never reads or sets what keakon's Queue (`delayed.queue.Queue`) keeps
@@ -109,7 +113,15 @@ class Worker:
         observe: A hook told each task's outcome as the worker decides it:
             `observe(queue_name, func_path, outcome, seconds)`, the outcome `"done"`, `"retried"`,
             `"failed"` or `"dead"` (func path `""` and seconds None for a dead one). The worker's
-            metrics count with it; None costs nothing per task.
+            metrics count with it; None costs nothing per task. It is a middleware too
+            (`delayed.worker.metrics.Observe`), the innermost, after those of `middleware`.
+        middleware: `delayed.Middleware` instances whose call hooks run around each task's call, the
+            first one outermost: `before_call` in order, `after_call` and `on_call_error` in reverse.
+            A `before_call` or `around_call` that raises fails the run as the function raising would
+            (retried or dead-lettered as the task's options say); an `on_call_error` or `after_call`
+            that raises is logged. `after_call` runs for every task the worker settles, one refused
+            before its call too (`call.outcome` `"dead"`, or `"failed"` for arguments that did not
+            fit). Hooks a middleware does not override cost nothing per task.
         burst: Stop (exit status 0) once nothing is running and no queue has a task to give, due
             scheduled ones included: for batch jobs and tests. Tasks scheduled for later (a delay, a
             retry's backoff) stay scheduled for the next worker; a paused queue counts as empty.
@@ -140,7 +152,8 @@ class Worker:
             the shares hold over many claims, not within one. Default: None, strict priority.
 
     Raises:
-        TypeError: No `allow`, or an item of it that is not a module name, a module or a function.
+        TypeError: No `allow`, or an item of it that is not a module name, a module or a function; an
+            item of `middleware` that is not a `delayed.Middleware`.
         ImportError: A module name in `allow` that cannot be imported.
         ValueError: `batch` or `threads` under 1; `sweep_interval` negative or not finite;
             `dequeue_timeout` or `keep_alive_timeout` not a positive number of seconds; no queue, a
@@ -154,6 +167,7 @@ class Worker:
         queues (list[Queue]): The queues, in priority order (or in the order of `weights`).
         weights (tuple[int, ...] | None): The queues' weights, or None for strict priority.
         queue (Queue): The first queue.
+        middleware (list[Middleware]): Those given, then `observe`'s, in the order they run.
 
     Example:
         ```python title="tasks.py"
@@ -177,7 +191,7 @@ class Worker:
         batch: int = DEFAULT_BATCH,
         time_limit: Optional[float] = None,
         threads: int = 1,
-        observe: Optional[Observe] = None,
+        observe: Optional[Observer] = None,
         burst: bool = False,
         log_tasks: bool = False,
         on_online: Optional[Callable[[], Any]] = None,
@@ -185,6 +199,7 @@ class Worker:
         max_crashes: int = DEFAULT_MAX_CRASHES,
         dequeue_timeout: float = DEFAULT_DEQUEUE_TIMEOUT,
         keep_alive_timeout: float = DEFAULT_KEEP_ALIVE_TIMEOUT,
+        middleware: Sequence[Public] = (),
         weights: Optional[Sequence[int]] = None,
     ) -> None:
         if allow is None:
@@ -227,8 +242,10 @@ class Worker:
         capacity = batch if threads == 1 else 2 * threads
         self.holdings = Holdings(self.queues, capacity, self.lifecycle, dequeue_timeout, keep_alive_timeout, weights)
         self.weights = self.holdings.weights
-        self._invoker = Invoker(threaded=threads > 1)
-        self._pipeline = Pipeline(self._middleware())
+        self.middleware = [*middleware, *([] if observe is None else [Observe(observe)])]
+        hooks = CallHooks(self.middleware)
+        self._invoker = HookedInvoker(threads > 1, hooks) if hooks.wrappers else Invoker(threaded=threads > 1)
+        self._pipeline = Pipeline(self._middleware(hooks))
         self._claimed: Optional[Batch[Claim]] = None  # the one-slot runner's batch, with its watcher
 
     @property
@@ -466,9 +483,11 @@ class Worker:
             self._invoker.invoke(run)
         return pipeline.finish(run)
 
-    def _middleware(self) -> List[Middleware]:
-        """The worker's middleware, outermost first (see delayed.worker.middleware for what each does)."""
+    def _middleware(self, hooks: CallHooks) -> List[Middleware]:
+        """The worker's own middleware, outermost first, with the hooks of yours in their places (see
+        delayed.worker.middleware for what each does)."""
         log: List[Middleware] = [TaskLog()] if self.log_tasks else []
-        metrics: List[Middleware] = [] if self.observe is None else [Metrics(self.observe)]
-        return [*log, *metrics, Tracking(), Retries(self.allowlist.resolve, lambda: self.id), Expiry(),
-                CallCheck(self.allowlist), TimeLimit(self.time_limit)]
+        after: List[Middleware] = [AfterCall(hooks)] if hooks.after else []
+        before: List[Middleware] = [BeforeCall(hooks)] if hooks.before else []
+        return [*log, *after, Tracking(), Retries(self.allowlist.resolve, lambda: self.id), Expiry(),
+                CallCheck(self.allowlist), TimeLimit(self.time_limit), *before]

@@ -3,6 +3,7 @@ package delayed
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -72,10 +73,12 @@ type uniqueLock struct{ key, token string }
 type run struct {
 	queue    *Queue
 	blob     string
+	workerID string      // the id the task is held under ("" under Execute)
 	task     *GoTask     // nil if the blob is no GoTask this worker runs
 	options  TaskOptions // the decoded task's (a PyTask's too)
 	funcPath string      // where known
 	handler  *Handler
+	args     []reflect.Value // the handler's, its payload decoded
 	refusal  *refusal
 	value    any
 	err      error
