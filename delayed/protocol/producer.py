@@ -81,9 +81,15 @@ def _applied(task: Task, winner: Optional[TaskOptions]) -> Tuple[Task, TaskOptio
         options = task.options
     else:
         options = task.options.merged(winner)
-    if options.expires is not None:  # the blob carries the moment: expiry counts from this enqueue
-        task = task.with_options(expires_at=expires_at(options, time.time()))
-    return task, options
+    return stamped(task, options, time.time()), options
+
+
+def stamped(task: Task, options: TaskOptions, now: float) -> Task:
+    """task as an enqueue at now writes it: with `expires` in options, its blob carries the moment it
+    expires (expires_at), so expiry counts from this enqueue; else task itself."""
+    if options.expires is None:
+        return task
+    return task.with_options(expires_at=expires_at(options, now))
 
 
 def batch_of(tasks: Iterable[Task], **given: Any) -> Tuple[List[Task], TaskOptions]:

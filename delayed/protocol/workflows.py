@@ -2,6 +2,7 @@
 tasks outside it that some steps wait on (depends_on), as enqueue_flow.lua's arguments (see
 delayed.wire.flow for the graph, and lua/flow.lua for what the scripts do with it)."""
 import functools
+import time
 from typing import Any, Dict, Generic, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from redis.crc import key_slot
@@ -29,7 +30,7 @@ from ..wire.tracking import Cancel, outcome
 from .calls import Command, Pipeline, Plan, RunScript, Sleep
 from .connection import is_cluster
 from .polls import polls
-from .producer import Producer, blobs_of, due_time, refused_when_full, scheduled_members, task_info_of
+from .producer import Producer, blobs_of, due_time, refused_when_full, scheduled_members, stamped, task_info_of
 from .scripts import Script
 
 Dependency = Any
@@ -100,8 +101,9 @@ def flow_call(keys: QueueKeys, workflow: Workflow, dependencies: Sequence[Tuple[
         _checked(node, index)
         for slot, (before, when) in enumerate(node.inputs_from, 1):
             edges[before] += f"{when}|{records[index]}|{slot};"
-    blobs = blobs_of([node.task.with_options(id=task_id) for node, task_id in zip(workflow.nodes, ids)],
-                     max_task_size)
+    now = time.time()  # a step's expires counts from the workflow's enqueue, whenever its turn comes
+    blobs = blobs_of([stamped(node.task, node.task.options, now).with_options(id=task_id)
+                      for node, task_id in zip(workflow.nodes, ids)], max_task_size)
     steps: List[Any] = []
     for index, (node, blob) in enumerate(zip(workflow.nodes, blobs)):
         own_due = due

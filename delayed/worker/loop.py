@@ -2,7 +2,7 @@
 (delayed.worker.middleware: its middleware around the call, invoke.py's, and decide()'s settlement)
 and settles it (release, retry or dead-letter).
 
-A worker serves one queue or several, in priority order (see delayed.worker.holding.Holdings).
+A worker serves one queue or several, in priority order or by weight (see delayed.worker.holding.Holdings).
 
 A busy worker claims a batch of tasks per round trip, each held under one of
 its worker ids, and releases the finished ones in the same round trip as the
@@ -25,6 +25,7 @@ from ..wire.hooks import Middleware as Public
 from .allowlist import Allowed, Allowlist, CallCheck
 from .background import Every
 from .batch import Batch, Lookahead
+from .expiry import Expiry
 from .holding import NOTE_AFTER, Claim, Holdings, Settlement
 from .hooks import AfterCall, BeforeCall, CallHooks, HookedInvoker
 from .invoke import Invoker
@@ -57,7 +58,7 @@ MIN_POLL = 0.001
 
 
 class Worker:
-    """Runs PyTasks from one queue, or several in priority order, calling only the functions it allows.
+    """Runs PyTasks from one queue, or several in priority order or by weight, calling only the functions it allows.
 
     A worker claims tasks, runs the allowed ones and settles each: it releases a task that returned,
     retries one that raised (as its `retry` or `max_retries` says), and dead-letters the rest. A busy
@@ -73,7 +74,8 @@ class Worker:
     the worker releases it, and its error as the worker retries or dead-letters it.
 
     Each claimed task takes the same steps, in this order: it is decoded (a blob that is not a PyTask is
-    dead-lettered: `malformed`, `go_task`, `too_large`); its function is looked up in the allowlist
+    dead-lettered: `malformed`, `go_task`, `too_large`); a task whose `expires` passed is dead-lettered
+    (`expired`) without being called; its function is looked up in the allowlist
     (`not_allowed`) and its arguments are checked against the function's signature (`bad_arguments`,
     without calling it); its call gets its time limit (its own, else the worker's); the function is
     called; the task is settled: released, retried as its options say, or dead-lettered, with an ERROR
@@ -91,7 +93,7 @@ class Worker:
         queue: A Queue, or a sequence of Queues on one Redis, in priority order: the first one's tasks
             are always taken first, the second's only while the first has none, and so on. The
             priority is strict: a busy first queue starves the others, so give a queue that must not
-            wait a worker of its own.
+            wait a worker of its own, or give `weights`.
         allow: Module names, modules or functions: what tasks may call. A module allows the public
             functions defined in it (not those it imports). A task naming anything else is
             dead-lettered (reason `not_allowed`). Required: keakon/delayed 1.x called whatever a
@@ -143,6 +145,11 @@ class Worker:
         keep_alive_timeout: Seconds the worker's keep-alive keys live without a refresh (default 60,
             as `--keep-alive-timeout`): once they lapse, a sweeper takes the worker for dead and
             requeues its tasks, so a worker frozen longer than this loses them to another.
+        weights: Instead of strict priority, one whole number of 1 or more per queue, in the queues'
+            order (`[6, 1]`): each claim tries the queues in a random order drawn by weight, so while
+            they all have tasks each queue gets about its weight's share of the claims (6 in 7 and 1
+            in 7), and none starves. A claim takes up to `batch` tasks from the queue drawn first, so
+            the shares hold over many claims, not within one. Default: None, strict priority.
 
     Raises:
         TypeError: No `allow`, or an item of it that is not a module name, a module or a function; an
@@ -151,13 +158,14 @@ class Worker:
         ValueError: `batch` or `threads` under 1; `sweep_interval` negative or not finite;
             `dequeue_timeout` or `keep_alive_timeout` not a positive number of seconds; no queue, a
             queue named twice, or queues on different Redis servers (the worker waits on them with one
-            `BLPOP`).
+            `BLPOP`); `weights` that are not one whole number of 1 or more per queue.
 
     Attributes:
         lifecycle (Lifecycle): Where the worker is: `lifecycle.state` is `"starting"`, `"online"`,
             `"draining"` or `"offline"`. `stop()`, the stop signals `run()` takes, and every loop go
             through it.
-        queues (list[Queue]): The queues, in priority order.
+        queues (list[Queue]): The queues, in priority order (or in the order of `weights`).
+        weights (tuple[int, ...] | None): The queues' weights, or None for strict priority.
         queue (Queue): The first queue.
         middleware (list[Middleware]): Those given, then `observe`'s, in the order they run.
 
@@ -192,6 +200,7 @@ class Worker:
         dequeue_timeout: float = DEFAULT_DEQUEUE_TIMEOUT,
         keep_alive_timeout: float = DEFAULT_KEEP_ALIVE_TIMEOUT,
         middleware: Sequence[Public] = (),
+        weights: Optional[Sequence[int]] = None,
     ) -> None:
         if allow is None:
             raise TypeError(
@@ -231,7 +240,8 @@ class Worker:
         self._sweeps = Sweeps(logger, sweep_interval, max_crashes) if sweep_interval else None
         # threaded: a task per slot, and as many again waiting ready for one (see Lookahead)
         capacity = batch if threads == 1 else 2 * threads
-        self.holdings = Holdings(self.queues, capacity, self.lifecycle, dequeue_timeout, keep_alive_timeout)
+        self.holdings = Holdings(self.queues, capacity, self.lifecycle, dequeue_timeout, keep_alive_timeout, weights)
+        self.weights = self.holdings.weights
         self.middleware = [*middleware, *([] if observe is None else [Observe(observe)])]
         hooks = CallHooks(self.middleware)
         self._invoker = HookedInvoker(threads > 1, hooks) if hooks.wrappers else Invoker(threaded=threads > 1)
@@ -284,7 +294,9 @@ class Worker:
             sweeper.start()
         them = "them" if len(self.queues) > 1 else "it"
         logger.info("worker %s online on %s %s, %d allowed functions; %s", self.id,
-                    "queues" if len(self.queues) > 1 else "queue", ", ".join(repr(queue.name) for queue in self.queues),
+                    "queues" if len(self.queues) > 1 else "queue", ", ".join(
+                        repr(queue.name) + ("" if self.weights is None else f" (weight {self.weights[index]})")
+                        for index, queue in enumerate(self.queues)),
                     len(self.allowlist), f"sweeping {them} every {self._sweeps.interval:g} s: {self._sweeps.describe()}"
                     if self._sweeps else f"not sweeping {them} (sweep interval 0)")
         try:
@@ -477,5 +489,5 @@ class Worker:
         log: List[Middleware] = [TaskLog()] if self.log_tasks else []
         after: List[Middleware] = [AfterCall(hooks)] if hooks.after else []
         before: List[Middleware] = [BeforeCall(hooks)] if hooks.before else []
-        return [*log, *after, Tracking(), Retries(self.allowlist.resolve, lambda: self.id),
+        return [*log, *after, Tracking(), Retries(self.allowlist.resolve, lambda: self.id), Expiry(),
                 CallCheck(self.allowlist), TimeLimit(self.time_limit), *before]

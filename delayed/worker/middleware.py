@@ -12,6 +12,7 @@ installs, outermost first (Worker._middleware):
                with middleware that override it: delayed.worker.hooks)
     Tracking   after: add what a tracked task's record gets (its run timed) to its settlement
     Retries    after: settle the run with decide() (delayed.worker.decide); log a failure
+    Expiry     before: refuse a task whose expires_at passed (expired): never called, whatever it names
     CallCheck  before: find the function in the allowlist (else not_allowed), and refuse arguments its
                signature does not take (bad_arguments: it is not called)
     TimeLimit  before: the time limit of the call (the task's own, or the worker's)
@@ -19,7 +20,7 @@ installs, outermost first (Worker._middleware):
 
 so the outer ones see how every run was settled. Nothing is built per task: the Pipeline keeps the
 hooks each middleware overrides, once, and a task without options skips those of the middleware that
-act only on options (Tracking; TimeLimit when the worker has no time limit of its own).
+act only on options (Tracking, Expiry; TimeLimit when the worker has no time limit of its own).
 """
 from typing import Callable, Sequence, Tuple
 

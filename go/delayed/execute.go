@@ -11,7 +11,9 @@ import (
 // What a worker does with one claimed task: decode it, find its handler, call it within its time
 // limit, settle it (settle.go), count it and log a failure.
 
-// prepare decodes the run's blob, or refuses it (too_large, malformed, py_task).
+// prepare decodes the run's blob, or refuses it (too_large, malformed, py_task), or refuses a GoTask
+// whose expiry passed (expired): the first check after the one decode each claimed task gets, before
+// its handler is looked up, so an expired task is never called whatever it names.
 func (w *Worker) prepare(r *run) {
 	if len(r.blob) > maxTaskSize {
 		r.refuse(ReasonTooLarge, fmt.Sprintf("%d bytes, over %d", len(r.blob), maxTaskSize))
@@ -31,6 +33,11 @@ func (w *Worker) prepare(r *run) {
 	switch t := task.(type) {
 	case *GoTask:
 		r.task, r.options, r.funcPath = t, t.options, t.raw.FuncPath
+		if at := t.options.ExpiresAt; at != nil {
+			if now := time.Now(); float64(now.UnixNano())/1e9 >= *at {
+				r.refuse(ReasonExpired, expiredError(*at, now))
+			}
+		}
 	case *PyTask:
 		r.options, r.funcPath = t.options, t.raw.FuncPath
 		r.refuse(ReasonPyTask, fmt.Sprintf("a PyTask for '%s': only a Python worker can run it", t.raw.FuncPath)) // as Python words a GoTask's
