@@ -72,6 +72,17 @@ def test_headers_are_not_part_of_a_task_s_identity(conn, queue):
     assert conn.exists(f"q_unique:{hashlib.sha1(PyTask('m:f', [1]).serialize()).hexdigest()}")
 
 
+def test_expiry_is_not_part_of_a_task_s_identity(conn, queue):
+    """An expires counts from each enqueue, so two enqueues of one call carry different expires_at: still
+    duplicates, under the lock of the call without it."""
+    queue.enqueue(PyTask("m:f", [1]), unique_for=60, expires=30)
+    with pytest.raises(DuplicateTaskError):
+        queue.enqueue(PyTask("m:f", [1]), unique_for=60, expires=30)
+    with pytest.raises(DuplicateTaskError):
+        queue.enqueue(PyTask("m:f", [1]), unique_for=60)
+    assert conn.exists(f"q_unique:{hashlib.sha1(PyTask('m:f', [1]).serialize()).hexdigest()}")
+
+
 def test_the_lock_is_released_when_the_task_finishes(conn, queue, run_worker):
     queue.enqueue(PyTask("tests.tasks:record", ["once"]), unique_for=60)
     run_worker()

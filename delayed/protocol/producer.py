@@ -136,10 +136,10 @@ def scheduled_members(blobs: Sequence[bytes], due: float, kind: str = "delayed")
 
 
 def unique_digest(task: Task) -> str:
-    """The lock key of a unique task without unique_key: the hex SHA-1 of its blob without its headers (a
-    tracing middleware's traceparent differs at each enqueue of the same call). Go's producer takes the
-    same (go/delayed/unique.go)."""
-    return hashlib.sha1(task.with_options(headers=None).serialize()).hexdigest()
+    """The lock key of a unique task without unique_key: the hex SHA-1 of its blob without its headers and
+    its expires_at (a tracing middleware's traceparent, and an expiry counted from the enqueue, differ at
+    each enqueue of the same call). Go's producer takes the same (go/delayed/unique.go)."""
+    return hashlib.sha1(task.with_options(headers=None, expires_at=None).serialize()).hexdigest()
 
 
 def unique_call(keys: QueueKeys, task: Task, options: TaskOptions, max_task_size: int,

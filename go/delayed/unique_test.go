@@ -35,6 +35,13 @@ func TestUniqueDigestIsPythons(t *testing.T) {
 		}, "09b1583f5b686ee0b4c2836d83aef50a4c794515"},
 		// GoTask("main.F", [1, "x"], headers={"traceparent": "t"})
 		{"go_headers", func() Task { return NewGoTask("main.F", 1, "x").With(Header("traceparent", "t")) }, "4c623e9546f5fc855f4ac79a55cbd76e4f59ebc0"},
+		{"go_expires_at", func() Task {
+			t := NewGoTask("main.F", 1, "x")
+			o := t.Options()
+			at := 1700000000.5
+			o.ExpiresAt = &at
+			return t.withState(o)
+		}, "4c623e9546f5fc855f4ac79a55cbd76e4f59ebc0"},
 		// GoTask("main.F", [1, "x"])
 		{"go_two", func() Task { return NewGoTask("main.F", 1, "x") }, "4c623e9546f5fc855f4ac79a55cbd76e4f59ebc0"},
 		// GoTask("main.F", None), which go-delayed's NewGoTask("main.F", nil) writes as [func, nil]
