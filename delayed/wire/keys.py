@@ -189,7 +189,7 @@ class QueueKeys:
 
     @property
     def limit_reserved_prefix(self) -> str:
-        """What the hash of the starts reserved for a limit key's rate-held blobs is: this, then the key."""
+        """What the sorted set of the starts reserved for a limit key's rate-held blobs is: this, then the key."""
         return self.name + LIMIT_RESERVED_INFIX
 
     def limit_running(self, key: str) -> str:
@@ -207,8 +207,8 @@ class QueueKeys:
         return self.limit_starts_prefix + key
 
     def limit_reserved(self, key: str) -> str:
-        """A hash: "next", the unix ms of the next start a held blob of limit key may take; "held", how many
-        rate-held blobs wait with a start reserved; and per such blob its SHA1 -> how many."""
+        """A sorted set: the starts reserved for the blobs limit key's rate_limit held back, not taken yet
+        (as in limit_starts); a claim of the key takes one once it is due."""
         return self.limit_reserved_prefix + key
 
     def unique(self, key: str) -> str:

@@ -9,12 +9,15 @@
 -- id holds no task any more, left by a sweeper that frees no slot, such as go-delayed's, are dropped
 -- first, and the blobs waiting for the slots they held are woken); else the blob waits, out of the
 -- queue, at the tail of the key's waiting list until a slot frees (limits.freed).
--- rate ("N starts per period"): the start is taken, and logged, while fewer than N starts fall in the
--- last period and no held blob waits for a start of the key; else the blob waits in the scheduled set
--- (kind 'l') until the first start free for it: a period after the Nth latest start, and not before
--- the key's next, which spaces the held blobs period/N apart. That start is logged (in the future)
--- and reserved for the blob (its SHA1), so a held blob leaves the queue and comes back once: its next
--- claim takes the reserved start whatever the log says.
+-- rate ("N starts per period"): a claim takes a start reserved for a held task that is due (logged
+-- already), else the start is taken, and logged, while fewer than N starts fall in the last period and
+-- no reservation is still to come; else the blob waits in the scheduled set (kind 'l') until the first
+-- start free for it: a period after the Nth latest start, and period/N after the latest reservation, so
+-- the held blobs start at the rate rather than all at once. That start is logged (in the future) and
+-- reserved. Reservations are the key's, not a blob's (its tasks are alike to the limit): a held blob
+-- comes back when its start is due and takes a due one, so it leaves the queue and comes back once,
+-- unless a task of the key claimed in between took that start (then it waits for the next); a
+-- reservation not taken within a period of its time has left the window, and is dropped.
 -- The registry (limits) says the key's limits, as JSON, for people.
 -- A task held back did not start: a tracked task's record says pending (waiting for a slot) or
 -- scheduled, its claim not counted as a run.
@@ -34,7 +37,6 @@ end
 local rate_count, period, concurrency = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local clock = redis.call('time')
 local now = tonumber(clock[1]) * 1000 + tonumber(clock[2]) / 1000  -- unix ms
-local RESERVED_FOR = 3600000  -- ms a reserved start waits for its blob past its period, then is forgotten
 
 local function ms(value)  -- a time as a score or member part: Lua's own text of a number rounds it
     return string.format('%.3f', value)
@@ -83,41 +85,40 @@ local function slot_free()
     return true
 end
 
--- Take a start of the key now, or the one reserved for this blob; else the unix ms it is due at.
+-- Take a start of the key: one reserved earlier for a held task that is due now (its start is in the
+-- log already), else one now if the log has room and no reservation is still to come; else hold the
+-- task: the unix ms of the start reserved for it.
 local function start()
     local starts, reserved = KEYS[9], KEYS[10]
-    redis.call('zremrangebyscore', starts, '-inf', ms(now - period))
-    local digest, next_free
-    if redis.call('exists', reserved) == 1 then
-        digest = redis.sha1hex(blob)
-        local left = tonumber(redis.call('hget', reserved, digest))
-        if left then  -- held back before: its start is in the log already
-            if left > 1 then
-                redis.call('hincrby', reserved, digest, -1)
-            else
-                redis.call('hdel', reserved, digest)
-            end
-            return nil
-        end
-        next_free = tonumber(redis.call('hget', reserved, 'next'))
+    local gone = ms(now - period)  -- a start at or before this has left the window
+    redis.call('zremrangebyscore', starts, '-inf', gone)
+    redis.call('zremrangebyscore', reserved, '-inf', gone)  -- a reservation so late is a start no more
+    local due = redis.call('zrangebyscore', reserved, '-inf', ms(now), 'LIMIT', 0, 1)
+    if due[1] then
+        redis.call('zrem', reserved, due[1])
+        return nil
     end
+    local last = redis.call('zrange', reserved, -1, -1, 'withscores')  -- the latest start still to come
     local started = redis.call('zcard', starts)
-    if started < rate_count and not (next_free and next_free > now) then
+    if started < rate_count and not last[1] then
         redis.call('zadd', starts, ms(now), ms(now) .. ':' .. worker_id)
         redis.call('pexpireat', starts, math.ceil(now + period))
         return nil
     end
-    local due = math.max(now, next_free or now)
+    local at = now
+    if last[1] then
+        at = math.max(at, tonumber(last[2]) + period / rate_count)
+    end
     if started >= rate_count then
         local nth = redis.call('zrange', starts, -rate_count, -rate_count, 'withscores')
-        due = math.max(due, tonumber(nth[2]) + period)
+        at = math.max(at, tonumber(nth[2]) + period)
     end
-    redis.call('zadd', starts, ms(due), ms(due) .. ':' .. worker_id)
-    redis.call('pexpireat', starts, math.ceil(due + period))
-    redis.call('hincrby', reserved, digest or redis.sha1hex(blob), 1)
-    redis.call('hset', reserved, 'next', ms(due + period / rate_count))
-    redis.call('pexpireat', reserved, math.ceil(due + period + RESERVED_FOR))
-    return due
+    local member = string.format('%.6f:%s', at, worker_id)
+    redis.call('zadd', starts, ms(at), member)
+    redis.call('pexpireat', starts, math.ceil(at + period))
+    redis.call('zadd', reserved, ms(at), member)
+    redis.call('pexpireat', reserved, math.ceil(at + period))
+    return at
 end
 
 if concurrency > 0 and redis.call('sismember', KEYS[7], worker_id) == 1 then

@@ -7,8 +7,8 @@
 --   Q_limit_waiting:K   list: the blobs K's concurrency_limit held back at their claim, oldest first
 --   Q_limit_starts:K    sorted set: K's starts within its rate_limit's period (score: unix ms by Redis's
 --                       clock), and the starts reserved for the blobs its rate held back, at their due time
---   Q_limit_reserved:K  hash: next (unix ms: the soonest start free for the next blob held for its rate),
---                       and per held blob its SHA1 -> how many such blobs wait with a start reserved
+--   Q_limit_reserved:K  sorted set: those reserved starts not taken yet (members and scores as in
+--                       Q_limit_starts:K); the next claim of K once one is due takes it (admit.lua)
 -- A slot is held from the admission of a claimed task (admit.lua) until the script that ends its hold
 -- (claim_batch's releases, requeue, reschedule, bury, give_back, requeue_lost's sweep) frees it in the
 -- same call: no crash falls between the end of a task and the slot it frees.

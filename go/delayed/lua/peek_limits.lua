@@ -5,7 +5,7 @@
 -- HSCAN step of the registry per call (count: its COUNT hint), each key read in O(log n): a call stays
 -- bounded however many keys the queue has.
 -- KEYS: limits
--- ARGV: cursor count limit_running_prefix limit_waiting_prefix limit_starts_prefix
+-- ARGV: cursor count limit_running_prefix limit_waiting_prefix limit_starts_prefix limit_reserved_prefix
 -- (a limit key's keys are named after the queue, so in its Redis Cluster slot, and read undeclared:
 -- they are known only from the registry)
 -- Returns {the next cursor ('0' once the registry is done), then per key: key, limits, running,
@@ -28,7 +28,7 @@ for i = 1, #entries, 2 do
     reply[#reply + 1] = seen
     reply[#reply + 1] = redis.call('scard', ARGV[3] .. key)
     reply[#reply + 1] = redis.call('llen', ARGV[4] .. key)
-    reply[#reply + 1] = redis.call('zcount', starts, string.format('(%.3f', now), '+inf')
+    reply[#reply + 1] = redis.call('zcount', ARGV[6] .. key, string.format('(%.3f', now), '+inf')
     reply[#reply + 1] = started
 end
 return reply
