@@ -408,7 +408,7 @@ def head_waits(conn: redis.Redis, names: Sequence[str]) -> List[Optional[float]]
 class Scheduled(NamedTuple):
     """A scheduled task as operators see it: the head of its blob, the blob's length, when it is due
     (unix time), its ref (see delayed.protocol.scheduled), which names its member exactly, and why it
-    waits, as its member's nonce says: "delayed", "retry" or "unknown" (see SCHEDULED_KINDS)."""
+    waits, as its member's nonce says: "delayed", "retry", "limited" or "unknown" (see SCHEDULED_KINDS)."""
 
     head: bytes
     length: int

@@ -7,8 +7,11 @@
 -- holds that blob), or dead-letters it (bury.lua). A go-delayed worker never releases its last
 -- task, so every clean stop of one leaves a task under a dead id, and that is not a crash.
 -- The caller hands the holders over a chunk at a time, so no call does more than a chunk's work.
--- KEYS: name noti processing tracked holders...
--- ARGV: counting worker_id_prefix task_prefix worker_id_suffix rewrites...
+-- A task requeued frees the limit slot its dead worker's id held, and a blob waiting for that slot goes
+-- to the head of the queue (limits.lua): a worker killed while it ran a task frees its slot once its
+-- keep-alive lapsed.
+-- KEYS: name noti processing tracked limit_holders holders...
+-- ARGV: counting worker_id_prefix task_prefix worker_id_suffix limit_running_prefix limit_waiting_prefix rewrites...
 -- tracked: a tracked task it requeues is pending again (see tracking.lua; its record, named after
 -- the queue, is in the queue's slot but not declared: the ids holding tasks are read before the
 -- sweep, their blobs are not); holders: ids that held tasks when the caller read the processing
@@ -16,7 +19,7 @@
 -- declared (Redis Cluster); counting: "1" to return our dead workers' tasks, "0" to requeue them
 -- too; rewrites: (a call that requeues counted crashes) per holder, the blob it held and the blob
 -- to requeue it as
--- uses: tracking
+-- uses: tracking limits
 -- Returns {how many tasks it requeued, then per task of ours left in place: worker id, blob}.
 local counting, prefix, suffix = ARGV[1] == '1', ARGV[2], ARGV[4]
 local track = redis.call('exists', KEYS[4]) == 1 and tracking(ARGV[3])
@@ -31,19 +34,21 @@ local function ours(worker_id)
 end
 
 local reply = {0}
+local ended = {}
 
 local function requeue(worker_id, blob)
     redis.call('hdel', KEYS[3], worker_id)  -- first: a write that frees memory (see claim_batch.lua)
     redis.call('rpush', KEYS[1], blob)
     redis.call('rpush', KEYS[2], '1')
     reply[1] = reply[1] + 1
+    ended[#ended + 1] = worker_id
     local key = track and track.key(blob)
     if key then
         track.pending(key, blob, false)
     end
 end
 
-for i = 5, #KEYS do
+for i = 6, #KEYS do
     local worker_id, held, again = KEYS[i], ARGV[2 * i - 5], ARGV[2 * i - 4]
     local task = redis.call('hget', KEYS[3], worker_id)
     if task and not redis.call('get', worker_id) then
@@ -59,4 +64,5 @@ for i = 5, #KEYS do
         end
     end
 end
+limits.freed(KEYS[5], ARGV[5], ARGV[6], KEYS[1], KEYS[2], ended)
 return reply
