@@ -1,9 +1,10 @@
 """What `delayed stats`, the dashboard and the queue exporter show of the limits per key: each key's
 limits, the slots it holds and the tasks it holds back (for a slot, for its rate), read in bounded
 script calls and only for queues that have limits. Tasks are held by real admissions (admit.lua, as a
-worker calls it) on a real redis-server."""
+worker calls it) on a real redis-server; the dashboard is a real server, clicked in headless Chromium."""
 import json
 import re
+from urllib.parse import urlencode
 
 from delayed import PyTask, Queue
 from delayed.ops import admin, limits
@@ -13,8 +14,10 @@ from delayed.wire.keys import new_worker_id
 from delayed.wire.limits import Admission, limit_of
 
 from . import tasks
+from .conftest import wait_for
 from .slowlog import every_command, sent
 from .test_admin import delayed
+from .test_dashboard import browser, dashboard, follow, snapshot  # noqa: F401  (fixtures)
 
 ADMITTED, WAITING, SCHEDULED = Admission.ADMITTED, Admission.WAITING, Admission.SCHEDULED
 
@@ -109,3 +112,44 @@ def test_stats_reads_nothing_of_a_queue_without_limits_but_the_length_of_its_reg
     touching = [command.command for command in commands
                 if any(b"plain_limit" in arg for arg in command.command + sum(command.calls, []))]
     assert touching == [[b"HLEN", b"plain_limits"]]
+
+
+def test_the_overview_tags_a_queue_with_limits_and_its_page_shows_them_as_text(conn, dashboard):  # noqa: F811
+    held_queue(conn, key="<script>alert('key')</script>")
+    web = dashboard()
+    before = snapshot(conn)
+    status, page = web.get("/")
+    assert status == 200
+    tag = re.search(r'<tr class="queue" data-queue="api">.*?<a class="tag limits"[^>]*>(.*?)</a>', page, re.S)
+    assert tag.group(1) == "limits: 2 running, 4 held"
+    status, page = web.get("/queue?" + urlencode({"queue": "api"}))
+    assert status == 200 and "<script" not in page
+    rows = re.findall(r'<tr class="limit" data-key="([^"]*)">(.*?)</tr>', page, re.S)
+    assert [key for key, _ in rows] == ["&lt;script&gt;alert(&#39;key&#39;)&lt;/script&gt;", "tests.tasks:record"]
+    cells = [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", rows[0][1], re.S)]
+    assert cells[:5] == ["&lt;script&gt;alert(&#39;key&#39;)&lt;/script&gt;", "none", "2", "2", "3"]
+    status, page = web.get("/queue?" + urlencode({"queue": "api", "tab": "scheduled"}))
+    assert re.findall(r'<td class="kind">(.*?)</td>', page) == [
+        '<span class="tag limited" title="held back by its rate_limit: it runs when the start reserved for it is '
+        'due">limited</span>']
+    status, page = web.get("/queue?" + urlencode({"queue": "plain"}))
+    assert status == 200 and 'id="limits"' not in page
+    assert snapshot(conn) == before  # looking changes nothing
+
+
+def test_in_a_browser_the_overview_leads_to_the_limits_each_key_holds_back(conn, dashboard, browser):  # noqa: F811
+    from selenium.webdriver.common.by import By
+
+    held_queue(conn)
+    web = dashboard()
+    browser.get(web.base + "/")
+    tag = browser.find_element(By.CSS_SELECTOR, 'tr.queue[data-queue="api"] a.tag.limits')
+    assert tag.text == "limits: 2 running, 4 held"
+    follow(browser, tag)
+    wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "table.limits"), what="the queue's limits")
+    assert browser.current_url.endswith("#limits")
+    rows = [row.text for row in browser.find_elements(By.CSS_SELECTOR, "table.limits tr.limit")]
+    assert rows[0] == "customer <42> none 2 2 3 " + rows[0].rsplit(" ", 1)[-1]
+    assert re.fullmatch(r"tests\.tasks:record 2/h 2 1 \d+\.\d s none \S+", rows[1]), rows[1]
+    assert browser.find_element(By.CSS_SELECTOR, "#limits h3 .sub").text == (
+        "2 keys: 2 running, 3 held for a slot (out of the queue), 1 for their rate (scheduled)")
