@@ -153,3 +153,22 @@ def test_in_a_browser_the_overview_leads_to_the_limits_each_key_holds_back(conn,
     assert re.fullmatch(r"tests\.tasks:record 2/h 2 1 \d+\.\d s none \S+", rows[1]), rows[1]
     assert browser.find_element(By.CSS_SELECTOR, "#limits h3 .sub").text == (
         "2 keys: 2 running, 3 held for a slot (out of the queue), 1 for their rate (scheduled)")
+
+
+def test_the_queue_exporter_sums_what_the_limits_hold_per_queue_never_per_key(conn):
+    from prometheus_client import CollectorRegistry
+
+    from delayed.ops.metrics.queues import QueueCollector
+
+    held_queue(conn)
+    Queue("plain", conn).enqueue(PyTask(tasks.record, ["x"]))
+    registry = CollectorRegistry()
+    registry.register(QueueCollector(conn, ["api", "plain"]))
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in registry.collect() for s in family.samples if "limit" in s.name}
+    assert samples == {
+        ("delayed_queue_limit_keys", (("queue", "api"),)): 2,
+        ("delayed_queue_limit_keys", (("queue", "plain"),)): 0,
+        **{("delayed_queue_limit_tasks", (("queue", queue), ("state", state))): count
+           for queue, counts in (("api", (2, 3, 1)), ("plain", (0, 0, 0)))
+           for state, count in zip(("running", "waiting", "scheduled"), counts)}}
