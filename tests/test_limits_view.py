@@ -8,6 +8,7 @@ from urllib.parse import urlencode
 
 from delayed import PyTask, Queue
 from delayed.ops import admin, limits
+from delayed.ops.dashboard import queue_page
 from delayed.protocol.limits import DEFAULT_COUNT
 from delayed.protocol.worker_ops import WorkerOps
 from delayed.wire.keys import new_worker_id
@@ -100,7 +101,7 @@ def test_with_many_keys_stats_shows_those_holding_back_most_read_a_bounded_call_
 
     [found] = limits.read(conn, admin.stats(conn, ["crowd"]), at_most=150).values()
     assert (len(found.keys), found.total, found.complete) == (150, 600, False)
-    assert limits.summary(found).startswith("limits of crowd: 600 keys (the first 150 read), 150 running")
+    assert limits.summary(found).startswith("600 keys (the first 150 read), 150 running")
 
 
 def test_stats_reads_nothing_of_a_queue_without_limits_but_the_length_of_its_registry(conn, redis_server):
@@ -136,6 +137,14 @@ def test_the_overview_tags_a_queue_with_limits_and_its_page_shows_them_as_text(c
     assert status == 200 and 'id="limits"' not in page
     assert snapshot(conn) == before  # looking changes nothing
 
+    many = Queue("many", conn)
+    for i in range(queue_page.LIMIT_KEYS + 1):
+        admit(many, PyTask(tasks.record, [i], concurrency_limit=1, limit_key=f"customer {i:02}"))
+    status, page = web.get("/queue?" + urlencode({"queue": "many"}))
+    assert len(re.findall(r'<tr class="limit"', page)) == queue_page.LIMIT_KEYS
+    assert re.search(r'<p class="muted more-limits">(.*?)</p>', page).group(1) == (
+        "and 1 more key, holding back 0 tasks: <code>delayed stats --json --queue many</code> lists every key read.")
+
 
 def test_in_a_browser_the_overview_leads_to_the_limits_each_key_holds_back(conn, dashboard, browser):  # noqa: F811
     from selenium.webdriver.common.by import By
@@ -152,7 +161,7 @@ def test_in_a_browser_the_overview_leads_to_the_limits_each_key_holds_back(conn,
     assert rows[0] == "customer <42> none 2 2 3 " + rows[0].rsplit(" ", 1)[-1]
     assert re.fullmatch(r"tests\.tasks:record 2/h 2 1 \d+\.\d s none \S+", rows[1]), rows[1]
     assert browser.find_element(By.CSS_SELECTOR, "#limits h3 .sub").text == (
-        "2 keys: 2 running, 3 held for a slot (out of the queue), 1 for their rate (scheduled)")
+        "2 keys, 2 running, 3 held for a slot, 1 for their rate")
 
 
 def test_the_queue_exporter_sums_what_the_limits_hold_per_queue_never_per_key(conn):

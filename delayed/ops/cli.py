@@ -138,7 +138,8 @@ def _show_stats(conn: redis.Redis, args: argparse.Namespace, rows: List[Dict[str
         return
     _show(args, [{**row, "latency": _latency(row)} for row in rows], columns)
     for found in limited.values():
-        print(f"\n{limits.summary(found)}\n{table(limits.shown(found, args.limit_keys), LIMIT_COLUMNS)}", flush=True)
+        print(f"\nlimits of {found.queue}: {limits.summary(found)}", flush=True)
+        print(table(limits.shown(found, args.limit_keys), LIMIT_COLUMNS), flush=True)
         if limits.unshown(found, args.limit_keys):
             print(f"{limits.unshown(found, args.limit_keys)}: --json lists every key read", flush=True)
     for flagged in untaken.values():

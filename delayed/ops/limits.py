@@ -70,9 +70,9 @@ def key_row(limits: KeyLimits) -> Row:
 
 
 def summary(limits: Limits) -> str:
-    """One line for people over a queue's limit keys: how many, and what they hold, summed."""
+    """For people, over a queue's limit keys: how many, and what they run and hold back, summed."""
     read_note = "" if limits.complete else f" (the first {len(limits.keys)} read)"
-    return (f"limits of {limits.queue}: {_count(limits.total, 'key')}{read_note}, {limits.sum('running')} running, "
+    return (f"{_count(limits.total, 'key')}{read_note}, {limits.sum('running')} running, "
             f"{limits.sum('waiting')} held for a slot, {limits.sum('scheduled')} for their rate")
 
 

@@ -49,9 +49,12 @@ def page() -> Reply:
         shown = {"letters": letters, "after": after, "reason": reason, "func": func,
                  "through": admin.newest_dead(conn, queue)}
     row = admin.stats(conn, [queue])[0]
+    limited = limits.read(conn, [row]).get(queue)
+    if limited:
+        shown.update(limits=limited, limit_keys=LIMIT_KEYS, limits_summary=limits.summary(limited),
+                     limits_unshown=limits.unshown(limited, LIMIT_KEYS))
     return flask.render_template("queue.html", queue=queue, tab=tab, tabs=TABS, row=row, start=start,
-                                 page=QUEUE_PAGE, limits=limits.read(conn, [row]).get(queue), limit_keys=LIMIT_KEYS,
-                                 **shown)
+                                 page=QUEUE_PAGE, **shown)
 
 
 @pages.post("/queue/pause")
