@@ -9,10 +9,12 @@ from urllib.parse import urlencode
 from delayed import PyTask, Queue
 from delayed.ops import admin, limits
 from delayed.ops.dashboard import queue_page
+from delayed.protocol.connection import connect
 from delayed.protocol.limits import DEFAULT_COUNT
 from delayed.protocol.worker_ops import WorkerOps
 from delayed.wire.keys import new_worker_id
 from delayed.wire.limits import Admission, limit_of
+from delayed.wire.options import TaskOptions
 
 from . import tasks
 from .conftest import wait_for
@@ -181,3 +183,20 @@ def test_the_queue_exporter_sums_what_the_limits_hold_per_queue_never_per_key(co
         **{("delayed_queue_limit_tasks", (("queue", queue), ("state", state))): count
            for queue, counts in (("api", (2, 3, 1)), ("plain", (0, 0, 0)))
            for state, count in zip(("running", "waiting", "scheduled"), counts)}}
+
+
+def test_on_a_cluster_stats_reads_each_queue_s_limits_on_its_primary(cluster):
+    client = connect(cluster.url)
+    for name in ("{orders}", "{mail}"):  # in different slots
+        queue = Queue(name, client)
+        ids = [queue.keys.worker_ids(1)[0] for _ in range(2)]  # ids whose keep-alive keys are in the queue's slot
+        for worker_id in ids:
+            client.set(worker_id, 1, ex=600)
+        queue.enqueue_many([PyTask(tasks.record, [i], concurrency_limit=1, limit_key="k:{x}") for i in range(2)])
+        ops = WorkerOps(queue)
+        limit = limit_of(TaskOptions(concurrency_limit=1, limit_key="k:{x}"), "tests.tasks:record")
+        assert [ops.admit(worker_id, blob, limit)[0] for worker_id, blob in ops.claim_batch((), ids).tasks] == [
+            ADMITTED, WAITING]
+    rows = {row["queue"]: row for row in json.loads(delayed(cluster.url, "stats", "--json"))}
+    assert {name: [(key["limit_key"], key["running"], key["waiting"]) for key in row["limits"]]
+            for name, row in rows.items()} == {"{orders}": [("k:{x}", 1, 1)], "{mail}": [("k:{x}", 1, 1)]}
