@@ -11,6 +11,7 @@ Policy, so a test can give every case fixed answers.
     raised, retry=N>0                   Requeue at once with retry N-1
     raised, no retries left             Bury, reason failed (timed_out for TimeLimitExceeded)
     refused before its call             Bury, for its reason (not_allowed, bad_arguments, malformed ...)
+    held back by its limits             Held (nothing more to send: admit.lua moved it)
 
 A decoded task that ended (Release or Bury) releases its unique lock, a GoTask refused too. (What a tracked task's record
 gets is added by the Tracking middleware, delayed.worker.tracking.)
@@ -52,6 +53,8 @@ def decide(run: Run, policy: Policy) -> Settlement:
     """How to settle run (see the module's docstring)."""
     task = run.task
     refusal = run.refusal
+    if run.held is not None:
+        return run.held
     if refusal is not None:
         settlement: Settlement = _bury(run, policy, refusal.reason, refusal.error, refusal.func)
         if task is None:  # not decoded as a PyTask: only a GoTask's options to honour

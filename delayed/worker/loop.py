@@ -27,6 +27,7 @@ from .batch import Batch, Lookahead
 from .holding import NOTE_AFTER, Claim, Holdings, Settlement
 from .invoke import Invoker
 from .keepalive import KeepAlive
+from .limits import Limits
 from .metrics import Metrics, Observe
 from .middleware import Middleware, Pipeline
 from .retry import Retries
@@ -73,10 +74,11 @@ class Worker:
     Each claimed task takes the same steps, in this order: it is decoded (a blob that is not a PyTask is
     dead-lettered: `malformed`, `go_task`, `too_large`); its function is looked up in the allowlist
     (`not_allowed`) and its arguments are checked against the function's signature (`bad_arguments`,
-    without calling it); its call gets its time limit (its own, else the worker's); the function is
-    called; the task is settled: released, retried as its options say, or dead-lettered, with an ERROR
-    line for each failure; a tracked task's record gets what it returned or raised; `observe` is told
-    the outcome; and with `log_tasks` its line is logged. (Inside, each step is a middleware of
+    without calling it); its call gets its time limit (its own, else the worker's); a task with a
+    `rate_limit` or `concurrency_limit` is admitted in Redis, or held back to run later (see the
+    Flow control page); the function is called; the task is settled: released, retried as its options
+    say, or dead-lettered, with an ERROR line for each failure; a tracked task's record gets what it
+    returned or raised; `observe` is told the outcome; and with `log_tasks` its line is logged. (Inside, each step is a middleware of
     `delayed.worker.middleware`, in that order.)
 
     A Worker takes ids of its own (`id`, `ids`), and timing of its own (`dequeue_timeout`,
@@ -106,7 +108,8 @@ class Worker:
             event loop, with up to as many claimed tasks kept ready for the next free slot.
         observe: A hook told each task's outcome as the worker decides it:
             `observe(queue_name, func_path, outcome, seconds)`, the outcome `"done"`, `"retried"`,
-            `"failed"` or `"dead"` (func path `""` and seconds None for a dead one). The worker's
+            `"failed"`, `"dead"` (func path `""` and seconds None for a dead one) or `"held"` (its
+            `rate_limit` or `concurrency_limit` held it back: it runs later; seconds None). The worker's
             metrics count with it; None costs nothing per task.
         burst: Stop (exit status 0) once nothing is running and no queue has a task to give, due
             scheduled ones included: for batch jobs and tests. Tasks scheduled for later (a delay, a
@@ -436,7 +439,8 @@ class Worker:
         """Run the task in a blob here, if it may run, and say how to settle it; never raises for a task's fault.
 
         Nothing is sent to Redis: the settlement (a release, a retry, a dead letter) is returned, not
-        applied. For tests of what a worker does with a blob.
+        applied, and a task's limits are not asked (nothing is claimed). For tests of what a worker
+        does with a blob.
 
         Args:
             blob: The task's blob.
@@ -459,4 +463,4 @@ class Worker:
         log: List[Middleware] = [TaskLog()] if self.log_tasks else []
         metrics: List[Middleware] = [] if self.observe is None else [Metrics(self.observe)]
         return [*log, *metrics, Tracking(), Retries(self.allowlist.resolve, lambda: self.id),
-                CallCheck(self.allowlist), TimeLimit(self.time_limit)]
+                CallCheck(self.allowlist), TimeLimit(self.time_limit), Limits(self.holdings.admit)]

@@ -1,8 +1,8 @@
 """Worker-side metrics (SERIES): each task's outcome and run time, counted as the worker decides them
 (the Metrics middleware tells them to the worker's observe hook; TaskMetrics is the hook that counts).
 
-Outcomes are the worker's (see delayed.worker.holding.Outcome): done, retried, failed, dead; function is
-the allowed func path, "" for dead (so a flood of junk tasks cannot grow the label set).
+Outcomes are the worker's (see delayed.worker.holding.Outcome): done, retried, failed, dead, held; function
+is the allowed func path, "" for dead (so a flood of junk tasks cannot grow the label set).
 
 A single worker process serves its own registry (serve). Under --concurrency the supervisor
 serves every child's, merged (Multiprocess): prometheus_client's multiprocess mode, where each
@@ -30,7 +30,8 @@ MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
 TASKS = Series("delayed_tasks_total", "counter", ("queue", "function", "outcome"),
                "Tasks settled by workers, one outcome each: done (returned), retried (raised, runs again), failed "
                "(raised or rejected its arguments; dead-lettered), dead (dead-lettered without running: malformed, "
-               "go_task or py_task (the other language's task), too_large, not_allowed; function \"\")")
+               "go_task or py_task (the other language's task), too_large, not_allowed; function \"\"), held (its "
+               "rate_limit or concurrency_limit held it back at its start: it runs later, counted again then)")
 DURATION = Series("delayed_task_duration_seconds", "histogram", ("queue", "function"),
                   "Run time of the tasks that ran (done, retried, failed)")
 SERIES = (TASKS, DURATION)
@@ -39,7 +40,7 @@ SERIES = (TASKS, DURATION)
 
 Observe = Callable[[str, str, Outcome, Optional[float]], None]
 """A hook told each task's Outcome as the worker decides it: (queue name, func path, outcome, seconds
-it ran); func path "" and seconds None for a dead one."""
+it ran); func path "" and seconds None for a dead one, seconds None for a held one."""
 
 
 class Metrics(Middleware):
@@ -55,6 +56,8 @@ class Metrics(Middleware):
         outcome = run.settlement.outcome
         if outcome is Outcome.DEAD or run.task is None:
             self.observe(run.queue.name, "", outcome, None)
+        elif outcome is Outcome.HELD:
+            self.observe(run.queue.name, run.task.func_path, outcome, None)
         else:
             self.observe(run.queue.name, run.task.func_path, outcome, run.seconds)
 

@@ -90,7 +90,7 @@ class Retries(Middleware):
 
     def after(self, run: Run) -> None:
         settlement = run.settlement = decide(run, self)
-        if type(settlement) is not Release:
+        if type(settlement) is not Release and run.held is None:
             _log_failure(run, settlement)
 
 

@@ -145,7 +145,7 @@ func TestTheWorkersMetricsArePythons(t *testing.T) {
 			t.Errorf("bucket %d is %s in Python, %v in Go", i, text, durationBuckets[i])
 		}
 	}
-	for _, outcome := range []string{outcomeDone, outcomeRetried, outcomeFailed, outcomeDead} {
+	for _, outcome := range []string{outcomeDone, outcomeRetried, outcomeFailed, outcomeDead, outcomeHeld} {
 		if !strings.Contains(pythonSource(t, "worker/holding.py"), `"`+outcome+`"`) &&
 			!strings.Contains(pythonSource(t, "worker/holding.py"), "Status."+strings.ToUpper(outcome)+".value") {
 			t.Errorf("Python's Outcome has no %s", outcome)

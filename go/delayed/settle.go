@@ -16,6 +16,7 @@ import (
 //	  max_retries left                reschedule after the task's backoff, attempt+1 in its blob
 //	  none left                       dead letter, reason failed (timed_out past its time limit)
 //	refused before its call           dead letter, for its reason (malformed, py_task, not_allowed, bad_arguments)
+//	held back by its limits           nothing more: admit.lua moved it out of processing (limits.go)
 //
 // A task that ended (released or dead-lettered) releases its unique lock.
 
@@ -26,6 +27,7 @@ const (
 	outcomeRetried = "retried"
 	outcomeFailed  = string(TaskFailed)
 	outcomeDead    = string(TaskDead)
+	outcomeHeld    = "held" // not run: its limits held it back at its start (it runs later), or it was fenced off
 )
 
 // nilResult is msgpack's nil: the result a record holds for a handler that returned no value, or one not stored.
@@ -37,6 +39,7 @@ const (
 	settleRelease    settleKind = iota // done: released with the next claim's round trip
 	settleReschedule                   // a retry later: blob waits in the scheduled set until due
 	settleBury                         // a dead letter
+	settleHeld                         // held back by its limits: admit.lua moved it, nothing left to send
 )
 
 // settlement is how a held task leaves the worker.
@@ -44,7 +47,7 @@ type settlement struct {
 	kind    settleKind
 	outcome string
 	blob    string  // reschedule: the next attempt's blob
-	due     float64 // reschedule: unix seconds
+	due     float64 // reschedule, held for its rate: unix seconds
 	reason  string  // bury
 	letter  []any   // bury: its stream fields
 	track   *recordNews
@@ -76,6 +79,7 @@ type run struct {
 	funcPath string      // where known
 	handler  *Handler
 	refusal  *refusal
+	held     *heldBack // its limits held it back before its call
 	value    any
 	err      error
 	stack    string  // a panic's goroutine stack
@@ -94,6 +98,8 @@ func (r *run) refuse(reason, message string) { r.refusal = &refusal{reason, mess
 func decide(r *run, worker string, now time.Time) settlement {
 	var s settlement
 	switch {
+	case r.held != nil:
+		return settlement{kind: settleHeld, outcome: outcomeHeld, due: r.held.due}
 	case r.refusal != nil:
 		s = r.letter(r.refusal.reason, r.refusal.message, "", worker, now)
 	case r.err == nil:

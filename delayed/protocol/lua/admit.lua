@@ -2,7 +2,9 @@
 -- Python and Go (limits.lua has the keys). The worker that claimed it calls this once it decoded it,
 -- just before its call: a limit protects what a task calls when it starts, so it is decided then, by
 -- Redis's clock, seeing every worker's starts, the backlog, and retries alike.
--- Fenced: nothing happens unless the worker's id still holds the blob it claimed.
+-- Fenced: nothing happens unless the worker's id still holds the blob it claimed. An id that holds a
+-- slot of the key already was admitted (a call whose reply was lost, asked again); a rate_limit alone
+-- cannot tell, and counts such a start twice.
 -- concurrency: the id takes a slot of the key while fewer ids hold one than the limit (holders whose
 -- id holds no task any more, left by a sweeper that frees no slot, such as go-delayed's, are dropped
 -- first, and the blobs waiting for the slots they held are woken); else the blob waits, out of the
@@ -118,6 +120,9 @@ local function start()
     return due
 end
 
+if concurrency > 0 and redis.call('sismember', KEYS[7], worker_id) == 1 then
+    return {'admitted'}  -- admitted already: a worker asking again after the reply was lost
+end
 if concurrency > 0 and not slot_free() then
     redis.call('rpush', KEYS[8], blob)
     hold('', '', KEYS[8])
