@@ -17,7 +17,7 @@ from delayed.wire.limits import Admission, limit_of
 from delayed.wire.options import TaskOptions
 
 from . import tasks
-from .conftest import wait_for
+from .conftest import spawn, stop, tags, wait_for
 from .slowlog import every_command, sent
 from .test_admin import delayed
 from .test_dashboard import browser, dashboard, follow, snapshot  # noqa: F401  (fixtures)
@@ -75,6 +75,24 @@ def test_stats_shows_each_limit_key_its_limits_what_it_runs_and_what_it_holds_ba
     [row] = json.loads(delayed(redis_server.url, "stats", "--queue", "api", "--json"))
     assert (row["pending"], row["processing"]) == (1, 3)
     assert [(key["running"], key["waiting"]) for key in row["limits"]] == [(1, 2), (0, 0)]
+
+
+def test_stats_follows_a_real_worker_s_slots_and_the_tasks_it_holds_back_until_they_ran(conn, redis_server):
+    queue = Queue("api", conn)
+    queue.enqueue_many([PyTask(tasks.wait_for_key, [f"t{i}", "go"], concurrency_limit=2, limit_key="customer 7")
+                        for i in range(5)])
+    worker = spawn("delayed.worker", "--queue", "api", "--threads", "4", "tests.tasks", redis_url=redis_server.url)
+    try:
+        def held():
+            [row] = json.loads(delayed(redis_server.url, "stats", "--queue", "api", "--json"))
+            return [(key["limit_key"], key["running"], key["waiting"]) for key in row["limits"]]
+
+        wait_for(lambda: held() == [("customer 7", 2, 3)], what="two tasks running and three held for a slot")
+        conn.set("go", 1)
+        wait_for(lambda: len(tags(conn)) == 5 and held() == [("customer 7", 0, 0)],
+                 what="every task to run and free its slot")  # the key stays listed, holding nothing
+    finally:
+        stop(worker)
 
 
 def test_with_many_keys_stats_shows_those_holding_back_most_read_a_bounded_call_at_a_time(conn, redis_server):
