@@ -13,7 +13,7 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-from delayed import PyTask, Queue, Worker
+from delayed import Middleware, PyTask, Queue, Worker
 from delayed.protocol.connection import connect
 from delayed.protocol.limits import all_limits
 from delayed.protocol.sweeper_ops import SweeperOps
@@ -297,6 +297,30 @@ def test_a_fenced_admission_does_not_run_the_task(conn, queue, caplog):
     limit = limit_of(TaskOptions(concurrency_limit=1), "tests.tasks:record")
     assert WorkerOps(queue).admit(worker_id, blob, limit) == (Admission.FENCED, 0.0)
     assert not conn.exists(KEYS.limit_running(limit.key))
+
+
+class Seen(Middleware):
+    """Notes which hooks of a worker's middleware ran, for which task, and the outcome after_call was told."""
+
+    def __init__(self):
+        self.seen = []
+
+    def before_call(self, call):
+        self.seen.append(("before", call.task.args[0]))
+
+    def after_call(self, call):
+        self.seen.append(("after", call.task.args[0], call.outcome))
+
+
+def test_a_held_task_reaches_no_before_call_and_after_call_is_told_held(conn, queue, run_worker):
+    """Admission comes before the user's middleware: before_call sees only the tasks that are called."""
+    assert admitted(queue, PyTask(tasks.record, ["elsewhere"], concurrency_limit=1))[2] is Admission.ADMITTED
+    queue.enqueue(PyTask(tasks.record, ["held"], concurrency_limit=1))
+    queue.enqueue(PyTask(tasks.record, ["free"]))
+    middleware = Seen()
+    run_worker(middleware=[middleware])
+    wait_for(lambda: tags(conn) == ["free"], what="the unlimited task")
+    assert middleware.seen == [("after", "held", "held"), ("before", "free"), ("after", "free", "done")]
 
 
 def test_a_worker_counts_held_tasks_as_held_not_done(conn, queue, run_worker):
