@@ -2,7 +2,7 @@
 limits, the slots its running tasks hold, and what it holds back (admission itself is a worker's:
 WorkerOps.admit)."""
 from dataclasses import dataclass
-from typing import Any, List, Optional, Tuple, cast
+from typing import Any, Iterator, List, Optional, Tuple, cast
 
 import redis
 
@@ -25,6 +25,8 @@ class KeyLimits:
     slots held (tasks running under its concurrency_limit). waiting: tasks held back for a slot, out of
     the queue. scheduled: tasks held back for its rate, in the scheduled set, not due yet. started: the
     starts within its rate's last period (those reserved for held tasks due by now included).
+    next_due_in: seconds until the first task held for its rate is due, by Redis's clock (None: none is
+    held for it).
     """
 
     key: str
@@ -35,6 +37,7 @@ class KeyLimits:
     waiting: int
     scheduled: int
     started: int
+    next_due_in: Optional[float] = None
 
     @property
     def held(self) -> int:
@@ -57,20 +60,27 @@ def read_limits(conn: redis.Redis, name: str, cursor: int = 0,
     """
     reply = cast(List[Any], Scripts(conn, QueueKeys.of(name))[PEEK_LIMITS](cursor=cursor, count=count))
     found = []
-    for i in range(1, len(reply), 6):
-        key, seen, running, waiting, scheduled, started = reply[i:i + 6]
+    for i in range(1, len(reply), 7):
+        key, seen, running, waiting, scheduled, started, due_in = reply[i:i + 7]
         limits = LimitsSeen.parse(seen)
         found.append(KeyLimits(key.decode("utf-8", "replace"), limits.rate_limit, limits.concurrency_limit,
-                               limits.seen, int(running), int(waiting), int(scheduled), int(started)))
+                               limits.seen, int(running), int(waiting), int(scheduled), int(started),
+                               float(due_in) if due_in else None))
     return int(reply[0]), found
+
+
+def each_limit(conn: redis.Redis, name: str, count: int = DEFAULT_COUNT) -> Iterator[KeyLimits]:
+    """Every limit key of queue name, read a bounded script call (read_limits) per count keys as the
+    caller takes them: one that stops early sends no more. In the registry's scan order; a key added or
+    deleted meanwhile may come or not, and one may come twice while the registry grows (HSCAN's terms)."""
+    cursor = 0
+    while True:
+        cursor, step = read_limits(conn, name, cursor, count)
+        yield from step
+        if not cursor:
+            return
 
 
 def all_limits(conn: redis.Redis, name: str) -> List[KeyLimits]:
     """Every limit key of queue name, a bounded script call per DEFAULT_COUNT keys, sorted by key."""
-    found: List[KeyLimits] = []
-    cursor = 0
-    while True:
-        cursor, step = read_limits(conn, name, cursor)
-        found += step
-        if not cursor:
-            return sorted(found, key=lambda limits: limits.key)
+    return sorted(each_limit(conn, name), key=lambda limits: limits.key)
