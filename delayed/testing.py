@@ -10,7 +10,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Set
 
 
 def wait_for(condition: Callable[[], Any], timeout: float = 10, what: str = "condition",
@@ -48,10 +48,20 @@ def wait_for(condition: Callable[[], Any], timeout: float = 10, what: str = "con
         time.sleep(interval)
 
 
+_HANDED_OUT: Set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A loopback port free now, and never handed out before in this process: the ports of a cluster's
+    nodes and their cluster bus ports are all picked before the first node starts, and the kernel may
+    offer a port again once its probing socket is closed."""
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 class RedisServer:
