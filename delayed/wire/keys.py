@@ -30,6 +30,8 @@ PAUSED_SUFFIX = "_paused"
 SAMPLES_SUFFIX = "_samples"
 HEAD_SINCE_SUFFIX = "_head_since"
 SWEPT_SUFFIX = "_swept"
+CANCELS_SUFFIX = "_cancels"
+"""A queue's cancels channel (a pubsub channel, not a key: see QueueKeys.cancels)."""
 
 WORKER_ID_PREFIX = "delayed-py-"
 GO_WORKER_ID = re.compile(r"[0-9a-fA-F]{32}")
@@ -110,6 +112,9 @@ class QueueKeys:
     clock, and the interval of whoever claimed it; a periodic sweep claims the queue only once its own
     interval has passed since, so workers and sweepers sweep it at most once per interval between them.
     Expires three intervals after it was written (ours; see delayed/protocol/lua/claim_sweep.lua).
+    cancels: a pubsub channel, not a key: the cancel of a tracked task a worker runs publishes the
+    task's id (32 hex digits) on it, and our workers (Python's and Go's) serving the queue listen, to
+    stop that task (see delayed/protocol/lua/tracking.lua's track.cancel).
     """
 
     name: str
@@ -127,6 +132,7 @@ class QueueKeys:
     samples: str
     head_since: str
     swept: str
+    cancels: str
 
     @property
     def task_prefix(self) -> str:
@@ -174,7 +180,8 @@ class QueueKeys:
         return cls(name, name + NOTI_SUFFIX, name + PROCESSING_SUFFIX, name + DEAD_SUFFIX, name + SCHEDULED_SUFFIX,
                    name + WORKERS_SUFFIX, name + UNNOTIFIED_SUFFIX,
                    name + DEAD_LETTERS_SUFFIX, name + COUNTS_SUFFIX, name + TRACKED_SUFFIX, name + PAUSED_SUFFIX,
-                   name + PERIODIC_SUFFIX, name + SAMPLES_SUFFIX, name + HEAD_SINCE_SUFFIX, name + SWEPT_SUFFIX)
+                   name + PERIODIC_SUFFIX, name + SAMPLES_SUFFIX, name + HEAD_SINCE_SUFFIX, name + SWEPT_SUFFIX,
+                   name + CANCELS_SUFFIX)
 
 
 def scheduled_nonce(kind: str) -> bytes:

@@ -28,6 +28,9 @@ const (
 	headSinceSuffix     = "_head_since"
 	sweptSuffix         = "_swept"
 	periodicSuffix      = "_periodic"
+	// cancelsSuffix names a queue's cancels channel (pubsub, not a key): the cancel of a tracked task a
+	// worker runs publishes the task's id there, and our workers serving the queue listen (cancels.go).
+	cancelsSuffix = "_cancels"
 
 	// workerIDPrefix starts every id our workers (Python's and Go's) hold tasks under; go-delayed's
 	// ids are 32 bare hex digits. Sweepers count a crash only for ids of ours.
@@ -65,6 +68,7 @@ func keysOf(name string) *queueKeys {
 		"head_since":   name + headSinceSuffix,
 		"swept":        name + sweptSuffix,
 		"task_prefix":  name + taskInfix,
+		"cancels":      name + cancelsSuffix,
 	}}
 }
 

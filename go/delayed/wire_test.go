@@ -50,6 +50,7 @@ func wireConstants() map[string]any {
 		"keys.HEAD_SINCE_SUFFIX":           headSinceSuffix,
 		"keys.SWEPT_SUFFIX":                sweptSuffix,
 		"keys.PERIODIC_SUFFIX":             periodicSuffix,
+		"keys.CANCELS_SUFFIX":              cancelsSuffix,
 		"keys.WORKER_ID_PREFIX":            workerIDPrefix,
 		"options.MAX_SECONDS":              MaxSeconds,
 		"options.MAX_COUNT":                MaxCount,

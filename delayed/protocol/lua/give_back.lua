@@ -1,7 +1,8 @@
 -- Return claimed tasks a stopping worker will not start to the head of the
 -- queue, in their order, with their notifications, releasing them.
 -- A task is returned only if its id still holds exactly that blob.
--- A tracked task's record (see tracking.lua) says pending again, its claim not counted as a run.
+-- A tracked task's record (see tracking.lua) says pending again, its claim not counted as a run; one
+-- whose cancel was requested while it was held is not returned: it ends cancelled.
 -- KEYS: name noti processing records...
 -- ARGV: held...
 -- records: those of the tracked tasks among them; held: per task in queue order, its id, its blob,
@@ -13,12 +14,11 @@ local track = #KEYS > 3 and tracking('')
 for i = #ARGV - 2, 1, -3 do
     if redis.call('hget', KEYS[3], ARGV[i]) == ARGV[i + 1] then
         redis.call('hdel', KEYS[3], ARGV[i])
-        redis.call('lpush', KEYS[1], ARGV[i + 1])
-        redis.call('lpush', KEYS[2], '1')
-        count = count + 1
         local record = tonumber(ARGV[i + 2])
-        if record > 0 then
-            track.pending(KEYS[record], ARGV[i + 1], true)
+        if record == 0 or track.pending(KEYS[record], ARGV[i + 1], true) then
+            redis.call('lpush', KEYS[1], ARGV[i + 1])
+            redis.call('lpush', KEYS[2], '1')
+            count = count + 1
         end
     end
 end

@@ -5,18 +5,23 @@
 -- KEYS: name noti processing counts record...
 -- ARGV: worker_id claimed blob error...
 -- counts: adds 1 to 'retried'; record: a tracked task's record, which says retrying, with error
--- (see tracking.lua); blob: the blob to enqueue
+-- (see tracking.lua); blob: the blob to enqueue. A tracked task whose cancel was requested while it
+-- ran is not retried: it ends cancelled (uncounted).
 -- uses: tracking
 -- Returns 1, or 0 when fenced off.
 if redis.call('hget', KEYS[3], ARGV[1]) ~= ARGV[2] then
     return 0
 end
 redis.call('hdel', KEYS[3], ARGV[1])  -- first: a write that frees memory (see claim_batch.lua)
+local track = KEYS[5] and tracking('')
+if track and track.cancelling(KEYS[5]) then
+    track.ended(KEYS[5], 'cancelled')
+    return 1
+end
 redis.call('rpush', KEYS[1], ARGV[3])
 redis.call('rpush', KEYS[2], '1')
 redis.call('hincrby', KEYS[4], 'retried', 1)
-if KEYS[5] then
-    local track = tracking('')
+if track then
     track.retrying(KEYS[5], ARGV[4], ARGV[3], track.now(), '')
 end
 return 1

@@ -9,7 +9,8 @@
 -- The caller hands the holders over a chunk at a time, so no call does more than a chunk's work.
 -- KEYS: name noti processing tracked holders...
 -- ARGV: counting worker_id_prefix task_prefix worker_id_suffix rewrites...
--- tracked: a tracked task it requeues is pending again (see tracking.lua; its record, named after
+-- tracked: a tracked task it requeues is pending again, or ends cancelled if its cancel was requested
+-- while its worker held it (see tracking.lua's track.pending; its record, named after
 -- the queue, is in the queue's slot but not declared: the ids holding tasks are read before the
 -- sweep, their blobs are not); holders: ids that held tasks when the caller read the processing
 -- hash, each a field of it and that worker's keep-alive key, so every key the script reads is
@@ -34,13 +35,13 @@ local reply = {0}
 
 local function requeue(worker_id, blob)
     redis.call('hdel', KEYS[3], worker_id)  -- first: a write that frees memory (see claim_batch.lua)
+    local key = track and track.key(blob)
+    if key and not track.pending(key, blob, false) then
+        return  -- cancelled while its worker held it: it ends here
+    end
     redis.call('rpush', KEYS[1], blob)
     redis.call('rpush', KEYS[2], '1')
     reply[1] = reply[1] + 1
-    local key = track and track.key(blob)
-    if key then
-        track.pending(key, blob, false)
-    end
 end
 
 for i = 5, #KEYS do

@@ -14,7 +14,8 @@
 -- took its task its dequeue script errors on the empty list and it backs off
 -- (1 s, 2 s, 4 s ... up to a minute).
 -- Released tasks are done: 'done' in the counts hash grows by how many ids still held one (one
--- HINCRBY per batch; a resent release, or one of a task a sweeper took, deletes and counts nothing).
+-- HINCRBY per batch; a resent release, or one of a task a sweeper took, deletes and counts nothing;
+-- a tracked one whose cancel was requested while it ran ends cancelled, uncounted: tracking.lua).
 -- A paused queue (its paused key exists) gives no new task: the ids only get back what they hold.
 -- Tracked tasks (see tracking.lua): a tracked release writes its result into the record, if its id
 -- still held the task; a task claimed while the queue's tracked marker exists is looked at, and
@@ -38,9 +39,9 @@ end
 local at = released + 5
 local track = tracked > 0 and tracking(ARGV[1])
 for i = 1, tracked do
-    if redis.call('hdel', KEYS[3], ARGV[at]) == 1 then
+    if redis.call('hdel', KEYS[3], ARGV[at]) == 1 and
+        track.ended(KEYS[7 + i], 'done', 'result', ARGV[at + 1], 'note', ARGV[at + 2], 'seconds', ARGV[at + 3]) ~= 'cancelled' then
         done = done + 1
-        track.ended(KEYS[7 + i], 'done', 'result', ARGV[at + 1], 'note', ARGV[at + 2], 'seconds', ARGV[at + 3])
     end
     at = at + 4
 end
