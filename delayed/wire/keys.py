@@ -91,7 +91,8 @@ class QueueKeys:
     (ours only; go-delayed's producers and workers do not count): "enqueued" (our producers,
     the periodic scheduler and dead-letter requeues put a task in the queue or the scheduled
     set), "done" (our workers released a finished task), "retried" (requeued or rescheduled
-    after a failure), "dead" (dead-lettered, crash loops included); and of the workflows enqueued on
+    after a failure), "dead" (dead-lettered, crash loops included; a task that ends cancelled counts in
+    none of these three, even one cancelled while it ran); and of the workflows enqueued on
     the queue (COUNTED_WORKFLOWS): "workflows_started" (enqueued), "workflows_done" (ended done: no
     failure stopped it or went to an on_failure step), "workflows_failed" (a step's failure stopped
     it, or it ended after an on_failure step took a failure: each workflow once; one resumed by

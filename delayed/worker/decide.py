@@ -4,6 +4,7 @@ Pure: it sends nothing and keeps nothing, and what needs the clock, the allowlis
 memory (a backoff curve named by its path, the failures of a retry=-1 task) comes in through its
 Policy, so a test can give every case fixed answers.
 
+    cancelled (its call was)            Cancelled, whatever it returned or raised: never retried
     returned                            Release
     raised SkipRetry                    Bury, reason failed
     raised, max_retries left            Reschedule after the task's backoff, attempt counted in its blob
@@ -12,7 +13,7 @@ Policy, so a test can give every case fixed answers.
     raised, no retries left             Bury, reason failed (timed_out for TimeLimitExceeded)
     refused before its call             Bury, for its reason (not_allowed, bad_arguments, malformed ...)
 
-A decoded task that ended (Release or Bury) releases its unique lock, a GoTask refused too. (What a tracked task's record
+A decoded task that ended (Release, Cancelled or Bury) releases its unique lock, a GoTask refused too. (What a tracked task's record
 gets is added by the Tracking middleware, delayed.worker.tracking.)
 """
 import traceback
@@ -24,11 +25,12 @@ from ..wire import dead_letter
 from ..wire.dead_letter import Reason
 from ..wire.options import NO_OPTIONS, TaskOptions
 from ..wire.task import PyTask
-from .holding import Bury, Release, Requeue, Reschedule, Settlement
+from .holding import Bury, Cancelled, Release, Requeue, Reschedule, Settlement
 from .run import Run
 from .time_limit import TimeLimitExceeded
 
 RELEASE = Release()
+CANCELLED = Cancelled()
 
 
 class Policy(Protocol):
@@ -56,6 +58,8 @@ def decide(run: Run, policy: Policy) -> Settlement:
         settlement: Settlement = _bury(run, policy, refusal.reason, refusal.error, refusal.func)
         if task is None:  # not decoded as a PyTask: only a GoTask's options to honour
             return _unlocking(settlement, refusal.options)
+    elif run.call is not None and run.call.cancelled:
+        settlement = CANCELLED
     elif run.error is None:
         settlement = RELEASE
     else:
@@ -70,9 +74,7 @@ def _unlocking(settlement: Settlement, options: TaskOptions) -> Settlement:
     if options is NO_OPTIONS or options.unique_key is None:  # most tasks: no lock to release
         return settlement
     lock = (options.unique_key, options.unique_token or "")
-    if isinstance(settlement, Release):
-        return Release(lock)
-    return replace(settlement, lock=lock) if isinstance(settlement, Bury) else settlement
+    return replace(settlement, lock=lock) if isinstance(settlement, (Release, Bury)) else settlement
 
 
 def _failed(task: PyTask, run: Run, policy: Policy) -> Settlement:

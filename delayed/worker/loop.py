@@ -24,6 +24,7 @@ from ..runtime.sweeping import Sweeps
 from .allowlist import Allowed, Allowlist, CallCheck
 from .background import Every
 from .batch import Batch, Lookahead
+from .cancels import Cancels, Listening
 from .holding import NOTE_AFTER, Claim, Holdings, Settlement
 from .invoke import Invoker
 from .keepalive import KeepAlive
@@ -70,6 +71,12 @@ class Worker:
     returns an awaitable has it awaited the same way. A tracked task's record gets its return value as
     the worker releases it, and its error as the worker retries or dead-letters it.
 
+    A thread listens for the cancels of the tracked tasks it runs (`handle.cancel()`, `delayed cancel
+    ID`), on a pubsub connection of its own: a coroutine's task is cancelled (the function gets
+    `CancelledError`), a plain function's call is marked (`delayed.current().cancelled`), and a task
+    claimed but not started is not called; any of them ends `cancelled`, neither retried nor
+    dead-lettered, with one INFO line.
+
     Each claimed task takes the same steps, in this order: it is decoded (a blob that is not a PyTask is
     dead-lettered: `malformed`, `go_task`, `too_large`); its function is looked up in the allowlist
     (`not_allowed`) and its arguments are checked against the function's signature (`bad_arguments`,
@@ -106,7 +113,7 @@ class Worker:
             event loop, with up to as many claimed tasks kept ready for the next free slot.
         observe: A hook told each task's outcome as the worker decides it:
             `observe(queue_name, func_path, outcome, seconds)`, the outcome `"done"`, `"retried"`,
-            `"failed"` or `"dead"` (func path `""` and seconds None for a dead one). The worker's
+            `"failed"`, `"dead"` or `"cancelled"` (func path `""` and seconds None for a dead one). The worker's
             metrics count with it; None costs nothing per task.
         burst: Stop (exit status 0) once nothing is running and no queue has a task to give, due
             scheduled ones included: for batch jobs and tests. Tasks scheduled for later (a delay, a
@@ -217,7 +224,8 @@ class Worker:
         # threaded: a task per slot, and as many again waiting ready for one (see Lookahead)
         capacity = batch if threads == 1 else 2 * threads
         self.holdings = Holdings(self.queues, capacity, self.lifecycle, dequeue_timeout, keep_alive_timeout)
-        self._invoker = Invoker(threaded=threads > 1)
+        self._cancels = Cancels()
+        self._invoker = Invoker(threaded=threads > 1, cancels=self._cancels)
         self._pipeline = Pipeline(self._middleware())
         self._claimed: Optional[Batch[Claim]] = None  # the one-slot runner's batch, with its watcher
 
@@ -260,9 +268,11 @@ class Worker:
         sweeper = None if self._sweeps is None else Every(self._sweeps.interval, self._sweep, "sweep",
                                                           self.holdings.outage)
         noter = Every(NOTE_AFTER, self.holdings.note_claims, "note long claims", self.holdings.outage)
+        listening = Listening(self.queues, self._cancels, self.holdings.outage)
         keep_alive.start()
         mover.start()
         noter.start()
+        listening.start()
         if sweeper is not None:
             sweeper.start()
         them = "them" if len(self.queues) > 1 else "it"
@@ -285,6 +295,7 @@ class Worker:
                 sweeper.stop()
             mover.stop()
             noter.stop()
+            listening.stop()
             keep_alive.stop()
             self._invoker.loop.close()
             if self._claimed is not None:
