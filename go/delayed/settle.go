@@ -11,6 +11,7 @@ import (
 
 // How a worker settles each task it ran or refused, as delayed/worker/decide.py does for Python's:
 //
+//	cancelled (its cancel was heard)  release, whatever it returned: the script ends its record cancelled
 //	returned                          release (a tracked task's record gets the value)
 //	failed (error, panic, time limit),
 //	  max_retries left                reschedule after the task's backoff, attempt+1 in its blob
@@ -22,10 +23,11 @@ import (
 // Outcomes of a settlement: the metrics' outcome label, one each (Python's Outcome). All but retried
 // are the status a tracked task's record ends in.
 const (
-	outcomeDone    = string(TaskDone)
-	outcomeRetried = "retried"
-	outcomeFailed  = string(TaskFailed)
-	outcomeDead    = string(TaskDead)
+	outcomeDone      = string(TaskDone)
+	outcomeRetried   = "retried"
+	outcomeFailed    = string(TaskFailed)
+	outcomeDead      = string(TaskDead)
+	outcomeCancelled = string(TaskCancelled)
 )
 
 // nilResult is msgpack's nil: the result a record holds for a handler that returned no value, or one not stored.
@@ -69,19 +71,20 @@ type uniqueLock struct{ key, token string }
 // run is one claimed task on its way through the worker: its blob, then its decoded task and
 // handler, then what happened (returned value, failed err, or refused before its call).
 type run struct {
-	queue    *Queue
-	blob     string
-	task     *GoTask     // nil if the blob is no GoTask this worker runs
-	options  TaskOptions // the decoded task's (a PyTask's too)
-	funcPath string      // where known
-	handler  *Handler
-	refusal  *refusal
-	value    any
-	err      error
-	stack    string  // a panic's goroutine stack
-	timedOut bool    // ran past its time limit
-	limit    float64 // seconds: its time limit (0: none)
-	seconds  float64 // how long its call ran
+	queue     *Queue
+	blob      string
+	task      *GoTask     // nil if the blob is no GoTask this worker runs
+	options   TaskOptions // the decoded task's (a PyTask's too)
+	funcPath  string      // where known
+	handler   *Handler
+	refusal   *refusal
+	value     any
+	err       error
+	stack     string  // a panic's goroutine stack
+	timedOut  bool    // ran past its time limit
+	limit     float64 // seconds: its time limit (0: none)
+	seconds   float64 // how long its call ran
+	cancelled bool    // its cancel was heard before or during its call
 }
 
 // refusal is why a task is not called: its dead letter's reason and error.
@@ -96,6 +99,9 @@ func decide(r *run, worker string, now time.Time) settlement {
 	switch {
 	case r.refusal != nil:
 		s = r.letter(r.refusal.reason, r.refusal.message, "", worker, now)
+	case r.cancelled: // its record ends cancelled (tracking.lua), its result not kept
+		s = settlement{kind: settleRelease, outcome: outcomeCancelled,
+			track: &recordNews{id: r.options.ID, seconds: r.seconds, result: nilResult}}
 	case r.err == nil:
 		s = settlement{kind: settleRelease, outcome: outcomeDone}
 		if r.options.ID != "" {
