@@ -26,14 +26,23 @@ class CancelListener:
         """Whether it is subscribed (its last call did not fail)."""
         return self._pubsub is not None
 
+    def subscribe(self) -> None:
+        """Subscribe on a connection of its own (a Redis error closes it, and is raised)."""
+        try:
+            self._pubsub = self._conn.pubsub(ignore_subscribe_messages=True)
+            self._pubsub.subscribe(*self.channels)
+        except redis.RedisError:
+            self.close()
+            raise
+
     def listen(self, timeout: float) -> List[str]:
         """The task ids published on the channels, waiting up to timeout seconds for the first (subscribing
         first if it is not subscribed). A Redis error closes the connection, and is raised: the next call
         subscribes again."""
+        if self._pubsub is None:
+            self.subscribe()
+        assert self._pubsub is not None
         try:
-            if self._pubsub is None:
-                self._pubsub = self._conn.pubsub(ignore_subscribe_messages=True)
-                self._pubsub.subscribe(*self.channels)
             ids = []
             message = self._pubsub.get_message(timeout=timeout)
             while message is not None:

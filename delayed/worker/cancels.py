@@ -92,7 +92,9 @@ class Cancels:
 
 class Listening(threading.Thread):
     """Hears the cancels published on the queues' channels and tells cancels, until stop(); a Redis error
-    is ridden out as the worker's other threads ride theirs (said by outage), then it subscribes again."""
+    is ridden out as the worker's other threads ride theirs (said by outage), then it subscribes again.
+    `tried` is set once its first subscription is made (or failed): a worker waits for it before it
+    claims a task, so that it does not miss the cancel of a task it runs from its start."""
 
     def __init__(self, queues: Sequence[QueueBase], cancels: Cancels, outage: Optional[Outage] = None) -> None:
         super().__init__(name="delayed cancels", daemon=True)
@@ -100,14 +102,21 @@ class Listening(threading.Thread):
         self._cancels = cancels
         self._lifecycle = Lifecycle("listen for cancels")
         self._backoff = OutageBackoff(logger, "listen for cancels", wait=self._lifecycle.wait, outage=outage)
+        self.tried = threading.Event()
 
     def run(self) -> None:
         try:
             rounds(self._lifecycle, self._backoff, self._round)
         finally:
+            self.tried.set()  # (stopped before it tried)
             self._listener.close()
 
     def _round(self) -> float:
+        if not self._listener.subscribed:
+            try:
+                self._listener.subscribe()
+            finally:
+                self.tried.set()
         for task_id in self._listener.listen(LISTEN_WAIT):
             self._cancels.heard(task_id)
         return 0

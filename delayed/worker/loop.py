@@ -275,6 +275,7 @@ class Worker:
         listening.start()
         if sweeper is not None:
             sweeper.start()
+        listening.tried.wait()  # listening before it claims (unless Redis failed: it listens once back)
         them = "them" if len(self.queues) > 1 else "it"
         logger.info("worker %s online on %s %s, %d allowed functions; %s", self.id,
                     "queues" if len(self.queues) > 1 else "queue", ", ".join(repr(queue.name) for queue in self.queues),

@@ -76,21 +76,32 @@ func (c *cancels) hear(id string) {
 
 // listenForCancels hears the cancels published on the queue's channel, on a connection of its own, until
 // the function it returns is called; a Redis error is ridden out as the worker's other goroutines ride
-// theirs, then it subscribes again (a message published meanwhile is missed: see above).
+// theirs, then it subscribes again (a message published meanwhile is missed: see above). It returns once
+// its first subscription is made (or failed), so that the worker does not miss the cancel of a task it
+// runs from its start.
 func (w *Worker) listenForCancels() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
+	done, tried := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	triedOnce := func() { once.Do(func() { close(tried) }) }
 	go func() {
 		defer close(done)
+		defer triedOnce()
 		wait := newBackoff(w.outage)
+		subscribed := func() {
+			triedOnce()
+			wait.succeeded()
+		}
 		for {
-			err := w.queue.conn.subscribe(ctx, w.queue.keys.key("cancels"), wait.succeeded, w.cancels.hear)
+			err := w.queue.conn.subscribe(ctx, w.queue.keys.key("cancels"), subscribed, w.cancels.hear)
 			if ctx.Err() != nil {
 				return
 			}
+			triedOnce()
 			wait.failed(err, ctx.Done())
 		}
 	}()
+	<-tried
 	return func() {
 		cancel()
 		<-done
