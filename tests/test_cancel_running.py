@@ -207,6 +207,20 @@ def test_a_worker_that_missed_the_cancel_still_ends_the_task_cancelled_and_hears
     assert ended_cancelled(missed) and ended_cancelled(heard)
 
 
+def test_a_worker_that_cannot_listen_still_runs_its_tasks(conn, redis_server, queue, caplog):
+    """A worker waits for its first subscription before it claims: one that failed does not hold it back."""
+    conn.execute_command("ACL", "SETUSER", "worker", "on", "nopass", "~*", "resetchannels", "+@all")
+    queue.enqueue(PyTask("tests.tasks:record", ["ran"]))
+    client = redis.Redis.from_url(redis_server.url, username="worker", password="any")
+    worker = Worker(Queue("q", client), ["tests.tasks"], burst=True, **WORKER_TIMING)
+    thread = threading.Thread(target=worker.run, kwargs={"handle_signals": False}, daemon=True)
+    thread.start()
+    thread.join(WAIT)
+    conn.execute_command("ACL", "DELUSER", "worker")
+    assert not thread.is_alive() and results(conn) == [repr(("ran", (), {}))]
+    assert any("no permissions" in record.getMessage() for record in caplog.records if record.levelname == "WARNING")
+
+
 def test_a_task_whose_worker_is_killed_after_its_cancel_never_runs_again(conn, redis_server, queue):
     """Decided: the sweeper that finds it under a dead worker ends it cancelled instead of requeuing it."""
     handle = queue.enqueue(PyTask("tests.tasks:slow", ["k", 300]), result_ttl=60)

@@ -5,7 +5,7 @@ Pubsub is fire-and-forget: a message sent while the listener is not subscribed (
 outage) is lost. Nothing depends on it but how soon a task stops: the script that ends the task reads
 the request in its record and ends it cancelled, whether or not its worker heard of it.
 """
-from typing import Any, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import redis
 
@@ -26,11 +26,20 @@ class CancelListener:
         """Whether it is subscribed (its last call did not fail)."""
         return self._pubsub is not None
 
-    def subscribe(self) -> None:
-        """Subscribe on a connection of its own (a Redis error closes it, and is raised)."""
+    def subscribe(self) -> List[str]:
+        """Subscribe on a connection of its own, and wait until Redis confirmed every channel: the task ids
+        published meanwhile. A Redis error closes the connection, and is raised."""
         try:
-            self._pubsub = self._conn.pubsub(ignore_subscribe_messages=True)
+            self._pubsub = self._conn.pubsub()
             self._pubsub.subscribe(*self.channels)
+            ids: List[str] = []
+            confirmed = 0
+            while confirmed < len(self.channels):
+                message = self._pubsub.get_message(timeout=None)  # a read of the connection's own timeout
+                if message is not None and message["type"] == "subscribe":
+                    confirmed += 1
+                ids += _published(message)
+            return ids
         except redis.RedisError:
             self.close()
             raise
@@ -39,15 +48,12 @@ class CancelListener:
         """The task ids published on the channels, waiting up to timeout seconds for the first (subscribing
         first if it is not subscribed). A Redis error closes the connection, and is raised: the next call
         subscribes again."""
-        if self._pubsub is None:
-            self.subscribe()
+        ids = [] if self._pubsub is not None else self.subscribe()
         assert self._pubsub is not None
         try:
-            ids = []
             message = self._pubsub.get_message(timeout=timeout)
             while message is not None:
-                data = message["data"]
-                ids.append(data.decode("ascii", errors="replace") if isinstance(data, bytes) else str(data))
+                ids += _published(message)
                 message = self._pubsub.get_message(timeout=0)
             return ids
         except redis.RedisError:
@@ -62,3 +68,11 @@ class CancelListener:
                 pubsub.close()
             except redis.RedisError:  # a connection that broke closes all the same
                 pass
+
+
+def _published(message: Optional[Dict[str, Any]]) -> List[str]:
+    """The task id a pubsub message carries: [] for none, or for a subscription's confirmation."""
+    if message is None or message["type"] != "message":
+        return []
+    data = message["data"]
+    return [data.decode("ascii", errors="replace") if isinstance(data, bytes) else str(data)]

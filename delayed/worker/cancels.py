@@ -112,12 +112,13 @@ class Listening(threading.Thread):
             self._listener.close()
 
     def _round(self) -> float:
+        heard = []
         if not self._listener.subscribed:
             try:
-                self._listener.subscribe()
+                heard = self._listener.subscribe()
             finally:
                 self.tried.set()
-        for task_id in self._listener.listen(LISTEN_WAIT):
+        for task_id in heard + self._listener.listen(LISTEN_WAIT):
             self._cancels.heard(task_id)
         return 0
 
