@@ -40,12 +40,14 @@ interop: $(INSTALLED) redis-server
 	@$(BYTECODE)
 	PY=$(PY) interop/run
 
-# The Go module (go/): gofmt, go vet and go test -race against redis-servers its tests start. Without
-# Go it says so in one line and passes (as make interop does).
+# The Go modules (go/, and go/delayedotel/, the OpenTelemetry tracing that is a module of its own): gofmt,
+# go vet and go test -race against redis-servers their tests start. Without Go it says so in one line and
+# passes (as make interop does).
 go-test: redis-server
 	@command -v go >/dev/null || { echo "!!!!!!!! GO TESTS DID NOT RUN: no go command on PATH !!!!!!!!"; exit 0; }; \
 	cd go && unformatted=$$(gofmt -l .) && { [ -z "$$unformatted" ] || { echo "gofmt would change: $$unformatted"; exit 1; }; } && \
-	go vet ./... && go test -race -count=1 ./...
+	go vet ./... && go test -race -count=1 ./... && \
+	cd delayedotel && go vet ./... && go test -race -count=1 ./...
 
 # go/delayed/lua/ is a copy of delayed/protocol/lua/ (go:embed reads only inside its module); the tests
 # of both languages fail until this copies a changed script again.

@@ -29,6 +29,14 @@ def record(enqueued_at):
     _redis().rpush("bench:latency", started - enqueued_at)
 
 
+STARTED = "bench:started"  # started() RPUSHes when it ran: the rate-limit section's starts
+
+
+def started():
+    """RPUSH when it started (time.time()) to bench:started: what the rate-limit section counts."""
+    _redis().rpush(STARTED, repr(time.time()))
+
+
 def step(*previous):
     """A workflow's no-op step: takes the previous step's result if it is given one (delayed appends
     it as the last argument, Celery's chain passes it as the first), returns None."""

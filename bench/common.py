@@ -226,6 +226,33 @@ class System:
         return {"seconds": seconds, "per_task_us": 1e6 * seconds / tasks, "tasks": tasks, "enqueue_seconds": enqueued,
                 "failed": self.failed(), "graceful_stop": workers.graceful}
 
+    def enqueue_limited(self, count: int, rate: int) -> None:
+        """count bench_tasks.started tasks, sharing one rate limit of `rate` starts per second."""
+        raise BenchError("no rate limit shared by every worker")
+
+    def measure_rate_limit(self, processes: int, rate: int, seconds: float, timeout: float) -> Dict:
+        """A backlog of tasks under one limit of `rate` starts per second, run by `processes` worker
+        processes: the starts counted over `seconds` from the first (the admitted rate, and the most
+        in any one-second window), then every task waited for (none may be lost)."""
+        tasks = int(rate * (seconds + 10))  # a backlog until the window's end, and some
+        self.enqueue_limited(tasks, rate)
+        with Workers(self, processes) as workers:
+            deadline = time.monotonic() + timeout
+            while self.conn.llen(bench_tasks.STARTED) < tasks:
+                workers.check(deadline, f"{self.conn.llen(bench_tasks.STARTED)} of {tasks} started")
+                time.sleep(0.05)
+        starts = sorted(float(value) for value in self.conn.lrange(bench_tasks.STARTED, 0, -1))
+        first = starts[0]
+        admitted = sum(1 for at in starts if at < first + seconds)
+        busiest, low = 0, 0
+        for high, at in enumerate(starts):  # the most starts in any window of one second
+            while starts[low] <= at - 1.0:
+                low += 1
+            busiest = max(busiest, high - low + 1)
+        return {"rate": admitted / seconds, "limit": rate, "error_pct": 100 * (admitted / seconds - rate) / rate,
+                "busiest_second": busiest, "tasks": tasks, "ran": len(starts), "failed": self.failed(),
+                "seconds": seconds, "processes": processes, "graceful_stop": workers.graceful}
+
     def _wait_for_flows(self, count: int, workers: "Workers", deadline: float) -> None:
         """Until bench_tasks.flow_end ran `count` times."""
         while int(self.conn.get(bench_tasks.FLOW_ENDED) or 0) < count:
@@ -372,7 +399,7 @@ def main(system_class: Callable[[str], System]) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True)
     parser.add_argument("measure", choices=["version", "enqueue", "enqueue_many", "drain", "latency", "chains",
-                                            "group", "batch"])
+                                            "group", "batch", "rate_limit"])
     parser.add_argument("--seconds", type=float, default=2.0, help="enqueue, enqueue_many: how long")
     parser.add_argument("--batch", type=int, default=1000, help="enqueue_many: tasks per call")
     parser.add_argument("--tasks", type=int, default=2000,
@@ -381,7 +408,7 @@ def main(system_class: Callable[[str], System]) -> None:
     parser.add_argument("--task", choices=sorted(TASKS), default="noop", help="drain: the kind of task")
     parser.add_argument("--slots", type=int, help="drain: tasks each process runs at once")
     parser.add_argument("--memory", action="store_true", help="drain: the workers' memory too")
-    parser.add_argument("--rate", type=float, default=200, help="latency: tasks per second")
+    parser.add_argument("--rate", type=float, default=200, help="latency: tasks per second; rate_limit: the limit")
     parser.add_argument("--timeout", type=float, default=120)
     args = parser.parse_args()
     # the orchestrator's SIGTERM (its timeout) must still stop the workers
@@ -405,6 +432,8 @@ def main(system_class: Callable[[str], System]) -> None:
             result = system.measure_chains(args.tasks, args.timeout)
         elif args.measure == "group":
             result = system.measure_group(args.tasks, args.timeout)
+        elif args.measure == "rate_limit":
+            result = system.measure_rate_limit(args.processes, int(args.rate), args.seconds, args.timeout)
         else:
             result = system.measure_batch(args.tasks, args.timeout)
     except BenchError as exc:

@@ -26,7 +26,8 @@ import redis
 from delayed.testing import RedisServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root, for interop/
-import scale  # noqa: E402  (bench/, this script's directory)
+import limits as rate_limits  # noqa: E402  (bench/, this script's directory)
+import scale  # noqa: E402
 import workflows  # noqa: E402
 
 from interop import gocommands  # noqa: E402
@@ -229,6 +230,19 @@ def measure_workflows(bench: Bench, cfg: Dict) -> Dict:
     results = workflows.measure(bench.driver, ready, cfg, log)
     log(f"  (workflows: {time.monotonic() - begun:.0f} s)")
     return results
+
+
+def measure_limits(bench: Bench, cfg: Dict) -> Dict:
+    """The rate-limit section's run (bench/limits.py), on delayed."""
+    spec = spec_named("delayed")
+    if spec.version == "?" and not introduce(bench, spec):
+        log(f"limits: not measured: {spec.skipped}")
+        return {"error": spec.skipped}
+    log(f"limits: one rate limit of {rate_limits.RATE}/s across {cfg['limit_processes']} worker processes ...")
+    begun = time.monotonic()
+    result = rate_limits.measure(bench.driver, spec, cfg, log)
+    log(f"  (limits: {time.monotonic() - begun:.0f} s)")
+    return result
 
 
 def workflow_section(results: Dict, cfg: Dict) -> List[str]:
@@ -584,22 +598,25 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="1 repetition, smaller N; a smoke test")
     parser.add_argument("--output", type=Path,
                         help="markdown report (default: BENCHMARKS.md, none with --quick)")
-    parser.add_argument("--only", nargs="+", choices=[s.name for s in SYSTEMS] + ["cluster", "workflows"],
+    parser.add_argument("--only", nargs="+", choices=[s.name for s in SYSTEMS] + ["cluster", "workflows", "limits"],
                         help="measure only these systems (delayed is always measured), and the cluster scale "
-                             "row only if `cluster` is named, the workflow section only if `workflows` is; "
-                             "`--only cluster` or `--only workflows` alone: just that section")
+                             "row only if `cluster` is named, the workflow section only if `workflows` is, the "
+                             "rate-limit section only if `limits` is; `--only cluster`, `--only workflows` or "
+                             "`--only limits` alone: just that section")
     args = parser.parse_args()
     output = args.output or (None if args.quick else ROOT / "BENCHMARKS.md")
     cfg = {"quick": args.quick, "reps": 1 if args.quick else 3, "seconds": 0.5 if args.quick else 2.0,
            "drain_seconds": 0.8 if args.quick else 2.5, "drain_min_seconds": 0.4 if args.quick else 2.0,
            "io_seconds": 0.8 if args.quick else 1.0, "latency_tasks": 400 if args.quick else 2000,
            "scale_seconds": 1.0 if args.quick else 2.0, "scale_guess": 5_000 if args.quick else 30_000,
-           "group_members": 2_000 if args.quick else 10_000}
+           "group_members": 2_000 if args.quick else 10_000,
+           "limit_seconds": 10 if args.quick else 60, "limit_processes": 10}
     started = time.monotonic()
-    named = set(args.only or []) - {"cluster", "workflows"}
+    named = set(args.only or []) - {"cluster", "workflows", "limits"}
     systems = [s for s in SYSTEMS if not args.only or s.name in named or (s.name == "delayed" and named)]
     run_scale = not args.only or "cluster" in args.only
     run_workflows = not args.only or "workflows" in args.only
+    run_limits = not args.only or "limits" in args.only
     extra = [spec_named(name) for name in workflows.PLAN if run_workflows and spec_named(name) not in systems]
     for spec in systems + extra:
         if spec.venv:
@@ -612,7 +629,7 @@ def main() -> int:
     run_id = uuid.uuid4().hex
     results: Dict[str, Dict] = {}
     limits: Dict = {}
-    scale_results = workflow_results = None
+    scale_results = workflow_results = limit_result = None
     with tempfile.TemporaryDirectory(prefix="delayed-bench-") as tmp:
         server = RedisServer(Path(tmp)).start()
         try:
@@ -629,6 +646,8 @@ def main() -> int:
                 log(f"  ({spec.label}: {time.monotonic() - begun:.0f} s)")
             if run_workflows:
                 workflow_results = measure_workflows(bench, cfg)
+            if run_limits:
+                limit_result = measure_limits(bench, cfg)
         finally:
             kill_leftovers(run_id)
             server.stop()
@@ -644,6 +663,8 @@ def main() -> int:
     text = report(cfg, systems, results, limits, machine_facts(), time.monotonic() - started)
     if workflow_results is not None:
         text += "\n".join(workflow_section(workflow_results, cfg))
+    if limit_result is not None:
+        text += "\n".join(rate_limits.report(limit_result, f"delayed {spec_named('delayed').version}", cfg)) + "\n"
     if scale_results is not None:
         text += "\n".join(scale.report(scale_results, cfg)) + "\n"
     print(text)

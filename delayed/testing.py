@@ -1,12 +1,16 @@
-"""Throwaway Redis servers on free loopback ports, for tests and demos (yours too): one redis-server,
-a Redis Cluster (RedisCluster), a primary and replica under three sentinels (SentinelSet); and a
-poll-until helper."""
+"""Throwaway servers on free loopback ports, for tests and demos (yours too): one redis-server,
+a Redis Cluster (RedisCluster), a primary and replica under three sentinels (SentinelSet), a stand-in
+for Sentry that keeps the events sentry-sdk sends it (SentryReceiver); and a poll-until helper."""
+import gzip
+import http.server
+import json
 import shutil
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 
 def wait_for(condition: Callable[[], Any], timeout: float = 10, what: str = "condition",
@@ -598,3 +602,106 @@ class SentinelSet:
             self.replica.extra_args = self._replica_args(self.primary)
             self.replica.start()
         self.wait_healthy(timeout)
+
+
+class SentryReceiver:
+    """A stand-in for Sentry on a free loopback port: an HTTP server that takes the envelopes a real
+    sentry-sdk sends to its `dsn` and keeps their events, for tests and examples of error reporting.
+
+    It answers every envelope 200 and parses it as Sentry's envelope format says (a header line, then
+    items, each a header line and a payload); gzip-compressed bodies (sentry-sdk's default without the
+    brotli module) and plain ones are read.
+
+    Attributes:
+        port (int): Its port, on 127.0.0.1.
+
+    Example:
+        ```python
+        import sentry_sdk
+        from delayed.testing import SentryReceiver, wait_for
+
+        with SentryReceiver() as sentry:
+            sentry_sdk.init(dsn=sentry.dsn)
+            sentry_sdk.capture_message("hello")
+            event = wait_for(lambda: sentry.events(), what="the event")[0]
+            print(event["message"])  # hello
+        sentry_sdk.init()  # reports nowhere again
+        ```
+    """
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self._envelopes: List[List[Dict[str, Any]]] = []
+        self._lock = threading.Lock()
+        self._server: Optional[http.server.ThreadingHTTPServer] = None
+
+    @property
+    def dsn(self) -> str:
+        """The DSN to give `sentry_sdk.init`: project 1 on this server."""
+        return f"http://public@127.0.0.1:{self.port}/1"
+
+    def start(self) -> "SentryReceiver":
+        """Start serving, in a thread of this process.
+
+        Returns:
+            The receiver itself.
+        """
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if self.headers.get("Content-Encoding") == "gzip":
+                    body = gzip.decompress(body)
+                items = _envelope_items(body)
+                with receiver._lock:
+                    receiver._envelopes.append(items)
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, *args: Any) -> None:  # quiet: a test's output is its own
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        threading.Thread(target=self._server.serve_forever, name="sentry-receiver", daemon=True).start()
+        return self
+
+    def events(self) -> List[Dict[str, Any]]:
+        """The events received so far (the payloads of the envelopes' `event` items), oldest first."""
+        with self._lock:
+            return [item["payload"] for items in self._envelopes for item in items
+                    if item["header"].get("type") == "event"]
+
+    def __enter__(self) -> "SentryReceiver":
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop serving and free the port."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+
+def _envelope_items(body: bytes) -> List[Dict[str, Any]]:
+    """An envelope's items as {"header": ..., "payload": ...}: a JSON payload decoded, any other as bytes."""
+    _, _, rest = body.partition(b"\n")  # the envelope's own header
+    items = []
+    while rest.strip():
+        line, _, rest = rest.partition(b"\n")
+        header = json.loads(line)
+        if "length" in header:
+            payload, rest = rest[:header["length"]], rest[header["length"] + 1:]
+        else:
+            payload, _, rest = rest.partition(b"\n")
+        try:
+            decoded: Any = json.loads(payload)
+        except ValueError:
+            decoded = payload
+        items.append({"header": header, "payload": decoded})
+    return items

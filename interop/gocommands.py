@@ -22,12 +22,13 @@ from urllib.parse import urlsplit
 INTEROP = Path(__file__).resolve().parent
 BIN = INTEROP / "bin"
 COMMANDS = ("goworker", "goproducer", "gosweeper", "clusterproducer", "contractworker", "ourgoworker",
-            "ourgoclient", "asynqworker", "asynqproducer")
+            "ourgoclient", "tracedgoworker", "asynqworker", "asynqproducer")
 MODULE = "github.com/yizhisec/go-delayed"
 # commands that need a module beside go-delayed: where it does not resolve, they alone are not built
 # (unavailable says why) and the rest still are
 ASYNQ = "github.com/hibiken/asynq"
-NEEDS = {"clusterproducer": "github.com/redis/go-redis/v9", "asynqworker": ASYNQ, "asynqproducer": ASYNQ}
+NEEDS = {"clusterproducer": "github.com/redis/go-redis/v9", "asynqworker": ASYNQ, "asynqproducer": ASYNQ,
+         "tracedgoworker": "go.opentelemetry.io/otel/sdk/trace"}
 unavailable: Dict[str, str] = {}
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import List
 
 from delayed import Queue, Worker
+from delayed.logger import TEXT_FORMAT
 from delayed.protocol.connection import connect
-from delayed.runtime.command import LOG_FORMAT
 from delayed.worker.supervisor import Supervisor
 
 
@@ -30,7 +30,7 @@ def main() -> int:
     parser.add_argument("--slow-build", type=int, default=-1)
     parser.add_argument("--slow-fork", type=int, default=-1)
     args = parser.parse_args()
-    logging.basicConfig(level="INFO", format=LOG_FORMAT)
+    logging.basicConfig(level="INFO", format=TEXT_FORMAT)
     forks: List[int] = []
 
     def after_fork_in_parent() -> None:

@@ -2,6 +2,7 @@
 
     foundation (errors, logger, testing)
       < wire       bytes and names only: task blobs, keys, the dead-letter and tracking records
+      < integrations  middleware for tracing and error tools (OpenTelemetry, Sentry): the public hooks only
       < contract   go-delayed handlers' parameter types, read from Go code (never Redis)
       < protocol   the only package that talks to Redis: connection, Lua scripts, Queue and the
                    operations of workers, sweepers, the scheduler and operators
@@ -33,6 +34,7 @@ PACKAGE = ROOT / "delayed"
 LAYERS = (
     ("foundation", ("delayed.errors", "delayed.logger", "delayed.testing")),
     ("wire", ("delayed.wire",)),
+    ("integrations", ("delayed.integrations",)),
     ("contract", ("delayed.contract",)),
     ("protocol", ("delayed.protocol",)),
     ("runtime", ("delayed.runtime",)),

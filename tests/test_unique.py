@@ -1,4 +1,5 @@
 """Unique tasks: while one is queued or running, an identical one (or one with its key) is refused."""
+import hashlib
 import time
 
 import pytest
@@ -58,6 +59,28 @@ def test_a_gotask_is_unique_by_its_call_or_its_key(conn, queue):
     assert [task.args for task in tasks] == [1, 2, None]
     assert all(conn.get(f"q_unique:{task.options.unique_key}") == task.options.unique_token.encode() for task in tasks)
     assert tasks[2].options.unique_key == "report"
+
+
+def test_headers_are_not_part_of_a_task_s_identity(conn, queue):
+    """Two enqueues of one call carry different headers when a tracing middleware adds its traceparent:
+    still duplicates, under the lock of the call without headers (the digest a Go producer takes too)."""
+    queue.enqueue(PyTask("m:f", [1], headers={"traceparent": "00-aa-01"}), unique_for=60)
+    with pytest.raises(DuplicateTaskError):
+        queue.enqueue(PyTask("m:f", [1], headers={"traceparent": "00-bb-01"}), unique_for=60)
+    with pytest.raises(DuplicateTaskError):
+        queue.enqueue(PyTask("m:f", [1]), unique_for=60)
+    assert conn.exists(f"q_unique:{hashlib.sha1(PyTask('m:f', [1]).serialize()).hexdigest()}")
+
+
+def test_expiry_is_not_part_of_a_task_s_identity(conn, queue):
+    """An expires counts from each enqueue, so two enqueues of one call carry different expires_at: still
+    duplicates, under the lock of the call without it."""
+    queue.enqueue(PyTask("m:f", [1]), unique_for=60, expires=30)
+    with pytest.raises(DuplicateTaskError):
+        queue.enqueue(PyTask("m:f", [1]), unique_for=60, expires=30)
+    with pytest.raises(DuplicateTaskError):
+        queue.enqueue(PyTask("m:f", [1]), unique_for=60)
+    assert conn.exists(f"q_unique:{hashlib.sha1(PyTask('m:f', [1]).serialize()).hexdigest()}")
 
 
 def test_the_lock_is_released_when_the_task_finishes(conn, queue, run_worker):

@@ -54,6 +54,11 @@ class Delayed(common.System):
         self.queue.enqueue(group([PyTask("bench_tasks:step") for _ in range(members)],
                                  callback=PyTask("bench_tasks:flow_end")), result_ttl=RESULT_TTL)
 
+    def enqueue_limited(self, count, rate):
+        for start in range(0, count, 10_000):
+            self.queue.enqueue_many([PyTask("bench_tasks:started", rate_limit=f"{rate}/s")
+                                     for _ in range(min(10_000, count - start))])
+
     def prefill(self, count, task="noop"):
         func = f"bench_tasks:{common.TASKS[task]}"
         for start in range(0, count, 10_000):

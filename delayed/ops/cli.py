@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import redis
 
 from ..errors import DeadLetterError, QueueFullError, TaskNotFoundError, TaskTooLargeError
+from ..logger import say
 from ..protocol import inspect
 from ..protocol.eviction import eviction_policy
 from ..protocol.queue import Queue
@@ -32,6 +33,7 @@ from ..runtime.command import (
     run_command,
     task_options_of,
 )
+from ..runtime.middleware_option import add_middleware_option, made, makers_of
 from ..scheduler import cli as scheduler_cli
 from ..sweeper import cli as sweeper_cli
 from ..wire import preview
@@ -131,16 +133,21 @@ def _show_stats(conn: redis.Redis, args: argparse.Namespace, rows: List[Dict[str
         return
     _show(args, [{**row, "latency": _latency(row)} for row in rows], columns)
     for flagged in untaken.values():
-        print(f"delayed: warning: queue {flagged['queue']!r}: GoTask {flagged['func']} has waited "
-              f"{flagged['waited']:.0f} s at its head, untaken: is a go-delayed worker running on it, with "
-              "that handler registered?", file=sys.stderr, flush=True)
+        _warn(f"queue {flagged['queue']!r}: GoTask {flagged['func']} has waited {flagged['waited']:.0f} s at its "
+              "head, untaken: is a go-delayed worker running on it, with that handler registered?")
     for flagged in unswept.values():
-        print(f"delayed: warning: {admin.unswept_warning(flagged)}", file=sys.stderr, flush=True)
+        _warn(admin.unswept_warning(flagged))
     for queue, steps in stalled.stalled.items():
         for step in steps:
-            print(f"delayed: warning: {stalls.warning(queue, step)}", file=sys.stderr, flush=True)
+            _warn(stalls.warning(queue, step))
     if stalls.bounds(stalled):
-        print(f"delayed: note: {stalls.bounds(stalled)}", file=sys.stderr, flush=True)
+        note = stalls.bounds(stalled)
+        say(f"delayed: note: {note}", "delayed", logging.INFO, note)
+
+
+def _warn(warning: str) -> None:
+    """One warning of `delayed` on stderr: "delayed: warning: ...", or its JSON object (--log-format json)."""
+    say(f"delayed: warning: {warning}", "delayed", logging.WARNING, warning)
 
 
 def _latency(row: Dict[str, Any]) -> str:
@@ -163,7 +170,7 @@ def _stats_arguments(parser: argparse.ArgumentParser) -> None:
 def _stats(conn: redis.Redis, args: argparse.Namespace) -> None:
     policy = eviction_policy(conn)
     if policy.evicts:  # said, not refused: stats only reads
-        print(f"delayed: warning: {policy.risk}", file=sys.stderr, flush=True)
+        _warn(str(policy.risk))
     if not args.watch:
         _show_stats(conn, args, admin.stats(conn, _names(conn, args)), STATS_COLUMNS)
         return
@@ -249,7 +256,7 @@ def _dead(conn: redis.Redis, args: argparse.Namespace) -> None:
             _show(args, [admin.describe_dead(entry) for entry in letters],
                   ("id", "queue", "reason", "func", "failed_at", "error"))
             if more:  # on stderr: stdout stays the table, or JSON
-                print(f"more: --after {letters[-1]['id']}", file=sys.stderr)
+                say(f"more: --after {letters[-1]['id']}", "delayed", logging.INFO, f"more: --after {letters[-1]['id']}")
             return
         if args.action == "requeue" and args.all == bool(args.ids):
             raise CommandError("dead requeue needs ID... or --all", status=2)
@@ -265,7 +272,8 @@ def _dead(conn: redis.Redis, args: argparse.Namespace) -> None:
                   "\n".join(f"{key}: {json.dumps(value) if isinstance(value, (dict, list)) else value}"
                             for key, value in entry.items()))
         elif args.action == "requeue":
-            progress = _progress(f"requeueing into {args.queue}") if args.all and sys.stderr.isatty() else None
+            shown = args.all and sys.stderr.isatty() and args.log_format == "text"  # a bar, not lines
+            progress = _progress(f"requeueing into {args.queue}") if shown else None
             moved = admin.requeue_dead(conn, args.queue, None if args.all else args.ids, progress, args.reason, args.func)
             if progress is not None:
                 print(file=sys.stderr)
@@ -390,12 +398,14 @@ def _enqueue_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kwargs", metavar="JSON", help='keyword arguments, e.g. \'{"b": 2}\'')
     add_task_options(parser)
     parser.add_argument("--go", action="store_true", help="a GoTask, for a Go worker (ours or go-delayed's)")
+    add_middleware_option(parser, "the enqueue")
 
 
 @operation("enqueue", "enqueue a task by hand", _enqueue_arguments)
 def _enqueue(conn: redis.Redis, args: argparse.Namespace) -> None:
     values = [_argument(text) for text in args.args]
     options = {name: value for name, value in task_options_of(args).items() if value is not None}
+    middleware = made(makers_of(args.middleware))
     try:
         if args.go:
             if not args.func.strip():
@@ -406,7 +416,7 @@ def _enqueue(conn: redis.Redis, args: argparse.Namespace) -> None:
                 raise CommandError(f"{args.func!r} is not MODULE:FUNC, e.g. tasks:add (add --go for a Go func)",
                                    status=2)
             task = PyTask(args.func, values, _kwargs(args.kwargs), **options)
-        handle = Queue(args.queue, conn).enqueue(task)
+        handle = Queue(args.queue, conn, middleware=middleware).enqueue(task)
     except (TaskTooLargeError, TypeError, ValueError) as exc:  # too large, or options the task cannot take
         raise CommandError(str(exc), status=2) from None
     except QueueFullError as exc:
@@ -549,7 +559,7 @@ def _print_workflow(shown: flows.WorkflowView) -> None:
         lines.append(f"(looked for stalled steps among the first {look['looked']}; {look['unchecked']} in a queue "
                      f"longer than {stalls.DEPTH} tasks could not be told)")
     for _, warning in shown.warnings():
-        print(f"delayed: warning: {warning}", file=sys.stderr, flush=True)
+        _warn(warning)
     print("\n".join(lines), flush=True)
 
 
@@ -599,8 +609,8 @@ def _set_paused(conn: redis.Redis, args: argparse.Namespace, pausing: bool) -> N
     for name in args.names:
         changed = admin.set_paused(conn, name, pausing)
         if name not in known and (pausing or not changed):  # a typo? (a queue resumed was one)
-            print(f"delayed: warning: no queue named {name!r} has keys now (queues found: "
-                  f"{', '.join(known) or 'none'}); {'paused' if pausing else 'resumed'} all the same", file=sys.stderr)
+            _warn(f"no queue named {name!r} has keys now (queues found: {', '.join(known) or 'none'}); "
+                  f"{'paused' if pausing else 'resumed'} all the same")
         rows.append({"queue": name, "paused": pausing, "changed": changed})
         if not args.json:
             print(f"{'paused' if pausing else 'resumed'} {name}" + ("" if changed else

@@ -1,10 +1,11 @@
 """A queue on a redis-py client: its keys, the client its commands go through, its producer settings
 and its dead letters; what Queue (the producer's face) and the operations of workers and sweepers on
 it share."""
-from typing import Any, TypeVar
+from typing import Any, Sequence, TypeVar
 
 import redis
 
+from ..wire.hooks import Middleware
 from ..wire.keys import QueueKeys, check_queue_name
 from .calls import Executor, Plan
 from .connection import is_cluster
@@ -37,9 +38,10 @@ class QueueBase(Producer[TaskHandle]):
         dead_max_age: float = DEFAULT_DEAD_MAX_AGE,
         wait_replicas: int = 0,
         wait_timeout_ms: int = 1000,
+        middleware: Sequence[Middleware] = (),
     ) -> None:
         keys = queue_keys(name, conn)
-        super().__init__(keys, sent_once(conn), max_task_size, wait_replicas, wait_timeout_ms)
+        super().__init__(keys, sent_once(conn), max_task_size, wait_replicas, wait_timeout_ms, middleware)
         self.dead = DeadLetters(self.conn, self.keys, dead_max, dead_max_age)
         self._executor = Executor(self.conn, self.keys)
 

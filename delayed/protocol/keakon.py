@@ -5,6 +5,7 @@ from typing import Optional, Sequence
 
 import redis
 
+from ..wire.hooks import Middleware
 from ..wire.task import PyTask
 from .dead_letters import DEFAULT_DEAD_MAX, DEFAULT_DEAD_MAX_AGE
 from .producer import DEFAULT_MAX_TASK_SIZE
@@ -32,6 +33,7 @@ class KeakonQueue(Queue):
         dead_max_age: As for `Queue`.
         wait_replicas: As for `Queue`.
         wait_timeout_ms: As for `Queue`.
+        middleware: As for `Queue`.
 
     Attributes:
         worker_id (str | None): The id `dequeue()`, `release()` and `keep_alive()` use when given none
@@ -50,8 +52,10 @@ class KeakonQueue(Queue):
         dead_max_age: float = DEFAULT_DEAD_MAX_AGE,
         wait_replicas: int = 0,
         wait_timeout_ms: int = 1000,
+        middleware: Sequence[Middleware] = (),
     ) -> None:
-        super().__init__(name, conn, max_task_size, dead_max, dead_max_age, wait_replicas, wait_timeout_ms)
+        super().__init__(name, conn, max_task_size, dead_max, dead_max_age, wait_replicas, wait_timeout_ms,
+                         middleware)
         self.dequeue_timeout = dequeue_timeout
         self.keep_alive_timeout = keep_alive_timeout
         self.worker_id: Optional[str] = None

@@ -13,12 +13,14 @@ from redis.crc import key_slot
 
 from ..errors import DuplicateTaskError, NotReplicatedError, QueueFullError, TaskNotFoundError, TaskTooLargeError
 from ..wire import tracking
+from ..wire.hooks import Enqueuing, Middleware
 from ..wire.keys import QueueKeys, scheduled_nonce
 from ..wire.options import NO_OPTIONS, PUBLIC, Place, TaskOptions, expires_at, make, place_of
 from ..wire.task import Task
 from ..wire.tracking import Cancel, TaskInfo
 from .calls import Call, Command, Pipeline, Plan, RunScript
 from .connection import is_cluster
+from .enqueue_hooks import EnqueueHooks
 from .redis_errors import refused_for_memory
 from .scripts import Script
 
@@ -65,6 +67,12 @@ def _winner(given: Dict[str, Any]) -> Optional[TaskOptions]:
     return None
 
 
+def given_to(task: Task, winner: Optional[TaskOptions]) -> Task:
+    """The task with the options given to enqueue (winner, see _winner) in it, the enqueue-only ones
+    too (its delay, result_ttl ...): what producer middleware sees as enqueuing.task."""
+    return task if winner is None else task.with_options(**TaskOptions.overrides(winner))
+
+
 def _applied(task: Task, winner: Optional[TaskOptions]) -> Tuple[Task, TaskOptions]:
     if winner is None:
         options = task.options
@@ -73,9 +81,15 @@ def _applied(task: Task, winner: Optional[TaskOptions]) -> Tuple[Task, TaskOptio
         options = task.options
     else:
         options = task.options.merged(winner)
-    if options.expires is not None:  # the blob carries the moment: expiry counts from this enqueue
-        task = task.with_options(expires_at=expires_at(options, time.time()))
-    return task, options
+    return stamped(task, options, time.time()), options
+
+
+def stamped(task: Task, options: TaskOptions, now: float) -> Task:
+    """task as an enqueue at now writes it: with `expires` in options, its blob carries the moment it
+    expires (expires_at), so expiry counts from this enqueue; else task itself."""
+    if options.expires is None:
+        return task
+    return task.with_options(expires_at=expires_at(options, now))
 
 
 def batch_of(tasks: Iterable[Task], **given: Any) -> Tuple[List[Task], TaskOptions]:
@@ -121,6 +135,13 @@ def scheduled_members(blobs: Sequence[bytes], due: float, kind: str = "delayed")
     return {scheduled_nonce(kind) + blob: due for blob in blobs}
 
 
+def unique_digest(task: Task) -> str:
+    """The lock key of a unique task without unique_key: the hex SHA-1 of its blob without its headers and
+    its expires_at (a tracing middleware's traceparent, and an expiry counted from the enqueue, differ at
+    each enqueue of the same call). Go's producer takes the same (go/delayed/unique.go)."""
+    return hashlib.sha1(task.with_options(headers=None, expires_at=None).serialize()).hexdigest()
+
+
 def unique_call(keys: QueueKeys, task: Task, options: TaskOptions, max_task_size: int,
                 track: Optional[Tuple[str, int]] = None) -> Dict[str, Any]:
     """The enqueue_unique script's arguments, for options with unique_for: the lock is keyed by
@@ -129,7 +150,7 @@ def unique_call(keys: QueueKeys, task: Task, options: TaskOptions, max_task_size
     A GoTask's lock is taken as a PyTask's: our Go worker releases it, a go-delayed worker never does
     (the lock then lasts unique_for)."""
     assert options.unique_for is not None
-    key = options.unique_key or hashlib.sha1(task.serialize()).hexdigest()
+    key = options.unique_key or unique_digest(task)
     token = os.urandom(8).hex()
     [blob] = blobs_of((task.with_options(unique_key=key, unique_token=token, id=track and track[0]),), max_task_size)
     due = due_time(options)
@@ -205,6 +226,13 @@ def enqueue_call(keys: QueueKeys, blobs: Sequence[bytes], due: Optional[float]) 
     return Pipeline((*staged, Command("hincrby", (keys.counts, "enqueued", len(blobs)))))
 
 
+def _handles(result: Any, one: bool, count: int) -> List[Any]:
+    """Each task's handle, from what _plan_write returned: a tracked task's handle, None for an untracked one."""
+    if one:
+        return [result]
+    return result if isinstance(result, list) else [None] * count
+
+
 P = TypeVar("P", bound="Producer[Any]")
 H = TypeVar("H")
 """The task handle a face gives: TaskHandle (Queue) or AsyncTaskHandle (AsyncQueue)."""
@@ -216,12 +244,13 @@ class Producer(Generic[H]):
     task handles (`task`); the arguments are documented on Queue."""
 
     def __init__(self, keys: QueueKeys, conn: Any, max_task_size: int, wait_replicas: int,
-                 wait_timeout_ms: int) -> None:
+                 wait_timeout_ms: int, middleware: Sequence[Middleware] = ()) -> None:
         self.keys = keys
         self.conn = conn
         self.max_task_size = max_task_size
         self.wait_replicas = wait_replicas
         self.wait_timeout_ms = wait_timeout_ms
+        self._hooks = EnqueueHooks.of(middleware)
 
     @property
     def name(self) -> str:
@@ -248,7 +277,21 @@ class Producer(Generic[H]):
     def _plan_enqueue(self, tasks: Iterable[Task], one: bool, **given: Any) -> Plan[Any]:
         """enqueue's arguments (one task) and enqueue_many's, read here and nowhere else, as the plan that
         enqueues: what enqueue returns (None, or a handle) if one, else what enqueue_many returns.
-        given: the options given by name (None: not given; see with_given and batch_of)."""
+        given: the options given by name (None: not given; see with_given and batch_of). With enqueue
+        hooks, the tasks go through them (delayed.protocol.enqueue_hooks), the options given in them."""
+        if self._hooks is None:
+            return self._plan_write(tasks, one, **given)
+        return self._plan_hooked(self._hooks, tasks, one, given)
+
+    def _plan_hooked(self, hooks: EnqueueHooks, tasks: Iterable[Task], one: bool, given: Dict[str, Any]) -> Plan[Any]:
+        """_plan_enqueue through the enqueue hooks."""
+        winner = _winner(given)
+        enqueuings = [Enqueuing(given_to(task, winner), self.name) for task in tasks]
+        return (yield from hooks.run(enqueuings, lambda written: self._plan_write(written, one),
+                                     lambda result: _handles(result, one, len(enqueuings))))
+
+    def _plan_write(self, tasks: Iterable[Task], one: bool, **given: Any) -> Plan[Any]:
+        """_plan_enqueue, past the hooks."""
         if one:
             [task] = tasks
             task, chosen = with_given(task, **given)

@@ -11,6 +11,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, TypeVar, Union
 import redis.asyncio
 
 from ..wire.flow import Step, Workflow
+from ..wire.hooks import Middleware
 from ..wire.tracking import Cancel, TaskInfo
 from .base import QueueBase, queue_keys
 from .calls import AsyncExecutor, Plan
@@ -68,10 +69,16 @@ class Queue(QueueBase):
             primary all the same). 0 (the default): return once the primary has it; a failover may
             then lose the last writes the primary acknowledged but had not yet sent to its replica.
         wait_timeout_ms: How long an enqueue waits for `wait_replicas` replicas, in milliseconds.
+        middleware: `delayed.Middleware` instances whose enqueue hooks run around each enqueue (every
+            task of `enqueue_many`, every step of a workflow, each `f.delay()`), the first one
+            outermost: `before_enqueue` in order (it may replace the task), `around_enqueue` around
+            the write, `on_enqueue_error` and `after_enqueue` (with the task's handle) in reverse. A
+            hook that raises makes the enqueue raise; one before the write writes nothing.
 
     Raises:
         ValueError: A name no queue can have: empty, one of another queue's keys (`a_noti`), or, on
             a Redis Cluster, without a hash tag.
+        TypeError: An item of `middleware` that is not a `delayed.Middleware`.
 
     Attributes:
         name (str): The queue's name.
@@ -344,10 +351,13 @@ class AsyncQueue(Producer[AsyncTaskHandle]):
         max_task_size: The largest task blob, in bytes (default 1 MiB); a larger one is refused.
         wait_replicas: After each enqueue, wait until this many replicas have it, as for `Queue`.
         wait_timeout_ms: How long an enqueue waits for `wait_replicas` replicas, in milliseconds.
+        middleware: `delayed.Middleware` instances whose enqueue hooks run around each enqueue, as for
+            `Queue`.
 
     Raises:
         ValueError: A name no queue can have (as for `Queue`).
-        TypeError: A `RedisCluster` that would resend a command whose reply was lost.
+        TypeError: A `RedisCluster` that would resend a command whose reply was lost; an item of
+            `middleware` that is not a `delayed.Middleware`.
 
     Attributes:
         name (str): The queue's name.
@@ -372,9 +382,10 @@ class AsyncQueue(Producer[AsyncTaskHandle]):
         max_task_size: int = DEFAULT_MAX_TASK_SIZE,
         wait_replicas: int = 0,
         wait_timeout_ms: int = 1000,
+        middleware: Sequence[Middleware] = (),
     ) -> None:
         keys = queue_keys(name, conn)
-        super().__init__(keys, sent_once_async(conn), max_task_size, wait_replicas, wait_timeout_ms)
+        super().__init__(keys, sent_once_async(conn), max_task_size, wait_replicas, wait_timeout_ms, middleware)
         self._executor = AsyncExecutor(self.conn, self.keys)
 
     async def _run(self, plan: Plan[T]) -> T:

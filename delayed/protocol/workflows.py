@@ -1,6 +1,8 @@
 """What enqueueing a workflow sends: each step's record and blob, the edges between them, and the
 tasks outside it that some steps wait on (depends_on), as enqueue_flow.lua's arguments (see
 delayed.wire.flow for the graph, and lua/flow.lua for what the scripts do with it)."""
+import functools
+import time
 from typing import Any, Dict, Generic, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from redis.crc import key_slot
@@ -20,6 +22,7 @@ from ..wire.flow import (
     parse_info,
     step_of,
 )
+from ..wire.hooks import Enqueuing
 from ..wire.keys import CANCELS_SUFFIX, QueueKeys, check_queue_name, hash_tag
 from ..wire.options import make
 from ..wire.task import Task
@@ -27,7 +30,7 @@ from ..wire.tracking import Cancel, outcome
 from .calls import Command, Pipeline, Plan, RunScript, Sleep
 from .connection import is_cluster
 from .polls import polls
-from .producer import Producer, blobs_of, due_time, refused_when_full, scheduled_members, task_info_of
+from .producer import Producer, blobs_of, due_time, refused_when_full, scheduled_members, stamped, task_info_of
 from .scripts import Script
 
 Dependency = Any
@@ -98,8 +101,9 @@ def flow_call(keys: QueueKeys, workflow: Workflow, dependencies: Sequence[Tuple[
         _checked(node, index)
         for slot, (before, when) in enumerate(node.inputs_from, 1):
             edges[before] += f"{when}|{records[index]}|{slot};"
-    blobs = blobs_of([node.task.with_options(id=task_id) for node, task_id in zip(workflow.nodes, ids)],
-                     max_task_size)
+    now = time.time()  # a step's expires counts from the workflow's enqueue, whenever its turn comes
+    blobs = blobs_of([stamped(node.task, node.task.options, now).with_options(id=task_id)
+                      for node, task_id in zip(workflow.nodes, ids)], max_task_size)
     steps: List[Any] = []
     for index, (node, blob) in enumerate(zip(workflow.nodes, blobs)):
         own_due = due
@@ -134,13 +138,34 @@ def plan_enqueue_flow(producer: Producer[Any], part: Union[Workflow, Step, Task]
                       result_ttl: Optional[float], delay: Optional[float], at: Any) -> Plan[str]:
     """Enqueue a workflow (a chain, a group, or a task with depends_on, on_success or on_failure) in one
     script call; returns its id (each face gives its handle). result_ttl: how long it is kept once it
-    ended (default DEFAULT_RESULT_TTL); delay, at: when its first steps are due."""
+    ended (default DEFAULT_RESULT_TTL); delay, at: when its first steps are due. With the producer's
+    enqueue hooks, each step is a task through them (delayed.protocol.enqueue_hooks), a step's own
+    queue its Enqueuing's."""
     given = {"result_ttl": result_ttl, "delay": delay, "at": at}
     chosen = make(**{name: value for name, value in given.items() if value is not None})
     ttl = tracking.ttl_seconds(DEFAULT_RESULT_TTL if chosen.result_ttl is None else chosen.result_ttl)
     workflow = with_handlers(part, on_success, on_failure)
     if depends_on and (delay is not None or at is not None):
         raise ValueError("a workflow with depends_on starts once those tasks succeeded: it takes no delay or at")
+    hooks = producer._hooks
+    write = functools.partial(_plan_write_flow, producer, workflow, depends_on, ttl, due_time(chosen))
+    if hooks is None:
+        flow_id, _ = yield from write([node.task for node in workflow.nodes])
+        return flow_id
+    # each step is a task through the hooks: around the one script that writes them all, told its handle
+    enqueuings = [Enqueuing(node.task, node.queue or producer.name) for node in workflow.nodes]
+    flow_id, _ = yield from hooks.run(enqueuings, write, lambda written: [
+        producer._sibling(enqueuing.queue).task(task_id) for enqueuing, task_id in zip(enqueuings, written[1])])
+    return flow_id
+
+
+def _plan_write_flow(producer: Producer[Any], workflow: Workflow, depends_on: Sequence[Dependency], ttl: int,
+                     due: Optional[float], tasks: List[Task]) -> Plan[Tuple[str, List[str]]]:
+    """Write the workflow, its steps' tasks now tasks: the enqueue_flow script (after reading the final
+    steps of the workflows depends_on names), and the replicas' acknowledgement (with wait_replicas).
+    Returns the workflow's id and its steps' task ids."""
+    for node, task in zip(workflow.nodes, tasks):
+        node.task = task
     dependencies: List[Tuple[str, str]] = []
     for dependency in depends_on:
         if isinstance(dependency, Workflows):
@@ -148,13 +173,13 @@ def plan_enqueue_flow(producer: Producer[Any], part: Union[Workflow, Step, Task]
             dependencies += info.final
         else:
             dependencies.append((dependency.queue.name, dependency.id))
-    flow_id, _, call = flow_call(producer.keys, workflow, dependencies, ttl, due_time(chosen),
-                                 is_cluster(producer.conn), producer.max_task_size)
+    flow_id, ids, call = flow_call(producer.keys, workflow, dependencies, ttl, due, is_cluster(producer.conn),
+                                   producer.max_task_size)
     with refused_when_full(producer.name):
         reply = yield RunScript(ENQUEUE_FLOW, call)
     check_enqueued(reply)
     yield from producer._plan_replicated()
-    return flow_id
+    return flow_id, ids
 
 
 def plan_flow_info(producer: Producer[Any], flow_id: str) -> Plan[WorkflowInfo]:

@@ -16,6 +16,7 @@ import redis
 from redis.exceptions import RedisClusterException
 from redis.sentinel import MasterNotFoundError
 
+from ..logger import LOG_FORMATS, log_to_stderr, say
 from ..protocol.connection import (
     DEFAULT_REDIS_URL,
     URL_VARIABLE,
@@ -39,7 +40,6 @@ from .exiting import exit_abandoning_threads
 from .lifecycle import Lifecycle
 
 T = TypeVar("T")
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s[%(process)d]: %(message)s"
 
 
 class CommandError(Exception):
@@ -64,8 +64,8 @@ def positive(kind: Callable[[str], float], zero: bool = False) -> Callable[[str]
 
 
 def add_connection_options(parser: argparse.ArgumentParser, defaults: bool = True) -> None:
-    """--redis-url, the TLS files and --log-level; defaults=False leaves unset options out of the
-    namespace (for options given before a subcommand, which passes them on)."""
+    """--redis-url, the TLS files, --log-level and --log-format; defaults=False leaves unset options out
+    of the namespace (for options given before a subcommand, which passes them on)."""
     def default(value: Optional[str]) -> Optional[str]:
         return value if defaults else argparse.SUPPRESS
 
@@ -79,9 +79,18 @@ def add_connection_options(parser: argparse.ArgumentParser, defaults: bool = Tru
     parser.add_argument("--tls-cert", metavar="FILE", default=default(None),
                         help="client certificate, for servers that require one")
     parser.add_argument("--tls-key", metavar="FILE", default=default(None), help="the client certificate's private key")
-    parser.add_argument("--log-level", default=default("INFO"), type=str.upper,
+    add_log_options(parser, defaults)
+
+
+def add_log_options(parser: argparse.ArgumentParser, defaults: bool = True) -> None:
+    """--log-level and --log-format, which every command takes (see add_connection_options for defaults)."""
+    parser.add_argument("--log-level", default="INFO" if defaults else argparse.SUPPRESS, type=str.upper,
                         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                         help="the least severe log lines written to stderr (default: INFO)")
+    parser.add_argument("--log-format", default="text" if defaults else argparse.SUPPRESS, choices=LOG_FORMATS,
+                        help="text lines, or json: one JSON object per line on stderr (time, level, logger, "
+                             "message, and the task, queue and func where a line has them), the command's own "
+                             "errors and warnings too (default: text)")
 
 
 def _connection_options(args: argparse.Namespace) -> Dict[str, str]:
@@ -209,19 +218,20 @@ def check_queue_names(conn: redis.Redis, names: Sequence[str]) -> None:
 
 def run_command(prog: str, main: Callable[[argparse.Namespace], int], parser: argparse.ArgumentParser,
          argv: Optional[Sequence[str]], connects: bool = True) -> int:
-    """Parse argv, hide its Redis password from `ps` and log at its --log-level (a command that connects,
-    whose parser has the connection options), run main; a CommandError is one line on stderr,
+    """Parse argv, hide its Redis password from `ps` (a command that connects, whose parser has the
+    connection options), log at its --log-level in its --log-format, run main; a CommandError is one line
+    on stderr (one JSON object with --log-format json),
     a closed stdout ends it quietly (see quiet_on_closed_pipe). Threads main started and left running
     (a task's, a schedule module's) are abandoned: the process exits with main's status (see exiting)."""
     def run() -> int:
         args = parser.parse_args(argv)
         if connects:
             cmdline.hide(secrets_of(args.redis_url))  # before anything forks: children inherit the command line
-            logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
+        log_to_stderr(args.log_level, args.log_format)
         try:
             return main(args)
         except CommandError as exc:
-            print(f"{prog}: {exc}", file=sys.stderr)
+            say(f"{prog}: {exc}", prog, logging.ERROR, str(exc))
             return exc.status
 
     started_before = set(threading.enumerate())
@@ -255,6 +265,8 @@ class Command:
         parser = argparse.ArgumentParser(prog=self.prog, description=self.description)
         if self.connects:
             add_connection_options(parser)
+        else:
+            add_log_options(parser)
         self.arguments(parser)
         return parser
 

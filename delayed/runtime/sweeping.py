@@ -66,20 +66,24 @@ class Sweeps:
         for loop in swept.crash_loops:
             if not loop.buried:
                 continue
+            func = dead_letter.func_of(loop.blob)
+            fields = {"queue": queue.name, "func": func}  # the JSON logs' fields (see delayed.logger)
             if loop.reason == dead_letter.Reason.CRASH_LOOP:
                 self.logger.warning("queue %r: dead-lettered a crash loop in %s: function %s, its workers died "
                                     "holding it %d times (--max-crashes %d)", queue.name, queue.keys.dead_letters,
-                                    dead_letter.func_of(loop.blob) or "<undecodable>", loop.crashes,
-                                    self.max_crashes)
+                                    func or "<undecodable>", loop.crashes, self.max_crashes, extra=fields)
             else:
                 self.logger.warning("queue %r: dead-lettered in %s a task its worker died holding (%s): it is not "
-                                    "a task our workers run", queue.name, queue.keys.dead_letters, loop.reason)
+                                    "a task our workers run", queue.name, queue.keys.dead_letters, loop.reason,
+                                    extra=fields)
         for worker_id, problem in swept.failures:
             self.failures += 1
             self.logger.error("queue %r: could not sweep the task %s held (%s); left for the next sweep "
-                              "(%d such failures so far)", queue.name, worker_id, problem, self.failures)
+                              "(%d such failures so far)", queue.name, worker_id, problem, self.failures,
+                              extra={"queue": queue.name})
         if swept.notified > 0:
-            self.logger.info("queue %r: requeued lost tasks, pushed %d notifications", queue.name, swept.notified)
+            self.logger.info("queue %r: requeued lost tasks, pushed %d notifications", queue.name, swept.notified,
+                             extra={"queue": queue.name})
 
     def describe(self) -> str:
         """What a sweep does, for the line a role logs as it starts."""

@@ -39,6 +39,7 @@ class Reason(StrEnum):
     FAILED = "failed"
     TIMED_OUT = "timed_out"
     CRASH_LOOP = "crash_loop"
+    EXPIRED = "expired"
 
 
 REASONS = {
@@ -51,6 +52,7 @@ REASONS = {
     Reason.FAILED: "the function raised and the task has no retries left",
     Reason.TIMED_OUT: "the function ran past its time limit and the task has no retries left",
     Reason.CRASH_LOOP: "workers died holding it more often than the sweeper's --max-crashes",
+    Reason.EXPIRED: "its expires option passed before a worker started it: it was not called",
 }
 """What each reason means."""
 STATUS_OF = {
@@ -63,9 +65,11 @@ STATUS_OF = {
     Reason.FAILED: Status.FAILED,
     Reason.TIMED_OUT: Status.FAILED,
     Reason.CRASH_LOOP: Status.DEAD,
+    Reason.EXPIRED: Status.DEAD,
 }
 """The status a tracked task's record ends in, by its letter's reason: failed once a worker chose its
-function (it raised, ran out of time, or did not take the arguments), dead if it never got that far."""
+function (it raised, ran out of time, or did not take the arguments), dead if it never got that far
+(an expired task among them: the worker refused it before looking its function up)."""
 UNDECODABLE = "undecodable"
 """The reason shown for a letter whose record is not a JSON object (written by hand, or damaged)."""
 
@@ -118,6 +122,13 @@ def crash_loop(blob: bytes, queue: str, worker: str, crashes: int, max_crashes: 
     """The letter of a task whose workers died holding it crashes times (over max_crashes)."""
     return record(reason=Reason.CRASH_LOOP, blob=blob, queue=queue, worker=worker, func=func_of(blob),
                   error=f"its worker died while holding it {crashes} times (the limit is {max_crashes})")
+
+
+def expired_error(expires_at: float, now: float) -> str:
+    """The error of an expired task's letter: when it expired, and how long before a worker came to start
+    it (Go's worker words it the same)."""
+    moment = datetime.datetime.fromtimestamp(expires_at, datetime.timezone.utc).isoformat(timespec="milliseconds")
+    return f"it expired at {moment}, {now - expires_at:.3f} s before a worker came to start it"
 
 
 def func_of(blob: bytes) -> Optional[str]:

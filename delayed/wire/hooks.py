@@ -23,7 +23,7 @@ These are plain classes of no dependency: the worker and the producer fill them 
 """
 import contextlib
 import contextvars
-from typing import Any, ContextManager, Dict, Mapping, Optional
+from typing import Any, ContextManager, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .task import Task
 
@@ -60,12 +60,13 @@ class Call:
         worker_id: The id the worker holds the task under.
         result: After a call that returned, what it returned.
         error: After a call that raised, what it raised.
+        seconds: After the call, how long the function ran (0.0 if it was not called).
         outcome: After the call, how the worker settled it: "done", "retried", "failed", "dead" or
             "cancelled" (None before).
         state: A middleware's own notes between its hooks.
     """
 
-    __slots__ = ("task", "queue", "worker_id", "result", "error", "outcome", "state", "_cancelled")
+    __slots__ = ("task", "queue", "worker_id", "result", "error", "seconds", "outcome", "state", "_cancelled")
 
     def __init__(self, task: Task, queue: str, worker_id: str) -> None:
         self.task = task
@@ -73,6 +74,7 @@ class Call:
         self.worker_id = worker_id
         self.result: Any = None
         self.error: Optional[BaseException] = None
+        self.seconds = 0.0
         self.outcome: Optional[str] = None
         self.state: Dict[Any, Any] = {}
         self._cancelled = False
@@ -141,6 +143,27 @@ class Middleware:
 
     def after_call(self, call: Call) -> None:
         """After the call and its settlement (`call.outcome`), whatever happened."""
+
+
+def checked(middleware: Sequence[Middleware]) -> Tuple[Middleware, ...]:
+    """The middleware a Queue or a Worker was given, as a tuple; TypeError for an item that is no
+    Middleware instance (a class given instead of one, say)."""
+    for item in middleware:
+        if not isinstance(item, Middleware):
+            raise TypeError(f"middleware must be delayed.Middleware instances, not {type(item).__name__}: "
+                            "subclass delayed.Middleware and give an instance")
+    return tuple(middleware)
+
+
+def own(item: Middleware, name: str) -> Any:
+    """item's hook called name, bound, if its class overrides it; else None (the hook would do nothing,
+    so a producer or a worker skips it: a hook not overridden costs nothing per task)."""
+    return getattr(item, name) if getattr(type(item), name) is not getattr(Middleware, name) else None
+
+
+def overridden(middleware: Sequence[Middleware], name: str) -> List[Any]:
+    """The hooks called name that these middleware override (bound), in their order."""
+    return [hook for hook in (own(item, name) for item in middleware) if hook is not None]
 
 
 _CURRENT: "contextvars.ContextVar[Call]" = contextvars.ContextVar("delayed_current_call")

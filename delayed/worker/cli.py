@@ -5,7 +5,7 @@ import importlib
 import logging
 import os
 import sys
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from ..protocol.producer import DEFAULT_MAX_TASK_SIZE
 from ..protocol.queue import Queue
@@ -24,16 +24,20 @@ from ..runtime.command import (
     positive,
 )
 from ..runtime.lifecycle import Lifecycle
+from ..runtime.middleware_option import add_middleware_option, made, makers_of
 from . import metrics as task_metrics
 from .allowlist import Allowlist, submodule_names
+from .holding import check_weights
 from .loop import DEFAULT_BATCH, DEFAULT_SWEEP_INTERVAL, Worker
 from .supervisor import Supervisor
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--queue", action="append", dest="queues", metavar="NAME",
+    parser.add_argument("--queue", action="append", dest="queues", metavar="NAME[=WEIGHT]",
                         help="a queue to serve; repeat for several, in priority order: the first one's tasks "
-                             "always go first, the next one's only while those before it are empty "
+                             "always go first, the next one's only while those before it are empty; or give "
+                             "each a weight (--queue high=6 --queue low=1): each claim then draws the queue it "
+                             "takes from first by weight, so each gets about its weight's share and none starves "
                              "(default: default)")
     parser.add_argument("--concurrency", type=positive(int), default=1,
                         help="worker processes, each with its own id (default: %(default)s)")
@@ -69,6 +73,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                              "--metrics-host), all processes together (needs prometheus-client; default: none)")
     add_metrics_host_option(parser, "--metrics-host", "--metrics-port")
     add_eviction_option(parser)
+    add_middleware_option(parser, "each task's call (made once in each worker process)")
     parser.add_argument("modules", metavar="MODULE", nargs="+",
                         help="module whose public functions tasks may call")
 
@@ -97,18 +102,44 @@ def _allowlist(names: Sequence[str]) -> Allowlist:
     return allowlist
 
 
-def _queue_names(names: Optional[List[str]]) -> List[str]:
-    """The queues a worker serves, in priority order; a name given twice is refused, not silently kept once."""
-    names = names or ["default"]
+def _queues(given: Optional[List[str]]) -> Tuple[List[str], Optional[Tuple[int, ...]]]:
+    """The queues a worker serves, in priority order, and their weights (None: strict priority). Each
+    --queue is NAME or NAME=WEIGHT, every one with a weight or none; a usage error (exit 2) in one line
+    for a name given twice (not silently kept once), a weight that is no whole number of 1 or more, or
+    weights on some queues only."""
+    given = given or ["default"]
+    pairs = [_name_and_weight(text) for text in given]
+    names = [name for name, _ in pairs]
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
         raise CommandError(f"--queue {', '.join(twice)} given twice: name each queue once, in priority order",
                            status=2)
-    return names
+    weights = [weight for _, weight in pairs if weight is not None]
+    if not weights:
+        return names, None
+    if len(weights) < len(pairs):
+        raise CommandError(f"--queue {' --queue '.join(given)}: give every queue a weight (NAME=WEIGHT), or none for "
+                           "strict priority", status=2)
+    try:
+        return names, check_weights(weights, len(names))
+    except ValueError as exc:
+        raise CommandError(f"--queue: {exc}", status=2) from None
+
+
+def _name_and_weight(text: str) -> Tuple[str, Optional[int]]:
+    """A --queue's queue name and its weight, if it gives one (NAME=WEIGHT); CommandError (exit 2) for a
+    weight that is not a whole number."""
+    name, given, weight = text.rpartition("=")
+    if not given:
+        return text, None
+    try:
+        return name, int(weight)
+    except ValueError:
+        raise CommandError(f"--queue {text}: the weight after '=' must be a whole number of 1 or more", status=2) from None
 
 
 def _worker(args: argparse.Namespace) -> int:
-    queue_names = _queue_names(args.queues)
+    queue_names, weights = _queues(args.queues)
     problem = args.metrics_port and metrics_unavailable(args.metrics_port, args.metrics_host)
     if problem:
         raise CommandError(problem, status=2)
@@ -119,6 +150,7 @@ def _worker(args: argparse.Namespace) -> int:
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())  # as `python -m` does, so ./tasks.py imports
         allowlist = _allowlist(args.modules)
+        middleware = makers_of(args.middleware)
         conn = connect_unless_stopped(args, lifecycle, logging.getLogger("delayed.worker"))
         if conn is None:
             return lifecycle.exit_status
@@ -133,7 +165,8 @@ def _worker(args: argparse.Namespace) -> int:
                           batch=args.batch, time_limit=args.time_limit, threads=args.threads,
                           log_tasks=args.log_tasks,
                           observe=task_metrics.TaskMetrics() if args.metrics_port else None, burst=args.burst,
-                          on_online=on_online, sweep_interval=args.sweep_interval, max_crashes=args.max_crashes)
+                          on_online=on_online, sweep_interval=args.sweep_interval, max_crashes=args.max_crashes,
+                          weights=weights, middleware=made(middleware))
 
         if args.concurrency > 1:
             supervisor = Supervisor(make_worker, args.concurrency, metrics_port=args.metrics_port,

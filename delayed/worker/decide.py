@@ -13,12 +13,13 @@ Policy, so a test can give every case fixed answers.
     raised, no retries left             Bury, reason failed (timed_out for TimeLimitExceeded)
     refused before its call             Bury, for its reason (not_allowed, bad_arguments, malformed ...)
 
-A decoded task that ended (Release, Cancelled or Bury) releases its unique lock, a GoTask refused too. (What a tracked task's record
+A retry's blob no longer carries the task's expires_at: a task that started once is not expired by its
+retries. A decoded task that ended (Release, Cancelled or Bury) releases its unique lock, a GoTask refused too. (What a tracked task's record
 gets is added by the Tracking middleware, delayed.worker.tracking.)
 """
 import traceback
 from dataclasses import replace
-from typing import Optional, Protocol
+from typing import Any, Optional, Protocol
 
 from ..errors import SkipRetry, message_of
 from ..wire import dead_letter
@@ -87,14 +88,23 @@ def _failed(task: PyTask, run: Run, policy: Policy) -> Settlement:
     elif retries is not None:
         attempt = task.options.attempt + 1
         if attempt <= retries:
-            return Reschedule(task.with_options(attempt=attempt).serialize(), policy.now() + policy.backoff(task, attempt))
+            return Reschedule(_retry(task, attempt=attempt).serialize(), policy.now() + policy.backoff(task, attempt))
     elif task.retry < 0:
-        return Reschedule(run.blob, policy.now() + policy.forever(run.blob))
+        blob = run.blob if task.options.expires_at is None else _retry(task).serialize()  # else keakon's bytes
+        return Reschedule(blob, policy.now() + policy.forever(blob))
     elif task.retry:
-        return Requeue(task.with_retry(task.retry - 1).serialize())
+        return Requeue(_retry(task, retry=task.retry - 1).serialize())
     reason = Reason.TIMED_OUT if isinstance(error, TimeLimitExceeded) else Reason.FAILED
     trace = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     return _bury(run, policy, reason, message_of(error), task.func_path, trace)
+
+
+def _retry(task: PyTask, **changes: Any) -> PyTask:
+    """The task a retry runs, with these options changed: it started once, so its expiry no longer
+    applies (expires_at is dropped; see delayed.worker.expiry)."""
+    if task.options.expires_at is not None:
+        changes["expires_at"] = None
+    return task.with_options(**changes)
 
 
 def _bury(run: Run, policy: Policy, reason: Reason, error: str, func: Optional[str],

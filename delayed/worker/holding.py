@@ -10,7 +10,7 @@ A claim never uses an id whose release rides in the same round trip, and a claim
 was lost is sent again with the same ids: so a resent claim re-delivers what the lost one
 claimed (a claim returns what an id already holds) and never releases a task it had just claimed.
 A worker serving several queues has one Holding per queue (its own ids on each), and Holdings
-claims across them in priority order. Every Redis command goes through the Queue (the protocol layer).
+claims across them in priority order, or with weights in a weighted random order drawn for each claim. Every Redis command goes through the Queue (the protocol layer).
 
 For people, a worker describes itself as it goes online (delayed.wire.worker_info), and notes when it
 claimed each task it has held for NOTE_AFTER seconds (note_claims, from a thread of its own), so that
@@ -18,6 +18,7 @@ nothing is written for the many tasks that end sooner; such a note goes with the
 once its task is settled, before its id claims again.
 """
 import logging
+import random
 import threading
 import time
 from dataclasses import dataclass
@@ -373,26 +374,56 @@ class Holding:
                 return result
 
 
-class Holdings:
-    """A worker's Holding on each queue it serves, in priority order, used as one.
+def check_weights(weights: Any, queues: int) -> Tuple[int, ...]:
+    """Weights for this many queues, checked: a sequence of whole numbers of 1 or more, one per queue
+    (ValueError otherwise, saying what it got)."""
+    if isinstance(weights, (str, bytes)) or not isinstance(weights, Sequence) or len(weights) != queues or not all(
+            isinstance(weight, int) and not isinstance(weight, bool) and weight >= 1 for weight in weights):
+        raise ValueError(f"weights must be whole numbers of 1 or more, one per queue ({queues}), in the queues' "
+                         f"order: got {weights!r}")
+    return tuple(weights)
 
-    A claim fills from the first queue, then from the next ones for what is left (strict priority:
-    a queue is claimed from only while the ones before it have no task to give); when every queue
-    is empty it waits on all their notification lists at once (BLPOP takes from the first non-empty
-    one). Finished tasks are released with the next claim on their own queue, and every queue with
-    releases waiting gets that round trip, whether or not it is claimed from. A claim is settled by
-    the Holding it came through (Claim.holding). dequeue_timeout: how long a claim blocks by default;
-    keep_alive_timeout: each Holding's (the worker's timing, see Worker).
+
+class Holdings:
+    """A worker's Holding on each queue it serves, used as one: in priority order, or by weight.
+
+    Without weights, a claim fills from the first queue, then from the next ones for what is left
+    (strict priority: a queue is claimed from only while the ones before it have no task to give).
+    With weights (one per queue, see check_weights), each claim first draws the order it tries the
+    queues in, as Asynq's processor does: a queue comes first with probability its weight over the
+    sum of the weights, and so on down among the rest (Efraimidis and Spirakis' weighted sampling
+    without replacement). So while every queue has tasks, each gets about its weight's share of the
+    claims, and none with a weight starves. `random` is the source of the draws (a test may seed it).
+    When every queue is empty it waits on all their notification lists at once, in the claim's order
+    (BLPOP takes from the first non-empty one). Finished tasks are released with the next claim on
+    their own queue, and every queue with releases waiting gets that round trip, whether or not it is
+    claimed from. A claim is settled by the Holding it came through (Claim.holding). dequeue_timeout:
+    how long a claim blocks by default; keep_alive_timeout: each Holding's (the worker's timing, see
+    Worker).
     """
 
     def __init__(self, queues: Sequence[Queue], capacity: int, lifecycle: Lifecycle,
                  dequeue_timeout: float = DEFAULT_DEQUEUE_TIMEOUT,
-                 keep_alive_timeout: float = DEFAULT_KEEP_ALIVE_TIMEOUT) -> None:
+                 keep_alive_timeout: float = DEFAULT_KEEP_ALIVE_TIMEOUT,
+                 weights: Optional[Sequence[int]] = None) -> None:
         self._backoff = OutageBackoff(logger, "worker", wait=lifecycle.wait)  # one Redis: one outage, said once
         self.outage = self._backoff.outage  # the worker's other threads say theirs through it too
         self.holdings = [Holding(queue, capacity, lifecycle, self._backoff, keep_alive_timeout) for queue in queues]
         self._lifecycle = lifecycle
         self.dequeue_timeout = dequeue_timeout
+        self.weights = None if weights is None else check_weights(weights, len(self.holdings))
+        self._exponents = None if self.weights is None else [1.0 / weight for weight in self.weights]
+        self.random = random.Random()
+
+    def in_claim_order(self) -> List[Holding]:
+        """The Holdings in the order the next claim tries them: as given, or with weights a weighted
+        random order drawn now (each queue's key is a uniform draw to the power 1/weight, the largest
+        first)."""
+        if self._exponents is None:
+            return self.holdings
+        draw = self.random.random
+        keys = [draw() ** exponent for exponent in self._exponents]
+        return [self.holdings[index] for index in sorted(range(len(keys)), key=keys.__getitem__, reverse=True)]
 
     @property
     def id(self) -> Optional[str]:
@@ -431,16 +462,17 @@ class Holdings:
             holding.go_offline()
 
     def claim(self, count: int, block: bool = True, timeout: Optional[float] = None) -> List[Claim]:
-        """Release the finished tasks and claim up to count more, in priority order; if none came
-        and block, wait up to timeout (default: dequeue_timeout) for one, on the
+        """Release the finished tasks and claim up to count more, in claim order (in_claim_order); if
+        none came and block, wait up to timeout (default: dequeue_timeout) for one, on the
         queues that are not paused (a paused one is looked at again in the next round)."""
         claims: List[Claim] = []
-        for holding in self.holdings:
+        ordered = self.in_claim_order()
+        for holding in ordered:
             claims += holding.claim(count - len(claims))
         if claims or not block or count < 1 or self.failing:
             return claims
         timeout = self.dequeue_timeout if timeout is None else timeout
-        unpaused = [holding for holding in self.holdings if not holding.paused]
+        unpaused = [holding for holding in ordered if not holding.paused]
         if not unpaused:
             self._lifecycle.wait(timeout)
             return []

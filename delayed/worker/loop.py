@@ -2,7 +2,7 @@
 (delayed.worker.middleware: its middleware around the call, invoke.py's, and decide()'s settlement)
 and settles it (release, retry or dead-letter).
 
-A worker serves one queue or several, in priority order (see delayed.worker.holding.Holdings).
+A worker serves one queue or several, in priority order or by weight (see delayed.worker.holding.Holdings).
 
 A busy worker claims a batch of tasks per round trip, each held under one of
 its worker ids, and releases the finished ones in the same round trip as the
@@ -21,14 +21,17 @@ from ..protocol.worker_ops import DEFAULT_DEQUEUE_TIMEOUT, DEFAULT_KEEP_ALIVE_TI
 from ..runtime.due import MOVE_DUE_INTERVAL, move_due_tasks
 from ..runtime.lifecycle import Lifecycle
 from ..runtime.sweeping import Sweeps
+from ..wire.hooks import Middleware as Public
 from .allowlist import Allowed, Allowlist, CallCheck
 from .background import Every
 from .batch import Batch, Lookahead
 from .cancels import Cancels, Listening
+from .expiry import Expiry
 from .holding import NOTE_AFTER, Claim, Holdings, Settlement
+from .hooks import AfterCall, BeforeCall, CallHooks, HookedInvoker
 from .invoke import Invoker
 from .keepalive import KeepAlive
-from .metrics import Metrics, Observe
+from .metrics import Observe, Observer
 from .middleware import Middleware, Pipeline
 from .retry import Retries
 from .run import Run
@@ -56,7 +59,7 @@ MIN_POLL = 0.001
 
 
 class Worker:
-    """Runs PyTasks from one queue, or several in priority order, calling only the functions it allows.
+    """Runs PyTasks from one queue, or several in priority order or by weight, calling only the functions it allows.
 
     A worker claims tasks, runs the allowed ones and settles each: it releases a task that returned,
     retries one that raised (as its `retry` or `max_retries` says), and dead-letters the rest. A busy
@@ -78,13 +81,16 @@ class Worker:
     dead-lettered, with one INFO line.
 
     Each claimed task takes the same steps, in this order: it is decoded (a blob that is not a PyTask is
-    dead-lettered: `malformed`, `go_task`, `too_large`); its function is looked up in the allowlist
+    dead-lettered: `malformed`, `go_task`, `too_large`); a task whose `expires` passed is dead-lettered
+    (`expired`) without being called; its function is looked up in the allowlist
     (`not_allowed`) and its arguments are checked against the function's signature (`bad_arguments`,
     without calling it); its call gets its time limit (its own, else the worker's); the function is
     called; the task is settled: released, retried as its options say, or dead-lettered, with an ERROR
     line for each failure; a tracked task's record gets what it returned or raised; `observe` is told
     the outcome; and with `log_tasks` its line is logged. (Inside, each step is a middleware of
-    `delayed.worker.middleware`, in that order.)
+    `delayed.worker.middleware`, in that order.) Your `middleware` hooks in around the call: its
+    `before_call` once the task is allowed and its arguments fit, its `around_call` where the function
+    runs, and its `after_call` once the task is settled (see `delayed.Middleware`).
 
     A Worker takes ids of its own (`id`, `ids`), and timing of its own (`dequeue_timeout`,
     `keep_alive_timeout`): it never reads or sets what keakon's Queue (`delayed.queue.Queue`) keeps
@@ -94,7 +100,7 @@ class Worker:
         queue: A Queue, or a sequence of Queues on one Redis, in priority order: the first one's tasks
             are always taken first, the second's only while the first has none, and so on. The
             priority is strict: a busy first queue starves the others, so give a queue that must not
-            wait a worker of its own.
+            wait a worker of its own, or give `weights`.
         allow: Module names, modules or functions: what tasks may call. A module allows the public
             functions defined in it (not those it imports). A task naming anything else is
             dead-lettered (reason `not_allowed`). Required: keakon/delayed 1.x called whatever a
@@ -113,8 +119,16 @@ class Worker:
             event loop, with up to as many claimed tasks kept ready for the next free slot.
         observe: A hook told each task's outcome as the worker decides it:
             `observe(queue_name, func_path, outcome, seconds)`, the outcome `"done"`, `"retried"`,
-            `"failed"`, `"dead"` or `"cancelled"` (func path `""` and seconds None for a dead one). The worker's
-            metrics count with it; None costs nothing per task.
+            `"failed"`, `"dead"` or `"cancelled"` (func path `""` and seconds None for a dead one). The
+            worker's metrics count with it; None costs nothing per task. It is a middleware too
+            (`delayed.worker.metrics.Observe`), the innermost, after those of `middleware`.
+        middleware: `delayed.Middleware` instances whose call hooks run around each task's call, the
+            first one outermost: `before_call` in order, `after_call` and `on_call_error` in reverse.
+            A `before_call` or `around_call` that raises fails the run as the function raising would
+            (retried or dead-lettered as the task's options say); an `on_call_error` or `after_call`
+            that raises is logged. `after_call` runs for every task the worker settles, one refused
+            before its call too (`call.outcome` `"dead"`, or `"failed"` for arguments that did not
+            fit). Hooks a middleware does not override cost nothing per task.
         burst: Stop (exit status 0) once nothing is running and no queue has a task to give, due
             scheduled ones included: for batch jobs and tests. Tasks scheduled for later (a delay, a
             retry's backoff) stay scheduled for the next worker; a paused queue counts as empty.
@@ -138,21 +152,29 @@ class Worker:
         keep_alive_timeout: Seconds the worker's keep-alive keys live without a refresh (default 60,
             as `--keep-alive-timeout`): once they lapse, a sweeper takes the worker for dead and
             requeues its tasks, so a worker frozen longer than this loses them to another.
+        weights: Instead of strict priority, one whole number of 1 or more per queue, in the queues'
+            order (`[6, 1]`): each claim tries the queues in a random order drawn by weight, so while
+            they all have tasks each queue gets about its weight's share of the claims (6 in 7 and 1
+            in 7), and none starves. A claim takes up to `batch` tasks from the queue drawn first, so
+            the shares hold over many claims, not within one. Default: None, strict priority.
 
     Raises:
-        TypeError: No `allow`, or an item of it that is not a module name, a module or a function.
+        TypeError: No `allow`, or an item of it that is not a module name, a module or a function; an
+            item of `middleware` that is not a `delayed.Middleware`.
         ImportError: A module name in `allow` that cannot be imported.
         ValueError: `batch` or `threads` under 1; `sweep_interval` negative or not finite;
             `dequeue_timeout` or `keep_alive_timeout` not a positive number of seconds; no queue, a
             queue named twice, or queues on different Redis servers (the worker waits on them with one
-            `BLPOP`).
+            `BLPOP`); `weights` that are not one whole number of 1 or more per queue.
 
     Attributes:
         lifecycle (Lifecycle): Where the worker is: `lifecycle.state` is `"starting"`, `"online"`,
             `"draining"` or `"offline"`. `stop()`, the stop signals `run()` takes, and every loop go
             through it.
-        queues (list[Queue]): The queues, in priority order.
+        queues (list[Queue]): The queues, in priority order (or in the order of `weights`).
+        weights (tuple[int, ...] | None): The queues' weights, or None for strict priority.
         queue (Queue): The first queue.
+        middleware (list[Middleware]): Those given, then `observe`'s, in the order they run.
 
     Example:
         ```python title="tasks.py"
@@ -176,7 +198,7 @@ class Worker:
         batch: int = DEFAULT_BATCH,
         time_limit: Optional[float] = None,
         threads: int = 1,
-        observe: Optional[Observe] = None,
+        observe: Optional[Observer] = None,
         burst: bool = False,
         log_tasks: bool = False,
         on_online: Optional[Callable[[], Any]] = None,
@@ -184,6 +206,8 @@ class Worker:
         max_crashes: int = DEFAULT_MAX_CRASHES,
         dequeue_timeout: float = DEFAULT_DEQUEUE_TIMEOUT,
         keep_alive_timeout: float = DEFAULT_KEEP_ALIVE_TIMEOUT,
+        middleware: Sequence[Public] = (),
+        weights: Optional[Sequence[int]] = None,
     ) -> None:
         if allow is None:
             raise TypeError(
@@ -223,10 +247,14 @@ class Worker:
         self._sweeps = Sweeps(logger, sweep_interval, max_crashes) if sweep_interval else None
         # threaded: a task per slot, and as many again waiting ready for one (see Lookahead)
         capacity = batch if threads == 1 else 2 * threads
-        self.holdings = Holdings(self.queues, capacity, self.lifecycle, dequeue_timeout, keep_alive_timeout)
+        self.holdings = Holdings(self.queues, capacity, self.lifecycle, dequeue_timeout, keep_alive_timeout, weights)
+        self.weights = self.holdings.weights
+        self.middleware = [*middleware, *([] if observe is None else [Observe(observe)])]
+        hooks = CallHooks(self.middleware)
         self._cancels = Cancels()
-        self._invoker = Invoker(threaded=threads > 1, cancels=self._cancels)
-        self._pipeline = Pipeline(self._middleware())
+        self._invoker = (HookedInvoker(threads > 1, self._cancels, hooks) if hooks.wrappers
+                         else Invoker(threads > 1, self._cancels))
+        self._pipeline = Pipeline(self._middleware(hooks))
         self._claimed: Optional[Batch[Claim]] = None  # the one-slot runner's batch, with its watcher
 
     @property
@@ -278,7 +306,9 @@ class Worker:
         listening.tried.wait()  # listening before it claims (unless Redis failed: it listens once back)
         them = "them" if len(self.queues) > 1 else "it"
         logger.info("worker %s online on %s %s, %d allowed functions; %s", self.id,
-                    "queues" if len(self.queues) > 1 else "queue", ", ".join(repr(queue.name) for queue in self.queues),
+                    "queues" if len(self.queues) > 1 else "queue", ", ".join(
+                        repr(queue.name) + ("" if self.weights is None else f" (weight {self.weights[index]})")
+                        for index, queue in enumerate(self.queues)),
                     len(self.allowlist), f"sweeping {them} every {self._sweeps.interval:g} s: {self._sweeps.describe()}"
                     if self._sweeps else f"not sweeping {them} (sweep interval 0)")
         try:
@@ -466,9 +496,11 @@ class Worker:
             self._invoker.invoke(run)
         return pipeline.finish(run)
 
-    def _middleware(self) -> List[Middleware]:
-        """The worker's middleware, outermost first (see delayed.worker.middleware for what each does)."""
+    def _middleware(self, hooks: CallHooks) -> List[Middleware]:
+        """The worker's own middleware, outermost first, with the hooks of yours in their places (see
+        delayed.worker.middleware for what each does)."""
         log: List[Middleware] = [TaskLog()] if self.log_tasks else []
-        metrics: List[Middleware] = [] if self.observe is None else [Metrics(self.observe)]
-        return [*log, *metrics, Tracking(), Retries(self.allowlist.resolve, lambda: self.id),
-                CallCheck(self.allowlist), TimeLimit(self.time_limit)]
+        after: List[Middleware] = [AfterCall(hooks)] if hooks.after else []
+        before: List[Middleware] = [BeforeCall(hooks)] if hooks.before else []
+        return [*log, *after, Tracking(), Retries(self.allowlist.resolve, lambda: self.id), Expiry(),
+                CallCheck(self.allowlist), TimeLimit(self.time_limit), *before]

@@ -1,5 +1,6 @@
 """Worker-side metrics (SERIES): each task's outcome and run time, counted as the worker decides them
-(the Metrics middleware tells them to the worker's observe hook; TaskMetrics is the hook that counts).
+(the Observe middleware, a public `delayed.Middleware`, tells them to the worker's observe hook;
+TaskMetrics is the hook that counts).
 
 Outcomes are the worker's (see delayed.worker.holding.Outcome): done, retried, failed, dead, cancelled; function is
 the allowed func path, "" for dead (so a flood of junk tasks cannot grow the label set).
@@ -18,9 +19,8 @@ from typing import Any, Callable, Dict, Optional, Tuple, Type
 
 from ..runtime.command import METRICS_HOST
 from ..runtime.series import Series
+from ..wire.hooks import Call, Middleware
 from .holding import Outcome
-from .middleware import Middleware
-from .run import Run
 
 BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
            1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
@@ -38,26 +38,25 @@ SERIES = (TASKS, DURATION)
 """What a worker's /metrics adds to prometheus_client's own process_* and python_* metrics."""
 
 
-Observe = Callable[[str, str, Outcome, Optional[float]], None]
-"""A hook told each task's Outcome as the worker decides it: (queue name, func path, outcome, seconds
-it ran); func path "" and seconds None for a dead one."""
+Observer = Callable[[str, str, str, Optional[float]], None]
+"""A hook told each task's outcome (an Outcome) as the worker decides it: (queue name, func path,
+outcome, seconds it ran); func path "" and seconds None for a dead one."""
 
 
-class Metrics(Middleware):
-    """Tells observe each run's outcome and run time (every run is timed)."""
+class Observe(Middleware):
+    """`Worker(observe=...)` as middleware: tells observer each task's outcome and how long its function
+    ran (a task refused before its call: 0 s; a dead one: None)."""
 
-    times_runs = True
+    def __init__(self, observer: Observer) -> None:
+        self.observer = observer
 
-    def __init__(self, observe: Observe) -> None:
-        self.observe = observe
-
-    def after(self, run: Run) -> None:
-        assert run.settlement is not None
-        outcome = run.settlement.outcome
-        if outcome is Outcome.DEAD or run.task is None:
-            self.observe(run.queue.name, "", outcome, None)
+    def after_call(self, call: Call) -> None:
+        outcome = call.outcome
+        assert outcome is not None
+        if outcome == Outcome.DEAD:
+            self.observer(call.queue, "", outcome, None)
         else:
-            self.observe(run.queue.name, run.task.func_path, outcome, run.seconds)
+            self.observer(call.queue, call.func_path, outcome, call.seconds)
 
 
 @functools.lru_cache(maxsize=None)

@@ -3,21 +3,24 @@ Pipeline that runs a claimed task through them.
 
 A Pipeline decodes the claimed blob into its task (a blob that is not a PyTask it can run is refused:
 too large, malformed, a GoTask), then calls each middleware's before() in order, then the call
-(delayed.worker.invoke), then each after() in reverse order. A before() may refuse the task: then
-the later ones and the call are skipped, and every after() still runs. The worker installs, outermost
-first (Worker._middleware):
+(delayed.worker.invoke), then each after() in reverse order. A before() may refuse the task, or fail
+it (run.error): then the later ones and the call are skipped, and every after() still runs. The worker
+installs, outermost first (Worker._middleware):
 
     TaskLog    after: one line per task (only with log_tasks)
-    Metrics    after: tell the observe hook each outcome and run time (only with observe)
+    AfterCall  after: the user's middleware's after_call hooks, the observe hook's among them (only
+               with middleware that override it: delayed.worker.hooks)
     Tracking   after: add what a tracked task's record gets (its run timed) to its settlement
     Retries    after: settle the run with decide() (delayed.worker.decide); log a failure
+    Expiry     before: refuse a task whose expires_at passed (expired): never called, whatever it names
     CallCheck  before: find the function in the allowlist (else not_allowed), and refuse arguments its
                signature does not take (bad_arguments: it is not called)
     TimeLimit  before: the time limit of the call (the task's own, or the worker's)
+    BeforeCall before: the user's middleware's before_call hooks (only with middleware that override it)
 
 so the outer ones see how every run was settled. Nothing is built per task: the Pipeline keeps the
 hooks each middleware overrides, once, and a task without options skips those of the middleware that
-act only on options (Tracking; TimeLimit when the worker has no time limit of its own).
+act only on options (Tracking, Expiry; TimeLimit when the worker has no time limit of its own).
 """
 from typing import Callable, Sequence, Tuple
 
@@ -73,7 +76,8 @@ class Pipeline:
                      if getattr(type(item), name) is not getattr(Middleware, name))
 
     def start(self, run: Run) -> bool:
-        """Decode the task and run the before() hooks: True if it is to be called, False if refused."""
+        """Decode the task and run the before() hooks: True if it is to be called, False if refused (or
+        failed already: run.error)."""
         if len(run.blob) > run.queue.max_task_size:
             run.refuse(Reason.TOO_LARGE, f"{len(run.blob)} bytes, over {run.queue.max_task_size}")
             return False
@@ -93,7 +97,7 @@ class Pipeline:
             before(run)
             if run.refusal is not None:
                 return False
-        return True
+        return run.error is None  # a middleware's before_call failed it (delayed.worker.hooks.BeforeCall)
 
     def finish(self, run: Run) -> Settlement:
         """Run the after() hooks; how to settle the task."""

@@ -101,25 +101,27 @@ class Retries(Middleware):
 
 def _log_failure(run: Run, settlement: Settlement) -> None:
     """The ERROR line of a run that failed or was refused: how it is retried, or where its letter went."""
-    task, error, queue = run.task, run.error, run.queue
+    task, error, queue, fields = run.task, run.error, run.queue, run.log_fields()
     if isinstance(settlement, Bury):
+        fields["reason"] = str(settlement.reason)
         if settlement.reason in (Reason.FAILED, Reason.TIMED_OUT):
             assert task is not None
             worker_logger.error("task %s failed; dead-lettered in %s", task.func_path, queue.keys.dead_letters,
-                                exc_info=error)
+                                exc_info=error, extra=fields)
         else:
             worker_logger.error("dead-lettered a task in %s (%s): %s", queue.keys.dead_letters, settlement.reason,
-                                run.refusal.error if run.refusal else "")
+                                run.refusal.error if run.refusal else "", extra=fields)
         return
     assert task is not None
     if isinstance(settlement, Requeue):
-        worker_logger.error("task %s failed; retrying (%s left)", task.func_path, task.retry - 1, exc_info=error)
+        worker_logger.error("task %s failed; retrying (%s left)", task.func_path, task.retry - 1, exc_info=error,
+                            extra=fields)
     elif isinstance(settlement, Reschedule):
         delay = settlement.due - time.time()
         retries = task.options.max_retries
         if retries is None:
             worker_logger.error("task %s failed; retrying forever, next in %.1f s", task.func_path, delay,
-                                exc_info=error)
+                                exc_info=error, extra=fields)
         else:
             worker_logger.error("task %s failed (attempt %d of %d); next attempt in %.1f s", task.func_path,
-                                task.options.attempt + 1, retries + 1, delay, exc_info=error)
+                                task.options.attempt + 1, retries + 1, delay, exc_info=error, extra=fields)

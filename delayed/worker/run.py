@@ -1,6 +1,6 @@
 """Run: one claimed task on its way through the worker's pipeline (delayed.worker.middleware), from
 its blob to how it is settled. The middleware, invoke() and decide() read and fill it in turn."""
-from typing import Any, NamedTuple, Optional
+from typing import Any, Dict, NamedTuple, Optional
 
 from ..protocol.queue import Queue
 from ..wire.dead_letter import Reason
@@ -50,6 +50,15 @@ class Run:
         self.error: Optional[BaseException] = None
         self.refusal: Optional[Refusal] = None
         self.settlement: Optional[Settlement] = None
+
+    def log_fields(self) -> Dict[str, Optional[str]]:
+        """What a log line about this run says of its task as extra fields (the JSON logs' "task", "queue"
+        and "func", see delayed.logger; our Go worker's log lines have attributes of the same names):
+        the tracked task's id (None untracked), the queue, the func path where known."""
+        task = self.task
+        if task is None:
+            return {"task": None, "queue": self.queue.name, "func": self.refusal.func if self.refusal else None}
+        return {"task": task.options.id, "queue": self.queue.name, "func": task.func_path}
 
     def refuse(self, reason: Reason, error: str, func: Optional[str] = None, options: TaskOptions = NO_OPTIONS) -> None:
         """Settle the task without calling it: it is dead-lettered for reason."""

@@ -22,10 +22,13 @@ class TaskLog(Middleware):
         outcome = settlement.outcome
         if outcome is Outcome.DEAD:
             assert isinstance(settlement, Bury)
-            task_logger.info("task %s %s %s", settlement.tracked.task_id if settlement.tracked else "-",
-                             dead_letter.func_of(settlement.letter[dead_letter.TASK]) or "?", outcome)
+            func = dead_letter.func_of(settlement.letter[dead_letter.TASK])
+            task_id = settlement.tracked.task_id if settlement.tracked else None
+            task_logger.info("task %s %s %s", task_id or "-", func or "?", outcome,
+                             extra={"task": task_id, "queue": run.queue.name, "func": func, "outcome": str(outcome)})
             return
         task = run.task
         assert task is not None
         task_logger.info("task %s %s %s in %.1f ms", task.options.id or "-", task.func_path, outcome,
-                         run.seconds * 1000)
+                         run.seconds * 1000, extra={**run.log_fields(), "outcome": str(outcome),
+                                                    "milliseconds": round(run.seconds * 1000, 1)})

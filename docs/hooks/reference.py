@@ -76,8 +76,12 @@ def _command(title: str, parser: argparse.ArgumentParser, summary: str, shared: 
     rows = _options(parser, shared)
     if rows:
         lines += _table(rows)
-    if shared & {option for action in parser._actions for option in action.option_strings}:
+    taken = shared & {option for action in parser._actions for option in action.option_strings}
+    if taken == shared:
         lines += ["It also takes the [connection options](#connection-options).", ""]
+    elif taken:  # a command that never reaches Redis takes the log options alone
+        lines += [f"It also takes {' and '.join(f'`{option}`' for option in sorted(taken))} (see "
+                  "[connection options](#connection-options)).", ""]
     for name, help_text, sub in _subcommands(parser):
         lines += _command(f"{title} {name}", sub, help_text, shared, level + 1)
     return lines
@@ -109,7 +113,8 @@ def _connection_options() -> Tuple[Set[str], List[str]]:
     add_connection_options(parser)
     shared = {option for action in parser._actions for option in action.option_strings}
     return shared, ["## Connection options", "",
-                    "Every command that reaches Redis takes these, `delayed`'s before its command name or after it.",
+                    "Every command that reaches Redis takes these, `delayed`'s before its command name or after it; "
+                    "`delayed contract`, which never does, takes `--log-level` and `--log-format`.",
                     "", *_table(_options(parser, set()))]
 
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -19,6 +20,7 @@ const (
 	ReasonTimedOut     = "timed_out"     // its handler ran past its time limit, with no retries left
 	ReasonTooLarge     = "too_large"     // its blob is over maxTaskSize: not even decoded
 	ReasonCrashLoop    = "crash_loop"    // workers died holding it more often than a sweeper's max crashes
+	ReasonExpired      = "expired"       // its expiry passed before a worker came to start it: not called
 )
 
 // statusOf is the status a tracked task's record ends in, by its letter's reason (dead_letter.py's
@@ -30,6 +32,13 @@ func statusOf(reason string) string {
 		return string(TaskFailed)
 	}
 	return string(TaskDead)
+}
+
+// expiredError is the error of an expired task's letter (dead_letter.py's expired_error): when it
+// expired, and how long before a worker came to start it.
+func expiredError(expiresAt float64, now time.Time) string {
+	moment := time.Unix(0, int64(expiresAt*1e9)).UTC().Format("2006-01-02T15:04:05.000+00:00")
+	return fmt.Sprintf("it expired at %s, %.3f s before a worker came to start it", moment, float64(now.UnixNano())/1e9-expiresAt)
 }
 
 // Bounds of a letter's record, as dead_letter.py's MAX_ERROR and MAX_TRACEBACK: characters of its

@@ -55,7 +55,16 @@ func (q *Queue) Enqueue(task Task) error {
 //
 // MaxRetries, Backoff, TimeLimit, the limits and Headers ride in the blob, for the worker. On a Redis Cluster the queue's
 // name needs a hash tag ("{orders}"). Nothing is written when it returns an error other than Redis's.
+// The queue's middleware (Use) wraps it.
 func (q *Queue) EnqueueContext(ctx context.Context, task Task, options ...TaskOption) (*TaskHandle, error) {
+	if q.enqueueChain != nil {
+		return q.enqueueChain(ctx, task, options)
+	}
+	return q.enqueue(ctx, task, options)
+}
+
+// enqueue is EnqueueContext past the queue's middleware.
+func (q *Queue) enqueue(ctx context.Context, task Task, options []TaskOption) (*TaskHandle, error) {
 	task = withOptions(task, options)
 	blob, err := task.Serialize()
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"runtime/debug"
 	"time"
 )
@@ -12,7 +11,9 @@ import (
 // What a worker does with one claimed task: decode it, find its handler, call it within its time
 // limit, settle it (settle.go), count it and log a failure.
 
-// prepare decodes the run's blob, or refuses it (too_large, malformed, py_task).
+// prepare decodes the run's blob, or refuses it (too_large, malformed, py_task), or refuses a GoTask
+// whose expiry passed (expired): the first check after the one decode each claimed task gets, before
+// its handler is looked up, so an expired task is never called whatever it names.
 func (w *Worker) prepare(r *run) {
 	if len(r.blob) > maxTaskSize {
 		r.refuse(ReasonTooLarge, fmt.Sprintf("%d bytes, over %d", len(r.blob), maxTaskSize))
@@ -32,6 +33,11 @@ func (w *Worker) prepare(r *run) {
 	switch t := task.(type) {
 	case *GoTask:
 		r.task, r.options, r.funcPath = t, t.options, t.raw.FuncPath
+		if at := t.options.ExpiresAt; at != nil {
+			if now := time.Now(); float64(now.UnixNano())/1e9 >= *at {
+				r.refuse(ReasonExpired, expiredError(*at, now))
+			}
+		}
 	case *PyTask:
 		r.options, r.funcPath = t.options, t.raw.FuncPath
 		r.refuse(ReasonPyTask, fmt.Sprintf("a PyTask for '%s': only a Python worker can run it", t.raw.FuncPath)) // as Python words a GoTask's
@@ -70,14 +76,19 @@ func (w *Worker) invoke(ctx context.Context, r *run, payload []byte) {
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(r.limit*float64(time.Second)))
 		defer cancel()
 	}
+	var c *Call
+	if w.next != nil || r.handler.withCtx { // someone may ask CallFrom
+		ctx, c = r.callOf(ctx)
+	}
 	args, err := r.handler.arguments(ctx, payload)
 	if err != nil {
 		r.refuse(ReasonBadArguments, err.Error())
 		return
 	}
+	r.args = args
 	started := time.Now()
 	if r.limit == 0 {
-		r.value, r.err, r.stack = call(r.handler, args)
+		r.value, r.err, r.stack = w.call(ctx, r, c)
 		r.seconds = time.Since(started).Seconds()
 		return
 	}
@@ -88,7 +99,7 @@ func (w *Worker) invoke(ctx context.Context, r *run, payload []byte) {
 	}
 	finished := make(chan outcome, 1) // a handler abandoned past its time limit sends here as it returns, unread
 	go func() {
-		value, err, stack := call(r.handler, args)
+		value, err, stack := w.call(ctx, r, c)
 		finished <- outcome{value, err, stack}
 	}()
 	select {
@@ -106,20 +117,25 @@ func (w *Worker) invoke(ctx context.Context, r *run, payload []byte) {
 	r.seconds = time.Since(started).Seconds()
 }
 
-// call calls a handler: its value and error, or a panic as an error with the goroutine's stack.
-func call(h *Handler, args []reflect.Value) (value any, err error, stack string) {
+// call calls the run's handler with its arguments, through the worker's middleware (c: the run's
+// Call): its value and error, or a panic of either as an error with the goroutine's stack.
+func (w *Worker) call(ctx context.Context, r *run, c *Call) (value any, err error, stack string) {
 	defer func() {
 		if p := recover(); p != nil {
 			value, err, stack = nil, fmt.Errorf("panic: %v", p), string(debug.Stack())
 		}
 	}()
-	value, err = h.outcome(h.call(args))
+	if w.next == nil {
+		value, err = r.handler.outcome(r.handler.call(r.args))
+	} else {
+		value, err = w.next(ctx, c)
+	}
 	return value, err, ""
 }
 
 // process runs one claimed task and settles it with settle (false: dropped, the worker is gone).
 func (w *Worker) process(ctx context.Context, h *holding, c *claim, settle func(*claim, settlement) bool) {
-	r := &run{queue: h.queue, blob: c.blob}
+	r := &run{queue: h.queue, blob: c.blob, workerID: c.id}
 	w.prepare(r)
 	if r.refusal == nil {
 		w.invoke(ctx, r, r.task.raw.Payload)

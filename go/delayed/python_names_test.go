@@ -59,7 +59,7 @@ func TestTheWorkersNamesAndBoundsArePythons(t *testing.T) {
 	// the reasons' and statuses' names are the wire spec's (wire_test.go); the status each reason ends in:
 	for name, value := range map[string]string{"MALFORMED": ReasonMalformed, "PY_TASK": ReasonPyTask,
 		"NOT_ALLOWED": ReasonNotAllowed, "BAD_ARGUMENTS": ReasonBadArguments, "FAILED": ReasonFailed,
-		"TIMED_OUT": ReasonTimedOut, "TOO_LARGE": ReasonTooLarge, "CRASH_LOOP": ReasonCrashLoop} {
+		"TIMED_OUT": ReasonTimedOut, "TOO_LARGE": ReasonTooLarge, "CRASH_LOOP": ReasonCrashLoop, "EXPIRED": ReasonExpired} {
 		status := regexp.MustCompile(`Reason\.` + name + `: Status\.(\w+),`).FindStringSubmatch(pythonSource(t, "wire/dead_letter.py"))
 		if status == nil || strings.ToLower(status[1]) != statusOf(value) {
 			t.Errorf("STATUS_OF[%s] is %v in Python, %s in Go", name, status, statusOf(value))

@@ -20,6 +20,9 @@ type Queue struct {
 	dequeueTimeout   time.Duration
 	keepAliveTimeout time.Duration
 	workerID         string // go-delayed's one id per queue, set by NewWorker: what Dequeue and Release hold tasks under
+
+	enqueueMiddleware []EnqueueMiddleware // Use's
+	enqueueChain      EnqueueNext         // them around enqueue, composed by Use (nil: none)
 }
 
 // QueueOption sets a queue's option.

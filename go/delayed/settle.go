@@ -3,6 +3,7 @@ package delayed
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -16,9 +17,10 @@ import (
 //	failed (error, panic, time limit),
 //	  max_retries left                reschedule after the task's backoff, attempt+1 in its blob
 //	  none left                       dead letter, reason failed (timed_out past its time limit)
-//	refused before its call           dead letter, for its reason (malformed, py_task, not_allowed, bad_arguments)
+//	refused before its call           dead letter, for its reason (malformed, py_task, expired, not_allowed, bad_arguments)
 //
-// A task that ended (released or dead-lettered) releases its unique lock.
+// A retry's blob no longer carries the task's ExpiresAt: a task that started once is not expired by its
+// retries. A task that ended (released or dead-lettered) releases its unique lock.
 
 // Outcomes of a settlement: the metrics' outcome label, one each (Python's Outcome). All but retried
 // are the status a tracked task's record ends in.
@@ -73,10 +75,12 @@ type uniqueLock struct{ key, token string }
 type run struct {
 	queue     *Queue
 	blob      string
+	workerID  string      // the id the task is held under ("" under Execute)
 	task      *GoTask     // nil if the blob is no GoTask this worker runs
 	options   TaskOptions // the decoded task's (a PyTask's too)
 	funcPath  string      // where known
 	handler   *Handler
+	args      []reflect.Value // the handler's, its payload decoded
 	refusal   *refusal
 	value     any
 	err       error
@@ -123,6 +127,7 @@ func (r *run) failed(worker string, now time.Time) settlement {
 	if retries := r.options.MaxRetries; retries != nil && r.options.Attempt < *retries {
 		next := r.options
 		next.Attempt++
+		next.ExpiresAt = nil // it started once: its retries do not expire
 		blob, err := r.task.withState(next).Serialize()
 		if err == nil {
 			due := float64(now.UnixNano())/1e9 + backoffSeconds(r.options, next.Attempt)

@@ -200,6 +200,9 @@ func (t *PyTask) With(options ...TaskOption) *PyTask {
 // Options are the task's options.
 func (t *PyTask) Options() TaskOptions { return t.options }
 
+// FuncPath is the Python function the task calls, "module.path:func".
+func (t *PyTask) FuncPath() string { return t.raw.FuncPath }
+
 // Serialize returns the serialized data of the task: go-delayed's bytes when it carries no options,
 // else Python's five elements.
 func (t *PyTask) Serialize() (data []byte, err error) {

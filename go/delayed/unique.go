@@ -9,19 +9,38 @@ import (
 
 // A unique task's lock is named by its UniqueKey, or else by the task's digest, as Python's producer
 // names it (delayed/protocol/producer.py, unique_call): the SHA-1 of the blob Python's serialize()
-// writes for the same call, the options it carries included, its unique and tracking state not.
+// writes for the same call, the options it carries included, its unique and tracking state, its headers and
+// its expiry not.
 // So a Go and a Python producer of the same task take the same lock. Go writes some calls in other
 // bytes than Python does, which the digest undoes:
 //   - a PyTask is written as Python writes it: nil args and kwargs as empty ones, and, without
 //     options, empty kwargs then empty args dropped from the end (NewPyTask always writes three fields);
 //   - a GoTask's nil payload (go-delayed's NewGoTask(f, nil)) is the bin of msgpack nil, as
 //     GoTask(f, None) writes it;
+//   - its headers and expires_at are left out, as Python's producer leaves them out: they are not the
+//     call (a tracing middleware's traceparent, and an expiry counted from the enqueue, differ at each
+//     enqueue of the same call);
 //   - the entries of every map in the arguments are sorted by key: Go writes a map's entries in random
 //     order, so two identical calls would otherwise differ. A Python dict of several keys in another
 //     order digests otherwise: give such tasks a UniqueKey.
 
-// uniqueDigest is the lock key of a task's blob without UniqueKey: hex SHA-1 of its Python form.
+// emptyOptions is an options map with nothing in it, which Python never writes: what is left of a
+// task's options once its headers and expiry are taken out, when it had no other.
+var emptyOptions = []byte{0x80}
+
+// uniqueDigest is the lock key of a task's blob without UniqueKey: hex SHA-1 of its Python form, without
+// its headers and expires_at (see above).
 func uniqueDigest(blob []byte) (string, error) {
+	task, err := decodeTask(blob)
+	if err != nil {
+		return "", err
+	}
+	if o := optionsOf(task); len(o.Headers) > 0 || o.ExpiresAt != nil { // each enqueue's own: not the call's identity
+		o.Headers, o.ExpiresAt = nil, nil
+		if blob, err = blobWithOptions(blob, o); err != nil {
+			return "", err
+		}
+	}
 	python, err := pythonForm(blob)
 	if err != nil {
 		return "", err
@@ -51,8 +70,9 @@ func pythonForm(blob []byte) ([]byte, error) {
 		}
 		elements = append(elements, append(appendHeader(nil, 'b', len(inner)), inner...))
 		for i := 2; i < n; i++ {
-			options, _ := r.skip()
-			elements = append(elements, options)
+			if options, _ := r.skip(); !bytes.Equal(options, emptyOptions) {
+				elements = append(elements, options)
+			}
 		}
 		return joinArray(elements), nil
 	}
@@ -71,8 +91,9 @@ func pythonForm(blob []byte) ([]byte, error) {
 		elements = append(elements, element)
 	}
 	if n == 5 {
-		options, _ := r.skip()
-		return joinArray(append(elements, options)), nil
+		if options, _ := r.skip(); !bytes.Equal(options, emptyOptions) {
+			return joinArray(append(elements, options)), nil
+		}
 	}
 	for _, empty := range [][]byte{{0x00}, {0x80}, {0x90}} { // keakon's trailing defaults, dropped
 		if len(elements) == 1 || !bytes.Equal(elements[len(elements)-1], empty) {

@@ -25,6 +25,23 @@ func TestUniqueDigestIsPythons(t *testing.T) {
 		{"py_kwargs_only", func() Task { return NewPyTask("app.tasks:f", nil, map[string]int{"k": 1}) }, "59275c66b59804afc05a5b8acfcab2dac4328bbc"},
 		// PyTask("app.tasks:f", [1, "x"], max_retries=3)
 		{"py_retries", func() Task { return NewPyTask("app.tasks:f", []any{1, "x"}, nil).With(MaxRetries(3)) }, "09b1583f5b686ee0b4c2836d83aef50a4c794515"},
+		// PyTask("app.tasks:f", [1, "x"], headers={"traceparent": "t"}): its headers left out, as Python leaves them
+		{"py_headers", func() Task {
+			return NewPyTask("app.tasks:f", []any{1, "x"}, nil).With(Header("traceparent", "t"))
+		}, "e15b74895d604363a49f4d6af8404d03d7315f4e"},
+		// PyTask("app.tasks:f", [1, "x"], max_retries=3, headers={"traceparent": "t"})
+		{"py_retries_headers", func() Task {
+			return NewPyTask("app.tasks:f", []any{1, "x"}, nil).With(MaxRetries(3), Header("traceparent", "t"))
+		}, "09b1583f5b686ee0b4c2836d83aef50a4c794515"},
+		// GoTask("main.F", [1, "x"], headers={"traceparent": "t"})
+		{"go_headers", func() Task { return NewGoTask("main.F", 1, "x").With(Header("traceparent", "t")) }, "4c623e9546f5fc855f4ac79a55cbd76e4f59ebc0"},
+		{"go_expires_at", func() Task {
+			t := NewGoTask("main.F", 1, "x")
+			o := t.Options()
+			at := 1700000000.5
+			o.ExpiresAt = &at
+			return t.withState(o)
+		}, "4c623e9546f5fc855f4ac79a55cbd76e4f59ebc0"},
 		// GoTask("main.F", [1, "x"])
 		{"go_two", func() Task { return NewGoTask("main.F", 1, "x") }, "4c623e9546f5fc855f4ac79a55cbd76e4f59ebc0"},
 		// GoTask("main.F", None), which go-delayed's NewGoTask("main.F", nil) writes as [func, nil]

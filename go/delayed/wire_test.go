@@ -64,6 +64,7 @@ func wireConstants() map[string]any {
 		"dead_letter.Reason.MALFORMED":     ReasonMalformed,
 		"dead_letter.Reason.PY_TASK":       ReasonPyTask,
 		"dead_letter.Reason.CRASH_LOOP":    ReasonCrashLoop,
+		"dead_letter.Reason.EXPIRED":       ReasonExpired,
 		"dead_letter.Reason.NOT_ALLOWED":   ReasonNotAllowed,
 		"dead_letter.Reason.BAD_ARGUMENTS": ReasonBadArguments,
 		"dead_letter.Reason.FAILED":        ReasonFailed,

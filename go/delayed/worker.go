@@ -56,6 +56,8 @@ type Worker struct {
 	logger            *slog.Logger
 	metrics           *taskMetrics
 	cancels           *cancels
+	middleware        []Middleware
+	next              Next // the middleware around the handler's call, composed once (nil: none)
 
 	handlersMu sync.RWMutex
 	handlers   map[string]*Handler
@@ -87,6 +89,9 @@ func NewWorker(queue *Queue, options ...WorkerOption) *Worker {
 	}
 	for _, option := range options {
 		option(w)
+	}
+	if len(w.middleware) > 0 {
+		w.next = chain(w.middleware, callHandler)
 	}
 	// as many ids as tasks it may hold at once (running, and claimed ahead), and as many again: a
 	// released id is claimed with only after its release went out

@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict
 from ...contract.gotasks import go_tasks, task_functions
 from ...contract.python_module import python_module
 from ...errors import ContractError
+from ...runtime.command import CommandError
 
 
 def add_parsers(actions: Any) -> None:
@@ -53,13 +54,13 @@ def _gotasks(args: argparse.Namespace) -> None:
 
 
 def _reported(action: Callable[[argparse.Namespace], None]) -> Callable[[argparse.Namespace], int]:
-    """action, returning its exit status: 0, or 2 with its ContractError as one line on stderr."""
+    """action, returning its exit status: 0, or a CommandError of status 2 for its ContractError (one line on
+    stderr)."""
     def run(args: argparse.Namespace) -> int:
         try:
             action(args)
         except ContractError as exc:
-            print(f"delayed contract: {exc}", file=sys.stderr)
-            return 2
+            raise CommandError(str(exc), status=2) from None
         return 0
 
     return run
