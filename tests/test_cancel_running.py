@@ -2,6 +2,7 @@
 stops it (a coroutine's CancelledError, a thread's `delayed.current().cancelled`, a claimed task not
 called), and the scripts that end it cancelled whatever it does: released, retried, dead-lettered, given
 back, or requeued by a sweeper after its worker died; a worker that missed the message still ends it so."""
+import contextlib
 import logging
 import signal
 import threading
@@ -10,7 +11,7 @@ import msgpack
 import pytest
 import redis
 
-from delayed import PyTask, Queue, Worker, chain
+from delayed import Middleware, PyTask, Queue, Worker, chain
 from delayed.errors import TaskFailedError
 from delayed.protocol.sweeper_ops import SweeperOps
 from delayed.protocol.worker_ops import WorkerOps
@@ -135,6 +136,33 @@ def test_a_function_in_a_thread_sees_its_cancel_and_its_result_is_not_kept(conn,
     wait_for(lambda: handle.status() == "cancelled", what="the task to end")
     assert results(conn) == [repr(("loop", (), {}))]  # it saw the flag and returned "loop"
     assert ended_cancelled(handle)
+
+
+class Seen(Middleware):
+    """Notes what the public hooks see: each call's outcome and cancelled flag, and the errors they are told."""
+
+    def __init__(self) -> None:
+        self.ended, self.errors = [], []
+
+    def around_call(self, call):
+        return contextlib.nullcontext()  # (one overridden: the call runs inside the hooks)
+
+    def on_call_error(self, call, error):
+        self.errors.append(error)
+
+    def after_call(self, call):
+        self.ended.append((call.func_path, call.outcome, call.cancelled))
+
+
+@pytest.mark.parametrize("func", ["async_until_cancelled", "until_cancelled"])
+def test_middleware_sees_a_cancelled_call_s_outcome_and_no_error(conn, queue, run_worker, func):
+    seen = Seen()
+    handle = queue.enqueue(PyTask("tests.tasks:" + func, ["mw"]), result_ttl=60)
+    run_worker(middleware=[seen])
+    wait_for(lambda: conn.exists("started:mw") and subscribed(conn), what="the task to start")
+    assert handle.cancel().requested
+    wait_for(lambda: seen.ended, what="the call to end")
+    assert seen.ended == [("tests.tasks:" + func, "cancelled", True)] and seen.errors == []
 
 
 def test_a_cancelled_task_with_retries_left_is_not_retried(conn, queue, run_worker):
