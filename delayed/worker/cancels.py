@@ -34,7 +34,9 @@ LISTEN_WAIT = 0.1
 class Cancels:
     """The tracked calls a worker is making, by task id, and the ids whose cancel it heard.
 
-    Thread-safe: calls start and stop in the threads that make them, cancels are heard in Listening's.
+    Calls start and stop in the threads that make them, cancels are heard in Listening's. No lock: each
+    step is one dict operation (atomic), and a call is noted before its id is looked up among those
+    heard, as a heard id is noted before its call is looked up, so one of the two always sees the other.
     A heard id is remembered (the last REMEMBERED of them), so that a task claimed but not yet started,
     or one whose claim was still on its way when its cancel came, is not called.
     """
@@ -42,36 +44,32 @@ class Cancels:
     REMEMBERED = 10000
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
         self._calls: Dict[str, Tuple[Run, Optional["asyncio.Task[None]"]]] = {}
         self._heard: "OrderedDict[str, None]" = OrderedDict()
 
-    def starting(self, run: Run, task: Optional["asyncio.Task[None]"] = None) -> bool:
-        """Before a tracked run's call (task: the asyncio task a coroutine runs in): True, and the call can
-        be reached until stopped(run); False if its cancel was heard already: its call is marked
-        cancelled, and it must not be made."""
-        assert run.call is not None and run.call.id is not None
-        task_id = run.call.id
-        with self._lock:
-            if task_id in self._heard:
-                run.call.cancel()
-                return False
-            self._calls[task_id] = (run, task)
-            return True
+    def starting(self, task_id: str, run: Run, task: Optional["asyncio.Task[None]"] = None) -> bool:
+        """Before the call of run, a tracked task's (task: the asyncio task a coroutine runs in): True, and
+        the call can be reached until stopped(task_id); False if its cancel was heard already: its call is
+        marked cancelled, and it must not be made."""
+        self._calls[task_id] = (run, task)
+        if task_id in self._heard:
+            self._calls.pop(task_id, None)
+            assert run.call is not None
+            run.call.cancel()
+            return False
+        return True
 
-    def stopped(self, run: Run) -> None:
-        """After a tracked run's call: it can no longer be reached."""
-        assert run.call is not None and run.call.id is not None
-        with self._lock:
-            self._calls.pop(run.call.id, None)
+    def stopped(self, task_id: str) -> None:
+        """After a tracked task's call: it can no longer be reached."""
+        self._calls.pop(task_id, None)
 
     def heard(self, task_id: str) -> None:
-        """A cancel of task_id was published: remember it, and reach its call if one is being made."""
-        with self._lock:
-            self._heard[task_id] = None
-            if len(self._heard) > self.REMEMBERED:
-                self._heard.popitem(last=False)
-            found = self._calls.get(task_id)
+        """A cancel of task_id was published: remember it, and reach its call if one is being made (called
+        from one thread: Listening's)."""
+        self._heard[task_id] = None
+        if len(self._heard) > self.REMEMBERED:
+            self._heard.popitem(last=False)
+        found = self._calls.get(task_id)
         if found is None:
             return
         run, task = found
@@ -84,8 +82,7 @@ class Cancels:
     def _cancel_task(self, task_id: str, task: "asyncio.Task[None]") -> None:
         """On the event loop: cancel the coroutine's task, if it is still in its call (not past it: a task
         cancelled after its call returned would end cancelled, not with the call's outcome)."""
-        with self._lock:
-            found = self._calls.get(task_id)
+        found = self._calls.get(task_id)
         if found is not None and found[1] is task:
             task.cancel()
 

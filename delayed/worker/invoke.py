@@ -103,8 +103,8 @@ class Invoker:
         limit = run.limit
         call = run.call
         assert call is not None
-        tracked = call.id is not None
-        if tracked and not self.cancels.starting(run):
+        task_id = task.options.id
+        if task_id is not None and not self.cancels.starting(task_id, run):
             return  # cancelled before it started
         current = running(call)
         if run.timed:
@@ -124,8 +124,8 @@ class Invoker:
             run.error = exc
         finally:
             stopped(current)
-            if tracked:
-                self.cancels.stopped(run)
+            if task_id is not None:
+                self.cancels.stopped(task_id)
         if run.timed:
             run.seconds = time.monotonic() - run.started
 
@@ -133,9 +133,9 @@ class Invoker:
         """invoke() of a coroutine function, on the loop."""
         callee, task, call = run.callee, run.task, run.call
         assert callee is not None and task is not None and call is not None
-        tracked = call.id is not None
+        task_id = task.options.id
         this = asyncio.current_task()
-        if tracked and not self.cancels.starting(run, this):
+        if task_id is not None and not self.cancels.starting(task_id, run, this):
             return  # cancelled before it started
         running(call)  # in this coroutine's task's own context: no reset needed
         if run.timed:
@@ -150,8 +150,8 @@ class Invoker:
             elif this is not None and hasattr(this, "uncancel"):  # Python 3.11+: the task goes on, not cancelling
                 this.uncancel()
         finally:
-            if tracked:
-                self.cancels.stopped(run)
+            if task_id is not None:
+                self.cancels.stopped(task_id)
         if run.timed:
             run.seconds = time.monotonic() - run.started
 
