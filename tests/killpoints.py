@@ -34,10 +34,13 @@ TASKS = {
     "bury": [PyTask("tests.tasks:always_fail", ["calls"])],
 }
 TASKS["sweeper"] = TASKS["producer"] = TASKS["producer_many"] = TASKS["worker"][:1]
+# one slot between them: each task is admitted, or held back until the one before it frees the slot
+TASKS["limited"] = TASKS["limited_threads"] = [PyTask("tests.tasks:record", [tag], concurrency_limit=1)
+                                               for tag in ("t0", "t1", "t2")]
 # a worker running tasks in threads (plain ones) and on its event loop (coroutines), two slots
 TASKS["threads"] = [PyTask("tests.tasks:record", ["t0"]), PyTask("tests.tasks:async_record", ["t1"]),
                     PyTask("tests.tasks:record", ["t2"])]
-THREADS = {"threads": 2}
+THREADS = {"threads": 2, "limited_threads": 2}
 
 
 def _record(tag: str, takes_result: bool = False) -> Any:

@@ -268,6 +268,36 @@ async def current_id_async():
     return [call.id, call.queue]
 
 
+def limited(tag, group, seconds=0.0):
+    """Runs under a concurrency_limit of `group`: counts itself in "running" (and the count it saw in the
+    list "peaks"), then waits until the `group` tasks of its turn (the n-th task to start is of turn n //
+    group) have all started, sleeps `seconds`, counts itself out and records: every turn runs `group` at
+    once, and never more (the peaks say how many ran at once)."""
+    client = conn()
+    client.rpush("peaks", client.incr("running"))
+    turn = (client.incr("started") - 1) // group
+    _until(lambda: int(client.get("started")) >= (turn + 1) * group, f"{tag}: its turn of {group} tasks")
+    time.sleep(seconds)
+    client.decr("running")
+    record(tag)
+
+
+def started_at(tag):
+    """Records Redis's clock as it starts (unix seconds, in the hash "started_at"), and its tag."""
+    client = conn()
+    seconds, micros = client.time()
+    client.hset("started_at", tag, seconds + micros / 1e6)
+    record(tag)
+
+
+def wait_for_key(tag, key):
+    """Records that it started ("started:TAG"), then waits until the key exists, then records."""
+    client = conn()
+    client.set("started:" + tag, 1)
+    _until(lambda: client.exists(key), f"{tag}: key {key}")
+    record(tag)
+
+
 async def async_until_cancelled(tag):
     """Marks itself started and awaits for WAIT seconds: a cancel's CancelledError is pushed to the list
     "cancelled"; it records in a finally, however it ends."""

@@ -64,9 +64,10 @@ def test_stats_as_a_table_and_as_json(conn, redis_server, busy):
     assert rows == [{"queue": "q", "pending": 2, "processing": 0, "scheduled": 1, "dead": 2, "workers": 0,
                      "paused": False, "enqueued_total": 3, "done_total": 0, "retried_total": 0, "dead_total": 0,
                      "workflows_started_total": 0, "workflows_done_total": 0, "workflows_failed_total": 0,
-                     "latency": None, "latency_measured": None, "latency_basis": "unknown", "go_untaken": None,
-                     "unswept_lapsed": 0, "workflows_stalled": [],
-                     "workflows_checked": {"workflows": 0, "steps": 0, "unchecked": 0, "complete": True}}]
+                     "limit_keys": 0, "latency": None, "latency_measured": None, "latency_basis": "unknown",
+                     "go_untaken": None, "unswept_lapsed": 0, "workflows_stalled": [],
+                     "workflows_checked": {"workflows": 0, "steps": 0, "unchecked": 0, "complete": True},
+                     "limits": [], "limits_complete": True}]
 
 
 def test_stats_latency_is_a_tracked_heads_age_else_estimated_from_the_rate_out(conn, redis_server):

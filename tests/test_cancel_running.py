@@ -268,6 +268,20 @@ def test_a_task_whose_worker_is_killed_after_its_cancel_never_runs_again(conn, r
     assert conn.hlen("q_processing") == conn.llen("q") == conn.xlen("q_dead_letters") == 0
 
 
+def test_a_cancelled_task_frees_its_limit_slot_for_the_task_held_back_behind_it(conn, queue, run_worker):
+    """Its release counts as no task done, and frees the slot all the same."""
+    first = queue.enqueue(PyTask("tests.tasks:until_cancelled", ["first"], concurrency_limit=1, limit_key="k"),
+                          result_ttl=60)
+    queue.enqueue(PyTask("tests.tasks:record", ["second"], concurrency_limit=1, limit_key="k"))
+    run_worker(threads=2)
+    wait_for(lambda: conn.exists("started:first") and conn.llen("q_limit_waiting:k") == 1,
+             what="the first task to run and hold the second back")
+    assert first.cancel().requested
+    wait_for(lambda: results(conn) == [repr(("first", (), {})), repr(("second", (), {}))], what="the second to run")
+    wait_for(lambda: conn.hget("q_counts", "done") == b"1", what="the second task's release")  # the first's: none
+    assert ended_cancelled(first)
+
+
 # Workflows
 
 

@@ -164,8 +164,8 @@ def test_stats_rows_carry_the_counters_and_with_rates_turns_them_into_in_and_out
     assert admin.stats(conn, ["q"])[0] == {"queue": "q", "pending": 0, "processing": 0, "scheduled": 0, "dead": 0,
                                            "workers": 0, "paused": False, "enqueued_total": 0, "done_total": 0, "retried_total": 0,
                                            "dead_total": 0, "workflows_started_total": 0, "workflows_done_total": 0,
-                                           "workflows_failed_total": 0, "latency": 0.0, "latency_measured": True,
-                                           "latency_basis": "empty"}
+                                           "workflows_failed_total": 0, "limit_keys": 0, "latency": 0.0,
+                                           "latency_measured": True, "latency_basis": "empty"}
     queue.enqueue_many(PyTask("m:f", [i]) for i in range(10))
     assert admin.queue_names(conn) == ["q"]
     ids = [new_worker_id() for _ in range(10)]

@@ -17,6 +17,7 @@ from delayed.worker.holding import (
     OUTCOME_OF,
     Bury,
     Cancelled,
+    Held,
     Outcome,
     Release,
     Requeue,
@@ -169,6 +170,15 @@ def test_a_unique_task_that_ended_releases_its_lock_and_one_that_runs_again_keep
     assert decide(refused(task, Reason.BAD_ARGUMENTS, "bad"), Fixed()).lock == lock
 
 
+def test_a_run_its_limits_held_back_is_held_keeping_its_unique_lock_and_its_record_untouched():
+    task = PyTask("m:f", [1], concurrency_limit=1).with_options(unique_key="k", unique_token="t", id=TRACKED_ID)
+    run = Run(task.serialize(), QUEUE)
+    run.task = task
+    run.hold(Held("waiting"))
+    assert tracked(run) == Held("waiting")  # admit.lua moved it and wrote its record: nothing more to send
+    assert decide(run, Fixed()).lock is None  # it runs later, still holding its lock
+
+
 def tracked(run: Run) -> Settlement:
     """How run is settled once decide() and the Tracking middleware have had it."""
     run.settlement = decide(run, Fixed())
@@ -198,15 +208,17 @@ def test_a_tracked_blob_that_did_not_decode_still_gets_its_record_ended():
 
 def test_every_end_state_is_said_in_one_vocabulary():
     # A dead letter's reason says which status its record ends in; a settlement's outcome (the observe
-    # hook's, the metrics' label) is that status, or retried for retrying; the strings are the wire's.
+    # hook's, the metrics' label) is that status, or retried for retrying, or held for a task its limits
+    # held back (it did not end: it runs later); the strings are the wire's.
     assert set(STATUS_OF) == set(Reason) == set(REASONS)
     assert {reason for reason, status in STATUS_OF.items() if status == Status.FAILED} == {
         Reason.FAILED, Reason.TIMED_OUT, Reason.BAD_ARGUMENTS}
     assert set(STATUS_OF.values()) == {Status.FAILED, Status.DEAD} <= set(ENDED)
-    assert [outcome.value for outcome in Outcome] == ["done", "retried", "failed", "dead", "cancelled"]
+    assert [outcome.value for outcome in Outcome] == ["done", "retried", "failed", "dead", "held", "cancelled"]
     assert OUTCOME_OF == {Status.DONE: "done", Status.RETRYING: "retried", Status.FAILED: "failed",
                           Status.DEAD: "dead", Status.CANCELLED: "cancelled"}
     settlements = [Release(), Requeue(b""), Reschedule(b"", 0.0), Bury(Reason.TIMED_OUT, {}), Bury(Reason.NOT_ALLOWED, {}),
-                   Cancelled()]
-    assert [settlement.outcome for settlement in settlements] == ["done", "retried", "retried", "failed", "dead",
-                                                                  "cancelled"]
+                   Held("waiting"), Held("scheduled", 1.0), Cancelled()]
+    assert [settlement.outcome for settlement in settlements] == ["done", "retried", "retried", "failed", "dead", "held",
+                                                                  "held", "cancelled"]
+    assert [settlement.status for settlement in settlements[-3:-1]] == [Status.PENDING, Status.SCHEDULED]

@@ -187,8 +187,10 @@ def lists_every_wire_constant_of_its_source(spec: Dict[str, Any]) -> None:
 
 def names_a_queue_s_keys_as_python_does(spec: Dict[str, Any]) -> None:
     q = keys.QueueKeys.of("q")
+    prefixes = ("task_prefix", "limit_running_prefix", "limit_waiting_prefix", "limit_starts_prefix",
+                "limit_reserved_prefix")
     assert spec["queue_keys"] == {**{name: getattr(q, name) for name in q.__dataclass_fields__},
-                                  "task_prefix": q.task_prefix}
+                                  **{name: getattr(q, name) for name in prefixes}}
     for name, ids in spec["worker_ids"].items():
         ours = keys.QueueKeys.of(name)
         assert len(set(ids)) == 3 and {ours.main_worker_id(worker_id) for worker_id in ids} == {ids[0]}, ids

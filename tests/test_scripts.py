@@ -12,7 +12,7 @@ from delayed.wire.keys import QueueKeys
 from .conftest import ROOT
 
 LUA = ROOT / "delayed" / "protocol" / "lua"
-LIBRARIES = {"tracking", "flow", "dead_filter"}  # functions other scripts include (`-- uses: NAME`), never run alone
+LIBRARIES = {"tracking", "flow", "dead_filter", "limits"}  # functions other scripts include (`-- uses: NAME`), never run alone
 
 
 def _scripts_made_in_the_protocol():

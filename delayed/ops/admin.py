@@ -32,7 +32,8 @@ def stats(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List[
     its live workers, ours and go-delayed's (those `workers` lists); whether it is paused (`delayed pause`);
     the queue's counters (COUNTER_FIELDS: tasks our scripts enqueued, released done, retried and
     dead-lettered since its counts hash was created, 0 without one) and those of the workflows
-    enqueued on it (WORKFLOW_FIELDS: started, done, failed);
+    enqueued on it (WORKFLOW_FIELDS: started, done, failed); "limit_keys": the limit keys its tasks
+    ran under (0: none, and delayed.ops.limits reads nothing of it);
     "latency": how long a task waits in the queue before a worker takes it, in seconds, None if
     nothing tells; "latency_measured": True when measured, False when estimated, None when unknown;
     and "latency_basis", what it comes from (LATENCY_BASES);
@@ -40,7 +41,7 @@ def stats(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List[
     return [{"queue": name, "pending": counts.pending, "processing": counts.processing, "scheduled": counts.scheduled,
              "dead": counts.dead, "workers": counts.workers, "paused": counts.paused,
              **dict(zip(COUNTER_FIELDS, counts.events)), **dict(zip(WORKFLOW_FIELDS, counts.workflows)),
-             **_measured_latency(counts),
+             "limit_keys": counts.limit_keys, **_measured_latency(counts),
              **({"head": counts.head} if heads else {})}
             for name, counts in zip(names, inspect.counts(conn, names, heads))]
 

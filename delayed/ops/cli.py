@@ -40,7 +40,7 @@ from ..wire import preview
 from ..wire.dead_letter import REASONS, UNDECODABLE
 from ..wire.task import GoTask, PyTask
 from ..worker import cli as worker_cli
-from . import admin, flows, stalls
+from . import admin, flows, limits, stalls
 from .contract import cli as contract_cli
 from .dashboard import cli as dashboard_cli
 from .metrics import cli as metrics_cli
@@ -109,6 +109,8 @@ def _names(conn: redis.Redis, args: argparse.Namespace) -> List[str]:
 
 
 STATS_COLUMNS = ("queue", "pending", "processing", "scheduled", "dead", "workers", "paused", "latency")
+LIMIT_COLUMNS = ("limit_key", "rate_limit", "started", "scheduled", "next_due_in", "concurrency_limit", "running",
+                 "waiting")
 
 
 def _show_stats(conn: redis.Redis, args: argparse.Namespace, rows: List[Dict[str, Any]],
@@ -119,19 +121,29 @@ def _show_stats(conn: redis.Redis, args: argparse.Namespace, rows: List[Dict[str
     nothing sweeps (admin.unswept): "unswept_lapsed" (the tasks; 0 when none wait for a sweep) in JSON, a
     warning on stderr; and a workflow stalled behind a step that a worker which does not track tasks took
     (stalls.scan): "workflows_stalled" (its steps) and "workflows_checked" (how far the bounded look went)
-    in JSON, a warning on stderr (and a note when the look stopped short)."""
+    in JSON, a warning on stderr (and a note when the look stopped short). A queue with limits per key
+    (limits.read) has them in "limits" (every key read, those holding back the most first) and
+    "limits_complete" in JSON; in a table, the first --limit-keys of them below the queues'."""
     names = [row["queue"] for row in rows]
     untaken = {row["queue"]: row for row in admin.untaken_go_tasks(conn, names, args.go_wait)}
     unswept = {row["queue"]: row for row in admin.unswept(conn, names)}
     stalled = stalls.scan(conn, names)
+    limited = limits.read(conn, rows)
     if args.json:
         _show(args, [{**row, "go_untaken": untaken[row["queue"]]["waited"] if row["queue"] in untaken else None,
                       "unswept_lapsed": unswept[row["queue"]]["lapsed"] if row["queue"] in unswept else 0,
                       "workflows_stalled": stalled.stalled[row["queue"]],
-                      "workflows_checked": stalled.checked(row["queue"])}
+                      "workflows_checked": stalled.checked(row["queue"]),
+                      "limits": limited[row["queue"]].keys if row["queue"] in limited else [],
+                      "limits_complete": limited[row["queue"]].complete if row["queue"] in limited else True}
                      for row in rows], columns)
         return
     _show(args, [{**row, "latency": _latency(row)} for row in rows], columns)
+    for found in limited.values():
+        print(f"\nlimits of {found.queue}: {limits.summary(found)}", flush=True)
+        print(table(limits.shown(found, args.limit_keys), LIMIT_COLUMNS), flush=True)
+        if limits.unshown(found, args.limit_keys):
+            print(f"{limits.unshown(found, args.limit_keys)}: --json lists every key read", flush=True)
     for flagged in untaken.values():
         _warn(f"queue {flagged['queue']!r}: GoTask {flagged['func']} has waited {flagged['waited']:.0f} s at its "
               "head, untaken: is a go-delayed worker running on it, with that handler registered?")
@@ -164,6 +176,9 @@ def _stats_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--go-wait", type=positive(float), default=300, metavar="SECONDS",
                         help="flag a GoTask that has stood this long at the head of its queue, untaken by any "
                              "go-delayed worker, as our sweeper saw it (default: %(default)s)")
+    parser.add_argument("--limit-keys", type=positive(int), default=10, metavar="N",
+                        help="per queue with limits per key, the N keys a table shows, those holding back the most "
+                             "tasks first (default: %(default)s; --json has every key read)")
 
 
 @operation("stats", "per queue: pending, processing, scheduled, dead, live workers", _stats_arguments)

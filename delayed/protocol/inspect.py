@@ -194,9 +194,10 @@ class Counts:
     """A queue's numbers: tasks pending, held by workers (processing), scheduled and dead (in the
     dead-letter stream and in an N_dead list of older versions, not yet moved); its live workers (see
     live_go_workers: ours and go-delayed's); whether it is paused; its counters by COUNTED_EVENTS (0
-    without a counts hash), and its workflows' by COUNTED_WORKFLOWS; waited: how long the task at the head of the queue has waited, if anything
-    in Redis says (see head_wait), else None; with heads, the blob at the head of the queue (else, or if
-    it is empty, None)."""
+    without a counts hash), and its workflows' by COUNTED_WORKFLOWS; limit_keys: the limit keys in its
+    limits registry (0: no task of it ever ran under a limit; see delayed.protocol.limits); waited: how
+    long the task at the head of the queue has waited, if anything in Redis says (see head_wait), else
+    None; with heads, the blob at the head of the queue (else, or if it is empty, None)."""
 
     pending: int
     processing: int
@@ -206,6 +207,7 @@ class Counts:
     paused: bool
     events: Tuple[int, ...]
     workflows: Tuple[int, ...]
+    limit_keys: int
     waited: Optional[HeadWait] = None
     head: Optional[bytes] = None
 
@@ -215,7 +217,7 @@ def counts(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List
     keep-alive keys, see live_go_workers), and one per queue that has tasks pending and is tracked or
     noted by a sweep (see head_wait): other queues pay nothing for it. Reads field names of the
     processing hashes, never a task."""
-    per_queue = 12 if heads else 11
+    per_queue = 13 if heads else 12
     with conn.pipeline(transaction=False) as pipe:
         for keys in map(QueueKeys.of, names):
             pipe.llen(keys.name)
@@ -229,6 +231,7 @@ def counts(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List
             pipe.exists(keys.paused)
             pipe.exists(keys.tracked)
             pipe.exists(keys.head_since)
+            pipe.hlen(keys.limits)
             if heads:
                 pipe.lindex(keys.name, 0)
         replies = pipe.execute()
@@ -236,10 +239,10 @@ def counts(conn: redis.Redis, names: Sequence[str], heads: bool = False) -> List
     go_workers = live_go_workers(conn, [[field.decode(errors="replace") for field in row[6]] for row in rows])
     found = []
     for name, row, go in zip(names, rows, go_workers):
-        pending, processing, scheduled, dead_letters, dead, ours, _, events, paused, tracked, noted, *head = row
+        pending, processing, scheduled, dead_letters, dead, ours, _, events, paused, tracked, noted, limited, *head = row
         counted = tuple(int(count or 0) for count in events)
         found.append(Counts(pending, processing, scheduled, dead_letters + dead, ours + len(go), bool(paused),
-                            counted[:len(COUNTED_EVENTS)], counted[len(COUNTED_EVENTS):],
+                            counted[:len(COUNTED_EVENTS)], counted[len(COUNTED_EVENTS):], limited,
                             head_wait(conn, name) if pending and (tracked or noted) else None, *head))
     return found
 
@@ -408,7 +411,7 @@ def head_waits(conn: redis.Redis, names: Sequence[str]) -> List[Optional[float]]
 class Scheduled(NamedTuple):
     """A scheduled task as operators see it: the head of its blob, the blob's length, when it is due
     (unix time), its ref (see delayed.protocol.scheduled), which names its member exactly, and why it
-    waits, as its member's nonce says: "delayed", "retry" or "unknown" (see SCHEDULED_KINDS)."""
+    waits, as its member's nonce says: "delayed", "retry", "limited" or "unknown" (see SCHEDULED_KINDS)."""
 
     head: bytes
     length: int

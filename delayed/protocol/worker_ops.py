@@ -1,11 +1,12 @@
-"""What a worker sends: claim tasks, settle them (release, requeue, reschedule; a dead letter is
-written by DeadLetters.bury), give back what it will not run, and keep its ids alive."""
+"""What a worker sends: claim tasks, admit those with limits, settle them (release, requeue, reschedule;
+a dead letter is written by DeadLetters.bury), give back what it will not run, and keep its ids alive."""
 import time
 from dataclasses import dataclass
-from typing import Any, List, Mapping, Optional, Sequence, Tuple, cast
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, cast
 
 from ..wire import tracking
-from ..wire.keys import QueueKeys
+from ..wire.keys import QueueKeys, scheduled_nonce
+from ..wire.limits import Admission, Limit
 from ..wire.tracking import Tracked
 from .base import QueueBase
 from .connection import is_cluster
@@ -20,6 +21,7 @@ GIVE_BACK_FIXED_KEYS = len(GIVE_BACK.keys) - 1
 UNLOCK = Script("unlock")
 REQUEUE = Script("requeue")
 RESCHEDULE = Script("reschedule")
+ADMIT = Script("admit")
 KEEP_ALIVE = Script("keep_alive")
 NOTE_CLAIMS = Script("note_claims")
 
@@ -40,10 +42,10 @@ class Claimed:
 class WorkerOps:
     """The commands a worker sends to one queue, for writing a worker of your own.
 
-    A worker claims tasks (`claim`, `take_head`, `claim_batch`), settles them (`release`, `requeue`,
-    `reschedule`; a dead letter is `queue.dead.bury`), gives back what it will not run (`give_back`),
-    and keeps its ids alive (`try_online`, `keep_alive`, `go_offline`). It may hold several ids, each
-    with its own processing field and keep-alive key.
+    A worker claims tasks (`claim`, `take_head`, `claim_batch`), admits those with limits (`admit`),
+    settles them (`release`, `requeue`, `reschedule`; a dead letter is `queue.dead.bury`), gives back
+    what it will not run (`give_back`), and keeps its ids alive (`try_online`, `keep_alive`,
+    `go_offline`). It may hold several ids, each with its own processing field and keep-alive key.
 
     Settling is fenced: `requeue`, `reschedule` and `bury` do nothing (and return False) if the worker
     no longer holds the task, because a sweeper requeued it after the worker's keep-alive lapsed.
@@ -230,6 +232,35 @@ class WorkerOps:
         [member] = scheduled_members((blob,), due, "retry")
         return bool(self._scripts[RESCHEDULE](record=_record(self.queue.keys, tracked), worker_id=worker_id,
                                      claimed=claimed, due=due, member=member, error=_error(tracked)))
+
+    def admit(self, worker_id: str, blob: bytes, limit: Limit, task_id: Optional[str] = None) -> Tuple[Admission, float]:
+        """Admit the held task under its limits, or hold it back, in one script, by Redis's clock.
+
+        Call it once the task is decoded, just before its call. Fenced: nothing happens (FENCED) if the
+        worker no longer holds `blob`. A task held back leaves `<queue>_processing`: it waits for a
+        slot of its key (WAITING), or in the scheduled set until a start is free for it (SCHEDULED); a
+        tracked one's record says pending or scheduled, its claim not counted as a run.
+
+        Args:
+            worker_id: The id holding the task.
+            blob: The blob it holds.
+            limit: The task's limits (`delayed.wire.limits.limit_of`).
+            task_id: A tracked task's id.
+
+        Returns:
+            What was done, and when a task held for its rate is due (unix seconds; else 0).
+        """
+        reply = self._scripts[ADMIT](
+            **self._limit_keys(limit.key), record=() if task_id is None else (self.queue.keys.task(task_id),),
+            worker_id=worker_id, blob=blob, limit_key=limit.key, rate_limit=limit.rate_limit,
+            rate_count=limit.rate_count, period_ms=limit.period_ms, concurrency=limit.concurrency,
+            nonce=scheduled_nonce("limited"))
+        return Admission(reply[0].decode()), float(reply[1]) if len(reply) > 1 else 0.0
+
+    def _limit_keys(self, key: str) -> Dict[str, str]:
+        keys = self.queue.keys
+        return {"running": keys.limit_running(key), "waiting": keys.limit_waiting(key),
+                "starts": keys.limit_starts(key), "reserved": keys.limit_reserved(key)}
 
     def try_online(self, worker_ids: Sequence[str], about: Sequence[str] = ()) -> bool:
         """Claim the ids' keep-alive keys and list the worker in `<queue>_workers`, in one script.

@@ -61,8 +61,8 @@ class Call:
         result: After a call that returned, what it returned.
         error: After a call that raised, what it raised.
         seconds: After the call, how long the function ran (0.0 if it was not called).
-        outcome: After the call, how the worker settled it: "done", "retried", "failed", "dead" or
-            "cancelled" (None before).
+        outcome: After the call, how the worker settled it: "done", "retried", "failed", "dead",
+            "cancelled" or "held" (its limits held it back before its call: it runs later) (None before).
         state: A middleware's own notes between its hooks.
     """
 

@@ -32,6 +32,12 @@ HEAD_SINCE_SUFFIX = "_head_since"
 SWEPT_SUFFIX = "_swept"
 CANCELS_SUFFIX = "_cancels"
 """A queue's cancels channel (a pubsub channel, not a key: see QueueKeys.cancels)."""
+LIMITS_SUFFIX = "_limits"
+LIMIT_HOLDERS_SUFFIX = "_limit_holders"
+LIMIT_RUNNING_INFIX = "_limit_running:"
+LIMIT_WAITING_INFIX = "_limit_waiting:"
+LIMIT_STARTS_INFIX = "_limit_starts:"
+LIMIT_RESERVED_INFIX = "_limit_reserved:"
 
 WORKER_ID_PREFIX = "delayed-py-"
 GO_WORKER_ID = re.compile(r"[0-9a-fA-F]{32}")
@@ -40,10 +46,11 @@ _OUR_ID = re.compile("(" + re.escape(WORKER_ID_PREFIX) + r"[0-9a-f]{32})(-[0-9]+
 """Our worker ids (see new_worker_ids): the random base, maybe -N for an extra id, then the queue's suffix."""
 SCHEDULED_PREFIX_BYTES = 8
 """The nonce before the blob in a member of a queue's scheduled set (see QueueKeys.scheduled)."""
-SCHEDULED_KINDS = {b"d": "delayed", b"r": "retry"}
+SCHEDULED_KINDS = {b"d": "delayed", b"r": "retry", b"l": "limited"}
 """Why a scheduled task waits, by the first byte of its member's nonce: "delayed" (a producer's delay=
-or at=) or "retry" (a worker's retry with backoff, or a retry=-1 task run again later); members
-written before the nonce said it (its first byte random) read as "unknown"."""
+or at=), "retry" (a worker's retry with backoff, or a retry=-1 task run again later) or "limited" (its
+rate_limit held it back at its claim until a start is free for it: see delayed/protocol/lua/admit.lua);
+members written before the nonce said it (its first byte random) read as "unknown"."""
 
 COUNTED_EVENTS = ("enqueued", "done", "retried", "dead")
 """The fields of a queue's counts hash that count tasks (see QueueKeys.counts)."""
@@ -62,9 +69,10 @@ CRASHES_SUFFIX = "_crashes"
 """A hash versions before counted crash loops in; no longer read or written, but a queue's name still."""
 KEY_SUFFIXES = (NOTI_SUFFIX, PROCESSING_SUFFIX, DEAD_SUFFIX, DEAD_LETTERS_SUFFIX, SCHEDULED_SUFFIX, WORKERS_SUFFIX,
                 UNNOTIFIED_SUFFIX, COUNTS_SUFFIX, TRACKED_SUFFIX, PAUSED_SUFFIX, PERIODIC_SUFFIX, SAMPLES_SUFFIX,
-                HEAD_SINCE_SUFFIX, SWEPT_SUFFIX, CRASHES_SUFFIX)
+                HEAD_SINCE_SUFFIX, SWEPT_SUFFIX, CRASHES_SUFFIX, LIMITS_SUFFIX, LIMIT_HOLDERS_SUFFIX)
 """What a queue's keys add to its name: a name ending with one is another queue's key (see check_queue_name)."""
-KEY_INFIXES = (UNIQUE_INFIX, TASK_INFIX, WORKER_INFIX, FLOW_INFIX)
+KEY_INFIXES = (UNIQUE_INFIX, TASK_INFIX, WORKER_INFIX, FLOW_INFIX, LIMIT_RUNNING_INFIX, LIMIT_WAITING_INFIX,
+               LIMIT_STARTS_INFIX, LIMIT_RESERVED_INFIX)
 """What a queue's keys of many add to its name, before their own part."""
 
 
@@ -113,6 +121,14 @@ class QueueKeys:
     clock, and the interval of whoever claimed it; a periodic sweep claims the queue only once its own
     interval has passed since, so workers and sweepers sweep it at most once per interval between them.
     Expires three intervals after it was written (ours; see delayed/protocol/lua/claim_sweep.lua).
+    limits: hash, limit key -> the limits its tasks carried when one was last admitted, as JSON:
+    {"rate_limit": "100/m", "period": 60, "concurrency_limit": 5, "seen": unix seconds} (the limits it
+    does not have left out), for `delayed stats` and the dashboard (ours; see limits.lua).
+    limit_holders: hash, worker id -> the limit key whose concurrency slot that id holds while it runs
+    the task it was admitted for: every script that ends a hold frees the slot through it (ours).
+    Per limit key K (see the methods below; limits.lua documents each): limit_running(K), the ids
+    holding its slots; limit_waiting(K), the blobs held back for a slot; limit_starts(K), its starts;
+    limit_reserved(K), the starts reserved for the blobs its rate_limit held back.
     cancels: a pubsub channel, not a key: the cancel of a tracked task a worker runs publishes the
     task's id (32 hex digits) on it, and our workers (Python's and Go's) serving the queue listen, to
     stop that task (see delayed/protocol/lua/tracking.lua's track.cancel).
@@ -133,6 +149,8 @@ class QueueKeys:
     samples: str
     head_since: str
     swept: str
+    limits: str
+    limit_holders: str
     cancels: str
 
     @property
@@ -161,6 +179,45 @@ class QueueKeys:
         match = _OUR_ID.fullmatch(worker_id)
         return match.group(1) + self.worker_id_suffix if match and match.group(3) == self.worker_id_suffix else None
 
+    @property
+    def limit_running_prefix(self) -> str:
+        """What the set of the ids holding a limit key's concurrency slots is: this, then the key."""
+        return self.name + LIMIT_RUNNING_INFIX
+
+    @property
+    def limit_waiting_prefix(self) -> str:
+        """What the list of the blobs a limit key's concurrency_limit held back is: this, then the key."""
+        return self.name + LIMIT_WAITING_INFIX
+
+    @property
+    def limit_starts_prefix(self) -> str:
+        """What the sorted set of a limit key's starts (its rate_limit's log) is: this, then the key."""
+        return self.name + LIMIT_STARTS_INFIX
+
+    @property
+    def limit_reserved_prefix(self) -> str:
+        """What the sorted set of the starts reserved for a limit key's rate-held blobs is: this, then the key."""
+        return self.name + LIMIT_RESERVED_INFIX
+
+    def limit_running(self, key: str) -> str:
+        """A set: the worker ids holding limit key's concurrency slots (the tasks they run were admitted)."""
+        return self.limit_running_prefix + key
+
+    def limit_waiting(self, key: str) -> str:
+        """A list: the blobs limit key's concurrency_limit held back at their claim, oldest first; one goes
+        back to the head of the queue each time a slot frees."""
+        return self.limit_waiting_prefix + key
+
+    def limit_starts(self, key: str) -> str:
+        """A sorted set: limit key's starts within its rate_limit's period (score: unix ms), those reserved
+        for the rate-held blobs (due later) included."""
+        return self.limit_starts_prefix + key
+
+    def limit_reserved(self, key: str) -> str:
+        """A sorted set: the starts reserved for the blobs limit key's rate_limit held back, not taken yet
+        (as in limit_starts); a claim of the key takes one once it is due."""
+        return self.limit_reserved_prefix + key
+
     def unique(self, key: str) -> str:
         """The lock of unique tasks with this key: a string key, holding a token, with an expiry."""
         return self.name + UNIQUE_INFIX + key
@@ -182,6 +239,7 @@ class QueueKeys:
                    name + WORKERS_SUFFIX, name + UNNOTIFIED_SUFFIX,
                    name + DEAD_LETTERS_SUFFIX, name + COUNTS_SUFFIX, name + TRACKED_SUFFIX, name + PAUSED_SUFFIX,
                    name + PERIODIC_SUFFIX, name + SAMPLES_SUFFIX, name + HEAD_SINCE_SUFFIX, name + SWEPT_SUFFIX,
+                   name + LIMITS_SUFFIX, name + LIMIT_HOLDERS_SUFFIX,
                    name + CANCELS_SUFFIX)
 
 

@@ -12,6 +12,7 @@ Policy, so a test can give every case fixed answers.
     raised, retry=N>0                   Requeue at once with retry N-1
     raised, no retries left             Bury, reason failed (timed_out for TimeLimitExceeded)
     refused before its call             Bury, for its reason (not_allowed, bad_arguments, malformed ...)
+    held back by its limits             Held (nothing more to send: admit.lua moved it)
 
 A retry's blob no longer carries the task's expires_at: a task that started once is not expired by its
 retries. A decoded task that ended (Release, Cancelled or Bury) releases its unique lock, a GoTask refused too. (What a tracked task's record
@@ -55,6 +56,8 @@ def decide(run: Run, policy: Policy) -> Settlement:
     """How to settle run (see the module's docstring)."""
     task = run.task
     refusal = run.refusal
+    if run.held is not None:
+        return run.held
     if refusal is not None:
         settlement: Settlement = _bury(run, policy, refusal.reason, refusal.error, refusal.func)
         if task is None:  # not decoded as a PyTask: only a GoTask's options to honour

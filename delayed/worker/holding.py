@@ -22,7 +22,7 @@ import random
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple, cast
 
 import redis
 
@@ -33,6 +33,7 @@ from ..runtime.backoff import OutageBackoff
 from ..runtime.lifecycle import Lifecycle
 from ..wire import worker_info
 from ..wire.dead_letter import STATUS_OF, Letter, Reason
+from ..wire.limits import Admission, Limit
 from ..wire.strenum import StrEnum
 from ..wire.tracking import Status, Tracked
 
@@ -75,6 +76,9 @@ class Outcome(StrEnum):
     """It raised, or its arguments did not fit, and is dead-lettered."""
     DEAD = Status.DEAD.value
     """Dead-lettered without running: malformed, a GoTask, too large, not allowed."""
+    HELD = "held"
+    """Not run: a limit held it back at its start (it runs later, and is told again then), or it was no
+    longer this worker's to run (see Held)."""
     CANCELLED = Status.CANCELLED.value
     """Its cancel was requested while the worker held it (delayed.worker.cancels): stopped, or not started."""
 
@@ -169,6 +173,32 @@ class Bury(Settlement):
 
     def apply(self, ops: WorkerOps, claim: Claim) -> bool:
         return ops.queue.dead.bury(claim.worker_id, claim.blob, self.letter, self.tracked)
+
+
+@dataclass(frozen=True)
+class Held(Settlement):
+    """The task did not start, and nothing is left to send: its limits held it back (admit.lua moved it
+    out of <queue>_processing, to wait for a slot or for its start in the scheduled set: admission), or
+    it was no longer the id's to run (fenced: a sweeper had taken it back), or its admission gave up as
+    the worker stopped (then the task stays held for a sweeper). Not counted as done: the task runs later.
+
+    admission: what admit.lua said (delayed.wire.limits.Admission), "" when it gave up; due: when a task
+    held for its rate is due (unix seconds).
+    """
+
+    admission: str = ""
+    due: float = 0.0
+
+    @property
+    def status(self) -> Status:  # type: ignore[override]
+        return Status.SCHEDULED if self.due else Status.PENDING
+
+    @property
+    def outcome(self) -> Outcome:
+        return Outcome.HELD
+
+    def apply(self, ops: WorkerOps, claim: Claim) -> bool:
+        return True
 
 
 class Holding:
@@ -320,6 +350,12 @@ class Holding:
                 logger.warning("could not settle (%s) the task of %s: it no longer holds it (a sweeper requeued "
                                "it after its keep-alive lapsed, or an earlier try whose reply was lost did it)",
                                type(settlement).__name__.lower(), claim.worker_id)
+
+    def admit(self, worker_id: str, blob: bytes, limit: Limit, task_id: Optional[str]) -> Optional[Tuple[Admission, float]]:
+        """WorkerOps.admit, retried through Redis outages; None once stopping (the task then stays held,
+        the worker's keep-alive lapses, and a sweeper requeues it)."""
+        with self._lock:
+            return cast(Optional[Tuple[Admission, float]], self._persist(self.ops.admit, worker_id, blob, limit, task_id))
 
     def give_back(self, claims: Sequence[Claim]) -> None:
         """Return claimed tasks not yet started to the head of the queue, in order (fenced on id and blob)."""
@@ -483,6 +519,12 @@ class Holdings:
             return []
         self._backoff.succeeded()
         return next((holding.claim_notified() for holding in unpaused if holding.queue is notified), [])
+
+    def admit(self, queue: Queue, worker_id: str, blob: bytes, limit: Limit,
+              task_id: Optional[str]) -> Optional[Tuple[Admission, float]]:
+        """Holding.admit, on the Holding of queue."""
+        [holding] = [holding for holding in self.holdings if holding.queue is queue]
+        return holding.admit(worker_id, blob, limit, task_id)
 
     def give_back(self, claims: Sequence[Claim]) -> None:
         """Holding.give_back, each queue's claims to its own queue."""

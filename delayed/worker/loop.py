@@ -31,6 +31,7 @@ from .holding import NOTE_AFTER, Claim, Holdings, Settlement
 from .hooks import AfterCall, BeforeCall, CallHooks, HookedInvoker
 from .invoke import Invoker
 from .keepalive import KeepAlive
+from .limits import Limits
 from .metrics import Observe, Observer
 from .middleware import Middleware, Pipeline
 from .retry import Retries
@@ -84,13 +85,15 @@ class Worker:
     dead-lettered: `malformed`, `go_task`, `too_large`); a task whose `expires` passed is dead-lettered
     (`expired`) without being called; its function is looked up in the allowlist
     (`not_allowed`) and its arguments are checked against the function's signature (`bad_arguments`,
-    without calling it); its call gets its time limit (its own, else the worker's); the function is
-    called; the task is settled: released, retried as its options say, or dead-lettered, with an ERROR
-    line for each failure; a tracked task's record gets what it returned or raised; `observe` is told
-    the outcome; and with `log_tasks` its line is logged. (Inside, each step is a middleware of
-    `delayed.worker.middleware`, in that order.) Your `middleware` hooks in around the call: its
-    `before_call` once the task is allowed and its arguments fit, its `around_call` where the function
-    runs, and its `after_call` once the task is settled (see `delayed.Middleware`).
+    without calling it); its call gets its time limit (its own, else the worker's); a task with a
+    `rate_limit` or `concurrency_limit` is admitted in Redis, or held back to run later (see the
+    Flow control page); the function is called; the task is settled: released, retried as its options
+    say, or dead-lettered, with an ERROR line for each failure; a tracked task's record gets what it
+    returned or raised; `observe` is told the outcome; and with `log_tasks` its line is logged.
+    (Inside, each step is a middleware of `delayed.worker.middleware`, in that order.) Your
+    `middleware` hooks in around the call: its `before_call` once the task is allowed, its arguments
+    fit and its limits admitted it, its `around_call` where the function runs, and its `after_call`
+    once the task is settled (see `delayed.Middleware`).
 
     A Worker takes ids of its own (`id`, `ids`), and timing of its own (`dequeue_timeout`,
     `keep_alive_timeout`): it never reads or sets what keakon's Queue (`delayed.queue.Queue`) keeps
@@ -119,8 +122,9 @@ class Worker:
             event loop, with up to as many claimed tasks kept ready for the next free slot.
         observe: A hook told each task's outcome as the worker decides it:
             `observe(queue_name, func_path, outcome, seconds)`, the outcome `"done"`, `"retried"`,
-            `"failed"`, `"dead"` or `"cancelled"` (func path `""` and seconds None for a dead one). The
-            worker's metrics count with it; None costs nothing per task. It is a middleware too
+            `"failed"`, `"dead"` (func path `""` and seconds None for a dead one), `"held"` (its
+            `rate_limit` or `concurrency_limit` held it back: it runs later; seconds None) or `"cancelled"`.
+            The worker's metrics count with it; None costs nothing per task. It is a middleware too
             (`delayed.worker.metrics.Observe`), the innermost, after those of `middleware`.
         middleware: `delayed.Middleware` instances whose call hooks run around each task's call, the
             first one outermost: `before_call` in order, `after_call` and `on_call_error` in reverse.
@@ -128,7 +132,8 @@ class Worker:
             (retried or dead-lettered as the task's options say); an `on_call_error` or `after_call`
             that raises is logged. `after_call` runs for every task the worker settles, one refused
             before its call too (`call.outcome` `"dead"`, or `"failed"` for arguments that did not
-            fit). Hooks a middleware does not override cost nothing per task.
+            fit), and one its limits held back (`"held"`). Hooks a middleware does not override cost
+            nothing per task.
         burst: Stop (exit status 0) once nothing is running and no queue has a task to give, due
             scheduled ones included: for batch jobs and tests. Tasks scheduled for later (a delay, a
             retry's backoff) stay scheduled for the next worker; a paused queue counts as empty.
@@ -478,7 +483,8 @@ class Worker:
         """Run the task in a blob here, if it may run, and say how to settle it; never raises for a task's fault.
 
         Nothing is sent to Redis: the settlement (a release, a retry, a dead letter) is returned, not
-        applied. For tests of what a worker does with a blob.
+        applied, and a task's limits are not asked (nothing is claimed). For tests of what a worker
+        does with a blob.
 
         Args:
             blob: The task's blob.
@@ -503,4 +509,4 @@ class Worker:
         after: List[Middleware] = [AfterCall(hooks)] if hooks.after else []
         before: List[Middleware] = [BeforeCall(hooks)] if hooks.before else []
         return [*log, *after, Tracking(), Retries(self.allowlist.resolve, lambda: self.id), Expiry(),
-                CallCheck(self.allowlist), TimeLimit(self.time_limit), *before]
+                CallCheck(self.allowlist), TimeLimit(self.time_limit), Limits(self.holdings.admit), *before]

@@ -2,8 +2,8 @@
 (the Observe middleware, a public `delayed.Middleware`, tells them to the worker's observe hook;
 TaskMetrics is the hook that counts).
 
-Outcomes are the worker's (see delayed.worker.holding.Outcome): done, retried, failed, dead, cancelled; function is
-the allowed func path, "" for dead (so a flood of junk tasks cannot grow the label set).
+Outcomes are the worker's (see delayed.worker.holding.Outcome): done, retried, failed, dead, held,
+cancelled; function is the allowed func path, "" for dead (so a flood of junk tasks cannot grow the label set).
 
 A single worker process serves its own registry (serve). Under --concurrency the supervisor
 serves every child's, merged (Multiprocess): prometheus_client's multiprocess mode, where each
@@ -30,8 +30,9 @@ MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
 TASKS = Series("delayed_tasks_total", "counter", ("queue", "function", "outcome"),
                "Tasks settled by workers, one outcome each: done (returned), retried (raised, runs again), failed "
                "(raised or rejected its arguments; dead-lettered), dead (dead-lettered without running: malformed, "
-               "go_task or py_task (the other language's task), too_large, not_allowed; function \"\"), cancelled "
-               "(its cancel was requested while the worker held it)")
+               "go_task or py_task (the other language's task), too_large, not_allowed; function \"\"), held (its "
+               "rate_limit or concurrency_limit held it back at its start: it runs later, counted again then), "
+               "cancelled (its cancel was requested while the worker held it)")
 DURATION = Series("delayed_task_duration_seconds", "histogram", ("queue", "function"),
                   "Run time of the tasks that ran (done, retried, failed, cancelled)")
 SERIES = (TASKS, DURATION)
@@ -40,7 +41,7 @@ SERIES = (TASKS, DURATION)
 
 Observer = Callable[[str, str, str, Optional[float]], None]
 """A hook told each task's outcome (an Outcome) as the worker decides it: (queue name, func path,
-outcome, seconds it ran); func path "" and seconds None for a dead one."""
+outcome, seconds it ran); func path "" and seconds None for a dead one, seconds None for a held one."""
 
 
 class Observe(Middleware):
@@ -55,6 +56,8 @@ class Observe(Middleware):
         assert outcome is not None
         if outcome == Outcome.DEAD:
             self.observer(call.queue, "", outcome, None)
+        elif outcome == Outcome.HELD:  # not run: it runs later, and is told again then
+            self.observer(call.queue, call.func_path, outcome, None)
         else:
             self.observer(call.queue, call.func_path, outcome, call.seconds)
 

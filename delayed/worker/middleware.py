@@ -3,8 +3,9 @@ Pipeline that runs a claimed task through them.
 
 A Pipeline decodes the claimed blob into its task (a blob that is not a PyTask it can run is refused:
 too large, malformed, a GoTask), then calls each middleware's before() in order, then the call
-(delayed.worker.invoke), then each after() in reverse order. A before() may refuse the task, or fail
-it (run.error): then the later ones and the call are skipped, and every after() still runs. The worker
+(delayed.worker.invoke), then each after() in reverse order. A before() may refuse the task, hold it
+back (run.hold), or fail it (run.error): then the later ones and the call are skipped, and every
+after() still runs. The worker
 installs, outermost first (Worker._middleware):
 
     TaskLog    after: one line per task (only with log_tasks)
@@ -16,11 +17,14 @@ installs, outermost first (Worker._middleware):
     CallCheck  before: find the function in the allowlist (else not_allowed), and refuse arguments its
                signature does not take (bad_arguments: it is not called)
     TimeLimit  before: the time limit of the call (the task's own, or the worker's)
+    Limits     before: admit a task with limits (rate_limit, concurrency_limit) in Redis, or hold it
+               back (run.hold: it is not called, and runs later); before the user's hooks, which see
+               only the tasks that are called
     BeforeCall before: the user's middleware's before_call hooks (only with middleware that override it)
 
 so the outer ones see how every run was settled. Nothing is built per task: the Pipeline keeps the
 hooks each middleware overrides, once, and a task without options skips those of the middleware that
-act only on options (Tracking, Expiry; TimeLimit when the worker has no time limit of its own).
+act only on options (Tracking, Expiry, Limits; TimeLimit when the worker has no time limit of its own).
 """
 from typing import Callable, Sequence, Tuple
 
@@ -48,8 +52,8 @@ class Middleware:
     times_runs = False
 
     def before(self, run: Run) -> None:
-        """Before the call, with run.task decoded: may set what the call gets (run.limit, run.timed), or
-        refuse the task (run.refuse): then no later before() runs, and neither does the call."""
+        """Before the call, with run.task decoded: may set what the call gets (run.limit, run.timed), refuse
+        the task (run.refuse) or hold it back (run.hold): then no later before() runs, nor the call."""
 
     def after(self, run: Run) -> None:
         """Once the run is over, called or refused (run.refusal), innermost middleware first: from
@@ -95,7 +99,7 @@ class Pipeline:
             hooks, run.timed = self._before, self._timed
         for before in hooks:
             before(run)
-            if run.refusal is not None:
+            if run.refusal is not None or run.held is not None:
                 return False
         return run.error is None  # a middleware's before_call failed it (delayed.worker.hooks.BeforeCall)
 

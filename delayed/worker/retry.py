@@ -95,7 +95,7 @@ class Retries(Middleware):
             assert run.task is not None
             worker_logger.info("task %s %s cancelled: its cancel was requested while it %s", run.task.options.id,
                                run.task.func_path, "ran" if run.started else "waited to start")
-        elif type(settlement) is not Release:
+        elif type(settlement) is not Release and run.held is None:
             _log_failure(run, settlement)
 
 

@@ -8,7 +8,7 @@ from ..wire.hooks import Call
 from ..wire.options import NO_OPTIONS, TaskOptions
 from ..wire.task import PyTask
 from .callee import Callee
-from .holding import Settlement
+from .holding import Held, Settlement
 
 
 class Refusal(NamedTuple):
@@ -26,14 +26,15 @@ class Run:
     task, the Call that middleware and `delayed.current()` see, its function (callee), and the time
     limit its call gets; then what happened: it returned result, raised error,
     or was refused before its call; if timed, when its call started (time.monotonic()) and how long it
-    ran (seconds); and how it is settled.
+    ran (seconds), or was held back by its limits before its call (held: how it is settled); and how it
+    is settled.
 
     One is made per task: it has slots, and every field is set from the start, so reading one costs
     what reading a local's attribute does.
     """
 
     __slots__ = ("blob", "queue", "worker_id", "task", "call", "callee", "limit", "timed", "started", "seconds", "result", "error",
-                 "refusal", "settlement")
+                 "refusal", "held", "settlement")
 
     def __init__(self, blob: bytes, queue: Queue, worker_id: str = "") -> None:
         self.blob = blob
@@ -49,6 +50,7 @@ class Run:
         self.result: Any = None
         self.error: Optional[BaseException] = None
         self.refusal: Optional[Refusal] = None
+        self.held: Optional[Held] = None
         self.settlement: Optional[Settlement] = None
 
     def log_fields(self) -> Dict[str, Optional[str]]:
@@ -63,3 +65,7 @@ class Run:
     def refuse(self, reason: Reason, error: str, func: Optional[str] = None, options: TaskOptions = NO_OPTIONS) -> None:
         """Settle the task without calling it: it is dead-lettered for reason."""
         self.refusal = Refusal(reason, error, func, options)
+
+    def hold(self, held: Held) -> None:
+        """Settle the task without calling it: its limits held it back (see Held), nothing is left to send."""
+        self.held = held

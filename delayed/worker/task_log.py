@@ -29,6 +29,9 @@ class TaskLog(Middleware):
             return
         task = run.task
         assert task is not None
+        if outcome is Outcome.HELD:
+            task_logger.info("task %s %s held", task.options.id or "-", task.func_path)
+            return
         task_logger.info("task %s %s %s in %.1f ms", task.options.id or "-", task.func_path, outcome,
                          run.seconds * 1000, extra={**run.log_fields(), "outcome": str(outcome),
                                                     "milliseconds": round(run.seconds * 1000, 1)})

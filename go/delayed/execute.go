@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// What a worker does with one claimed task: decode it, find its handler, call it within its time
-// limit, settle it (settle.go), count it and log a failure.
+// What a worker does with one claimed task: decode it, find its handler, admit it under its limits
+// (limits.go), call it within its time limit, settle it (settle.go), count it and log a failure.
 
 // prepare decodes the run's blob, or refuses it (too_large, malformed, py_task), or refuses a GoTask
 // whose expiry passed (expired): the first check after the one decode each claimed task gets, before
@@ -45,7 +45,8 @@ func (w *Worker) prepare(r *run) {
 }
 
 // invoke calls the run's handler with its payload within the task's time limit, or refuses it
-// (not_allowed: no handler; bad_arguments: the payload does not fit its parameters).
+// (not_allowed: no handler; bad_arguments: the payload does not fit its parameters), or, once the
+// arguments fit, admit says its limits hold it back (false): it is not called.
 //
 // A handler past its time limit has its context's deadline pass, and its task is failed at once as
 // timed out, whether or not the handler returns: one that ignores its context is abandoned, still
@@ -53,7 +54,7 @@ func (w *Worker) prepare(r *run) {
 //
 // A tracked task's handler has its context cancelled with ErrCancelled when the task's cancel is heard
 // (cancels.go), and is not called at all if it was heard before; the run is cancelled either way.
-func (w *Worker) invoke(ctx context.Context, r *run, payload []byte) {
+func (w *Worker) invoke(ctx context.Context, r *run, payload []byte, admit func(*run) bool) {
 	r.handler = w.handler(r.funcPath)
 	if r.handler == nil {
 		r.refuse(ReasonNotAllowed, fmt.Sprintf("no handler is registered for %s", r.funcPath))
@@ -83,6 +84,9 @@ func (w *Worker) invoke(ctx context.Context, r *run, payload []byte) {
 	args, err := r.handler.arguments(ctx, payload)
 	if err != nil {
 		r.refuse(ReasonBadArguments, err.Error())
+		return
+	}
+	if !admit(r) {
 		return
 	}
 	r.args = args
@@ -138,7 +142,7 @@ func (w *Worker) process(ctx context.Context, h *holding, c *claim, settle func(
 	r := &run{queue: h.queue, blob: c.blob, workerID: c.id}
 	w.prepare(r)
 	if r.refusal == nil {
-		w.invoke(ctx, r, r.task.raw.Payload)
+		w.invoke(ctx, r, r.task.raw.Payload, func(r *run) bool { return w.admit(ctx, h, c, r) })
 	}
 	s := decide(r, h.mainID(), time.Now())
 	if !settle(c, s) {

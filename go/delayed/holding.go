@@ -208,7 +208,8 @@ func (h *holding) release(c *claim, track *recordNews, lock *uniqueLock) {
 	h.mu.Unlock()
 }
 
-// apply settles a claim that is not released: rescheduled or buried, one fenced script. False when
+// apply settles a claim that is not released: rescheduled or buried, one fenced script (held back by its
+// limits: nothing, admit.lua moved it). False when
 // the claim's id no longer holds its blob (a sweeper requeued it after the keep-alive lapsed).
 func (h *holding) apply(ctx context.Context, c *claim, s settlement) (bool, error) {
 	var (
@@ -220,6 +221,8 @@ func (h *holding) apply(ctx context.Context, c *claim, s settlement) (bool, erro
 		applied, err = h.reschedule(ctx, c, s)
 	case settleBury:
 		applied, err = bury(ctx, h.queue, c.id, c.blob, s.letter, s.track)
+	case settleHeld:
+		applied = true // admit.lua moved it: nothing left to send
 	}
 	if err != nil {
 		return false, err

@@ -28,6 +28,12 @@ const (
 	headSinceSuffix     = "_head_since"
 	sweptSuffix         = "_swept"
 	periodicSuffix      = "_periodic"
+	limitsSuffix        = "_limits"
+	limitHoldersSuffix  = "_limit_holders"
+	limitRunningInfix   = "_limit_running:"
+	limitWaitingInfix   = "_limit_waiting:"
+	limitStartsInfix    = "_limit_starts:"
+	limitReservedInfix  = "_limit_reserved:"
 	// cancelsSuffix names a queue's cancels channel (pubsub, not a key): the cancel of a tracked task a
 	// worker runs publishes the task's id there, and our workers serving the queue listen (cancels.go).
 	cancelsSuffix = "_cancels"
@@ -42,6 +48,7 @@ const (
 	scheduledPrefixBytes = 8
 	scheduledDelayed     = 'd' // a producer's Delay or At
 	scheduledRetry       = 'r' // a worker's retry with backoff
+	scheduledLimited     = 'l' // held back by its rate_limit at its claim (admit.lua)
 )
 
 // queueKeys are the keys of one queue, by the names the Lua scripts' headers give them.
@@ -52,23 +59,31 @@ type queueKeys struct {
 
 func keysOf(name string) *queueKeys {
 	return &queueKeys{name: name, named: map[string]string{
-		"name":         name,
-		"noti":         name + notiKeySuffix,
-		"processing":   name + processingKeySuffix,
-		"dead":         name + deadSuffix,
-		"dead_letters": name + deadLettersSuffix,
-		"scheduled":    name + scheduledSuffix,
-		"workers":      name + workersSuffix,
-		"unnotified":   name + unnotifiedSuffix,
-		"counts":       name + countsSuffix,
-		"tracked":      name + trackedSuffix,
-		"paused":       name + pausedSuffix,
-		"periodic":     name + periodicSuffix,
-		"samples":      name + samplesSuffix,
-		"head_since":   name + headSinceSuffix,
-		"swept":        name + sweptSuffix,
-		"task_prefix":  name + taskInfix,
-		"cancels":      name + cancelsSuffix,
+		"name":          name,
+		"noti":          name + notiKeySuffix,
+		"processing":    name + processingKeySuffix,
+		"dead":          name + deadSuffix,
+		"dead_letters":  name + deadLettersSuffix,
+		"scheduled":     name + scheduledSuffix,
+		"workers":       name + workersSuffix,
+		"unnotified":    name + unnotifiedSuffix,
+		"counts":        name + countsSuffix,
+		"tracked":       name + trackedSuffix,
+		"paused":        name + pausedSuffix,
+		"periodic":      name + periodicSuffix,
+		"samples":       name + samplesSuffix,
+		"head_since":    name + headSinceSuffix,
+		"swept":         name + sweptSuffix,
+		"task_prefix":   name + taskInfix,
+		"limits":        name + limitsSuffix,
+		"limit_holders": name + limitHoldersSuffix,
+		// the prefixes of a limit key's keys (delayed/protocol/lua/limits.lua), which the scripts that
+		// end a hold take as arguments, the limit key being known only from limit_holders
+		"limit_running_prefix":  name + limitRunningInfix,
+		"limit_waiting_prefix":  name + limitWaitingInfix,
+		"limit_starts_prefix":   name + limitStartsInfix,
+		"limit_reserved_prefix": name + limitReservedInfix,
+		"cancels":               name + cancelsSuffix,
 	}}
 }
 
@@ -85,6 +100,13 @@ func (k *queueKeys) task(id string) string { return k.name + taskInfix + id }
 
 // workerInfo is one of our workers' description, named after its main id.
 func (k *queueKeys) workerInfo(workerID string) string { return k.name + workerInfix + workerID }
+
+// limitKeys are the keys of one limit key (admit.lua's running, waiting, starts and reserved), as
+// delayed/wire/keys.py's QueueKeys.limit_running and the rest name them.
+func (k *queueKeys) limitKeys(key string) []any {
+	return []any{k.named["limit_running_prefix"] + key, k.named["limit_waiting_prefix"] + key,
+		k.named["limit_starts_prefix"] + key, k.named["limit_reserved_prefix"] + key}
+}
 
 // unique is the lock of the unique tasks with this key.
 func (k *queueKeys) unique(key string) string { return k.name + uniqueInfix + key }

@@ -14,8 +14,9 @@ const (
 	durationMetricName = "delayed_task_duration_seconds"
 	tasksMetricHelp    = "Tasks settled by workers, one outcome each: done (returned), retried (raised, runs again), failed " +
 		"(raised or rejected its arguments; dead-lettered), dead (dead-lettered without running: malformed, " +
-		"go_task or py_task (the other language's task), too_large, not_allowed; function \"\"), cancelled " +
-		"(its cancel was requested while the worker held it)"
+		"go_task or py_task (the other language's task), too_large, not_allowed; function \"\"), held (its " +
+		"rate_limit or concurrency_limit held it back at its start: it runs later, counted again then), " +
+		"cancelled (its cancel was requested while the worker held it)"
 	durationMetricHelp = "Run time of the tasks that ran (done, retried, failed, cancelled)"
 )
 
@@ -63,11 +64,11 @@ func register[C prometheus.Collector](registerer prometheus.Registerer, collecto
 	return collector
 }
 
-// observe counts one settled task: its outcome and, but for a dead one (which did not run), how long
-// its call ran.
+// observe counts one settled task: its outcome and, but for a dead or held one (which did not run), how
+// long its call ran.
 func (m *taskMetrics) observe(queue, function, outcome string, seconds float64) {
-	ran := outcome != outcomeDead
-	if !ran {
+	ran := outcome != outcomeDead && outcome != outcomeHeld
+	if outcome == outcomeDead {
 		function = ""
 	}
 	m.mu.Lock()

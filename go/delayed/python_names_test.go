@@ -93,7 +93,7 @@ func TestTheWorkersNamesAndBoundsArePythons(t *testing.T) {
 	same("worker/loop.py", "keep_alive_interval (a quarter of the timeout)", "keep_alive_timeout / 4",
 		fmt.Sprintf("keep_alive_timeout / %d", defaultKeepAliveTimeout/defaultKeepAliveDuration))
 	same("wire/keys.py", "SCHEDULED_KINDS", pythonValue(t, "wire/keys.py", "SCHEDULED_KINDS"),
-		fmt.Sprintf(`{b"%c": "delayed", b"%c": "retry"}`, scheduledDelayed, scheduledRetry))
+		fmt.Sprintf(`{b"%c": "delayed", b"%c": "retry", b"%c": "limited"}`, scheduledDelayed, scheduledRetry, scheduledLimited))
 	same("wire/worker_info.py", "FIELDS", pythonValue(t, "wire/worker_info.py", "FIELDS"), func() string {
 		about := describeWorker("q", time.Now())
 		var fields []string
@@ -145,7 +145,7 @@ func TestTheWorkersMetricsArePythons(t *testing.T) {
 			t.Errorf("bucket %d is %s in Python, %v in Go", i, text, durationBuckets[i])
 		}
 	}
-	for _, outcome := range []string{outcomeDone, outcomeRetried, outcomeFailed, outcomeDead} {
+	for _, outcome := range []string{outcomeDone, outcomeRetried, outcomeFailed, outcomeDead, outcomeHeld} {
 		if !strings.Contains(pythonSource(t, "worker/holding.py"), `"`+outcome+`"`) &&
 			!strings.Contains(pythonSource(t, "worker/holding.py"), "Status."+strings.ToUpper(outcome)+".value") {
 			t.Errorf("Python's Outcome has no %s", outcome)

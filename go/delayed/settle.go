@@ -18,6 +18,7 @@ import (
 //	  max_retries left                reschedule after the task's backoff, attempt+1 in its blob
 //	  none left                       dead letter, reason failed (timed_out past its time limit)
 //	refused before its call           dead letter, for its reason (malformed, py_task, expired, not_allowed, bad_arguments)
+//	held back by its limits           nothing more: admit.lua moved it out of processing (limits.go)
 //
 // A retry's blob no longer carries the task's ExpiresAt: a task that started once is not expired by its
 // retries. A task that ended (released or dead-lettered) releases its unique lock.
@@ -29,6 +30,7 @@ const (
 	outcomeRetried   = "retried"
 	outcomeFailed    = string(TaskFailed)
 	outcomeDead      = string(TaskDead)
+	outcomeHeld      = "held" // not run: its limits held it back at its start (it runs later), or it was fenced off
 	outcomeCancelled = string(TaskCancelled)
 )
 
@@ -41,6 +43,7 @@ const (
 	settleRelease    settleKind = iota // done: released with the next claim's round trip
 	settleReschedule                   // a retry later: blob waits in the scheduled set until due
 	settleBury                         // a dead letter
+	settleHeld                         // held back by its limits: admit.lua moved it, nothing left to send
 )
 
 // settlement is how a held task leaves the worker.
@@ -48,7 +51,7 @@ type settlement struct {
 	kind    settleKind
 	outcome string
 	blob    string  // reschedule: the next attempt's blob
-	due     float64 // reschedule: unix seconds
+	due     float64 // reschedule, held for its rate: unix seconds
 	reason  string  // bury
 	letter  []any   // bury: its stream fields
 	track   *recordNews
@@ -82,6 +85,7 @@ type run struct {
 	handler   *Handler
 	args      []reflect.Value // the handler's, its payload decoded
 	refusal   *refusal
+	held      *heldBack // its limits held it back before its call
 	value     any
 	err       error
 	stack     string  // a panic's goroutine stack
@@ -101,6 +105,8 @@ func (r *run) refuse(reason, message string) { r.refusal = &refusal{reason, mess
 func decide(r *run, worker string, now time.Time) settlement {
 	var s settlement
 	switch {
+	case r.held != nil:
+		return settlement{kind: settleHeld, outcome: outcomeHeld, due: r.held.due}
 	case r.refusal != nil:
 		s = r.letter(r.refusal.reason, r.refusal.message, "", worker, now)
 	case r.cancelled: // its record ends cancelled (tracking.lua), its result not kept

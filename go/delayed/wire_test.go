@@ -50,6 +50,12 @@ func wireConstants() map[string]any {
 		"keys.HEAD_SINCE_SUFFIX":           headSinceSuffix,
 		"keys.SWEPT_SUFFIX":                sweptSuffix,
 		"keys.PERIODIC_SUFFIX":             periodicSuffix,
+		"keys.LIMITS_SUFFIX":               limitsSuffix,
+		"keys.LIMIT_HOLDERS_SUFFIX":        limitHoldersSuffix,
+		"keys.LIMIT_RUNNING_INFIX":         limitRunningInfix,
+		"keys.LIMIT_WAITING_INFIX":         limitWaitingInfix,
+		"keys.LIMIT_STARTS_INFIX":          limitStartsInfix,
+		"keys.LIMIT_RESERVED_INFIX":        limitReservedInfix,
 		"keys.CANCELS_SUFFIX":              cancelsSuffix,
 		"keys.WORKER_ID_PREFIX":            workerIDPrefix,
 		"options.MAX_SECONDS":              MaxSeconds,
@@ -87,7 +93,8 @@ func wireConstants() map[string]any {
 
 // scheduledKinds are the first bytes of a scheduled-set member's nonce, by the kind of wait Python's
 // SCHEDULED_KINDS names.
-var scheduledKinds = map[string]string{"delayed": string(rune(scheduledDelayed)), "retry": string(rune(scheduledRetry))}
+var scheduledKinds = map[string]string{"delayed": string(rune(scheduledDelayed)), "retry": string(rune(scheduledRetry)),
+	"limited": string(rune(scheduledLimited))}
 
 // mapOptions are the options map's keys Go reads and writes: Python's TaskOptions fields placed in the map.
 var mapOptions = []string{optMaxRetries, optBackoff, optTimeLimit, optUniqueKey, optRateLimit, optConcurrency,

@@ -200,7 +200,7 @@ func (w *Worker) cutGrace() {
 }
 
 // Execute runs a task here and now with its handler (no Redis: nothing is claimed, settled or
-// retried), and logs how it failed, if it did. A task without a handler, or whose payload does not fit
+// retried, nor are its limits asked), and logs how it failed, if it did. A task without a handler, or whose payload does not fit
 // the handler, is logged and not called.
 func (w *Worker) Execute(t *GoTask) {
 	if _, err := t.Serialize(); err != nil { // a task made here has its payload made then
@@ -208,7 +208,7 @@ func (w *Worker) Execute(t *GoTask) {
 		return
 	}
 	r := &run{queue: w.queue, task: t, options: t.options, funcPath: t.FuncPath()}
-	w.invoke(context.Background(), r, t.raw.Payload)
+	w.invoke(context.Background(), r, t.raw.Payload, func(*run) bool { return true }) // nothing claimed: no limits
 	if r.refusal != nil {
 		w.logger.Error("task not run", "func", r.funcPath, "task", taskLabel(r.options), "reason", r.refusal.reason,
 			"error", r.refusal.message)

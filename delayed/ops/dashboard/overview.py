@@ -1,10 +1,11 @@
-"""The overview, /: every queue's counts and throughput, its workers, who holds what, a page of dead
-letters and of scheduled tasks per queue, the periodic entries, and the unswept queues."""
+"""The overview, /: every queue's counts and throughput (and, for a queue with limits per key, what they
+hold back), its workers, who holds what, a page of dead letters and of scheduled tasks per queue, the
+periodic entries, and the unswept queues."""
 import time
 
 import flask
 
-from .. import admin, stalls
+from .. import admin, limits, stalls
 from .board import PAGE, Reply, current
 from .charts import chart
 from .sampler import series
@@ -30,7 +31,7 @@ def index() -> Reply:
     stalled = stalls.scan(conn, found)
     refresh = flask.request.args.get("refresh", type=int)
     return flask.render_template(
-        "index.html", rows=rows, charts=charts, workers=admin.workers(conn, found),
+        "index.html", rows=rows, charts=charts, limits=limits.read(conn, rows), workers=admin.workers(conn, found),
         holders=admin.holders(conn, found), letters=letters, page=PAGE, scheduled=upcoming,
         periodic=admin.periodic(conn, found), every=sampler.every, window=sampler.window,
         unswept=[(row["queue"], admin.unswept_warning(row)) for row in admin.unswept(conn, found)],

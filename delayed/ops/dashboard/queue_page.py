@@ -7,7 +7,7 @@ import redis
 from werkzeug.wrappers import Response
 
 from ...errors import DeadLetterError
-from .. import admin
+from .. import admin, limits
 from .board import PAGE, Reply, back, current, dead_filter, message, queue_named
 
 QUEUE_PAGE = 50
@@ -17,13 +17,16 @@ SUMMARY = 1000
 MAX_START = 10 ** 9
 """The furthest position a tab pages to (a larger one would not reach Redis as an integer)."""
 TABS = ("pending", "processing", "scheduled", "dead")
+LIMIT_KEYS = 20
+"""Limit keys a queue's page shows, those holding back the most tasks first."""
 
 pages = flask.Blueprint("queue", __name__)
 
 
 @pages.get("/queue")
 def page() -> Reply:
-    """One queue, a tab at a time: pending (in order, and counted by function), processing, scheduled, dead."""
+    """One queue, a tab at a time: pending (in order, and counted by function), processing, scheduled, dead;
+    above the tabs, the limits in force on it, if any (delayed.ops.limits)."""
     conn = current().conn
     queue, tab, args = queue_named(), flask.request.args.get("tab", "pending"), flask.request.args
     if tab not in TABS:
@@ -45,8 +48,13 @@ def page() -> Reply:
             return message("No such dead letter", str(exc), 404)
         shown = {"letters": letters, "after": after, "reason": reason, "func": func,
                  "through": admin.newest_dead(conn, queue)}
-    return flask.render_template("queue.html", queue=queue, tab=tab, tabs=TABS, row=admin.stats(conn, [queue])[0],
-                                 start=start, page=QUEUE_PAGE, **shown)
+    row = admin.stats(conn, [queue])[0]
+    limited = limits.read(conn, [row]).get(queue)
+    if limited:
+        shown.update(limits=limited, limit_keys=LIMIT_KEYS, limits_summary=limits.summary(limited),
+                     limits_unshown=limits.unshown(limited, LIMIT_KEYS))
+    return flask.render_template("queue.html", queue=queue, tab=tab, tabs=TABS, row=row, start=start,
+                                 page=QUEUE_PAGE, **shown)
 
 
 @pages.post("/queue/pause")

@@ -22,7 +22,7 @@ from ...runtime.command import METRICS_HOST
 from ...runtime.lifecycle import Lifecycle
 from ...runtime.series import Series
 from ...wire.keys import COUNTED_EVENTS, WORKFLOW_EVENTS
-from .. import admin
+from .. import admin, limits
 
 logger = logging.getLogger(__name__)
 
@@ -51,13 +51,25 @@ SERIES = (
            "settle their steps: started (enqueued), done (ended done: no failure stopped it or went to an on_failure step), failed (a step's failure "
            "stopped it, again each time it stops after a requeue resumed it; or it ended after an on_failure step "
            "took a failure)"),
+    Series("delayed_queue_limit_keys", "gauge", ("queue",),
+           "Limit keys per queue (rate_limit, concurrency_limit: a task's limit_key, or its function's path) that its "
+           "tasks ran under; 0 for a queue without limits. No metric has a limit key as a label: there may be one per "
+           "customer"),
+    Series("delayed_queue_limit_tasks", "gauge", ("queue", "state"),
+           "Tasks per queue under its limits per key, summed over its keys: running (holding a concurrency slot), "
+           "waiting (held back for a slot, out of the queue: in no state of delayed_queue_tasks), scheduled (held "
+           "back for their rate, in the scheduled set: counted in delayed_queue_tasks' scheduled too). At most "
+           f"{limits.READ:,} keys a queue are read a scrape"),
 )
 """What the exporter's /metrics holds, in the order collect() yields it."""
 STATES = ("pending", "processing", "scheduled", "dead")
+LIMIT_STATES = ("running", "waiting", "scheduled")
+"""The states of delayed_queue_limit_tasks: sums of the counts of delayed.ops.limits.key_row."""
 
-Scraped = Tuple[str, List[int], int, bool, float, List[int], List[int]]
+Scraped = Tuple[str, List[int], int, bool, float, List[int], List[int], int, List[int]]
 """A queue's name, its counts by state, its live workers, whether it is paused, its oldest pending age,
-its counters by event, its workflow counters by WORKFLOW_EVENTS."""
+its counters by event, its workflow counters by WORKFLOW_EVENTS, its limit keys, its tasks under their
+limits by LIMIT_STATES."""
 
 
 class QueueCollector:
@@ -82,13 +94,13 @@ class QueueCollector:
         return list(self._families())
 
     def collect(self) -> Iterator[Any]:
-        up, tasks, workers, paused, oldest, events, workflows = self._families()
+        up, tasks, workers, paused, oldest, events, workflows, limit_keys, limited = self._families()
         rows = self._scrape()
         up.add_metric([], 0 if rows is None else 1)
         if rows is None:
             yield up
             return
-        for name, counts, live, is_paused, age, counters, flows in rows:
+        for name, counts, live, is_paused, age, counters, flows, keys, under_limits in rows:
             for state, count in zip(STATES, counts):
                 tasks.add_metric([name, state], count)
             workers.add_metric([name], live)
@@ -98,7 +110,10 @@ class QueueCollector:
                 events.add_metric([name, event], total)
             for event, total in zip(WORKFLOW_EVENTS, flows):
                 workflows.add_metric([name, event], total)
-        yield from (up, tasks, workers, paused, oldest, events, workflows)
+            limit_keys.add_metric([name], keys)
+            for state, count in zip(LIMIT_STATES, under_limits):
+                limited.add_metric([name, state], count)
+        yield from (up, tasks, workers, paused, oldest, events, workflows, limit_keys, limited)
 
     def _scrape(self) -> Optional[List[Scraped]]:
         """The rows of _read(), or None after a Redis error (said once, and once when it answers again)."""
@@ -126,12 +141,15 @@ class QueueCollector:
 
     def _read(self) -> List[Scraped]:
         """Per queue: its counts by state, its live workers, whether it is paused, its oldest pending age, its
-        counters and its workflow counters."""
+        counters, its workflow counters, and its limits (read only for a queue that has some)."""
         rows = admin.stats(self._conn, self._queue_names(), heads=True)
+        limited = limits.read(self._conn, rows)
         now = time.monotonic()
         return [(row["queue"], [row[state] for state in STATES], row["workers"], row["paused"],
                  self._oldest(row, now), [row[field] for field in admin.COUNTER_FIELDS],
-                 [row[field] for field in admin.WORKFLOW_FIELDS]) for row in rows]
+                 [row[field] for field in admin.WORKFLOW_FIELDS], row["limit_keys"],
+                 [limited[row["queue"]].sum(state) if row["queue"] in limited else 0 for state in LIMIT_STATES])
+                for row in rows]
 
     def _queue_names(self) -> List[str]:
         if self._names is not None:

@@ -24,29 +24,42 @@
 -- slot, which Redis Cluster accepts). Untracked traffic costs one EXISTS per claim.
 -- The worker's notes of when its ids claimed tasks they no longer hold go first (unnoted: fields of
 -- its description, info; see note_claims.lua), so that no id claims again under an old note.
--- KEYS: name noti processing counts paused tracked info records...
--- ARGV: task_prefix released_count tracked_count unnoted_count released... results... unnoted... claim_ids...
+-- A released id that held a slot of a limit key frees it, and a blob waiting for one goes to the head
+-- of the queue (limits.lua), before the claims: this call may take it.
+-- KEYS: name noti processing counts paused tracked info limit_holders records...
+-- ARGV: task_prefix limit_running_prefix limit_waiting_prefix released_count tracked_count unnoted_count released... results... unnoted... claim_ids...
 -- records: those of the tracked releases; released_count: the untracked ids to release (released...);
 -- tracked_count: the tracked ones, each in results... as its id, the result, the note, the seconds
 -- it ran; unnoted_count: how many ids' notes to delete (unnoted...); claim_ids: the ids to claim tasks for
--- uses: tracking
+-- uses: tracking limits
 -- Returns paused (1 or 0), then id1, blob1, id2, blob2, ...: the tasks now held, in queue order.
-local released, tracked, unnoted = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local released, tracked, unnoted = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local done = 0
 if released > 0 then
-    done = redis.call('hdel', KEYS[3], unpack(ARGV, 5, released + 4))
+    done = redis.call('hdel', KEYS[3], unpack(ARGV, 7, released + 6))
 end
-local at = released + 5
+local freeing = done > 0  -- holds ended in this call: the limit slots they held go free
+local at = released + 7
 local track = tracked > 0 and tracking(ARGV[1])
 for i = 1, tracked do
-    if redis.call('hdel', KEYS[3], ARGV[at]) == 1 and
-        track.ended(KEYS[7 + i], 'done', 'result', ARGV[at + 1], 'note', ARGV[at + 2], 'seconds', ARGV[at + 3]) ~= 'cancelled' then
-        done = done + 1
+    if redis.call('hdel', KEYS[3], ARGV[at]) == 1 then
+        freeing = true
+        if track.ended(KEYS[8 + i], 'done', 'result', ARGV[at + 1], 'note', ARGV[at + 2], 'seconds', ARGV[at + 3])
+                ~= 'cancelled' then
+            done = done + 1
+        end
     end
     at = at + 4
 end
 if done > 0 then
     redis.call('hincrby', KEYS[4], 'done', done)
+end
+if freeing and limits.holding(KEYS[8]) then
+    local ended = {unpack(ARGV, 7, released + 6)}
+    for i = 0, tracked - 1 do
+        ended[#ended + 1] = ARGV[released + 7 + 4 * i]
+    end
+    limits.free(KEYS[8], ARGV[2], ARGV[3], KEYS[1], KEYS[2], ended)
 end
 if unnoted > 0 then
     redis.call('hdel', KEYS[7], unpack(ARGV, at, at + unnoted - 1))

@@ -16,6 +16,7 @@
 --   result, note   done: the msgpack of the return value; note: why it was stored otherwise, if it was
 --   error     retrying, failed, dead: what the last run raised (or why it could not run)
 --   letter    failed, dead: the id of its dead letter
+--   held      (pending, held back by its concurrency_limit) the list it waits in for a slot (limits.lua)
 --   cancel_requested   when a cancel was asked for while a worker held the task, or was taking it
 --             (track.cancel, unix time): whatever the task does after, the script that ends it (or
 --             would run it again: a retry, a give-back, a sweeper's requeue) ends it cancelled instead,
@@ -141,6 +142,22 @@ local function tracking(prefix)
         return redis.call('hexists', key, 'cancel_requested') == 1
     end
 
+    -- A claimed task a limit held back before it started (admit.lua): it waits again, in the scheduled
+    -- set (its member, due) for its rate, or for a slot of its key (member '': in the list held, which
+    -- cancel looks in), its claim not counted as a run.
+    function track.held(key, due, member, held)
+        if set(key, 'status', member == '' and 'pending' or 'scheduled') then
+            redis.call('hdel', key, 'worker', 'started')
+            redis.call('hincrby', key, 'attempts', -1)
+            if member == '' then
+                redis.call('hdel', key, 'due', 'nonce')
+                redis.call('hset', key, 'held', held)
+            else
+                redis.call('hset', key, 'due', due, 'nonce', string.sub(member, 1, 8))
+            end
+        end
+    end
+
     -- A run failed and the task runs again: at once (member '': blob is in the queue), or when due.
     function track.retrying(key, error, blob, due, member)
         if set(key, 'status', 'retrying', 'error', error, 'blob', blob, 'due', due) then
@@ -204,9 +221,10 @@ local function tracking(prefix)
     end
 
     -- Cancel a tracked task that waits (scheduled, pending or retrying: removed from the scheduled
-    -- set, or from the queue with one notification; waiting on other steps: nowhere to remove it
-    -- from) and end its record as cancelled. keys: the queue's name, noti and scheduled keys;
-    -- channel: its cancels channel. A running task's cancel is requested (see request).
+    -- set, from the list it waits in for a slot of its limit key, or from the queue with one
+    -- notification; waiting on other steps: nowhere to remove it from) and end its record as
+    -- cancelled. keys: the queue's name, noti and scheduled keys; channel: its cancels channel. A
+    -- running task's cancel is requested (see request).
     -- A task in the queue is removed only if a notification is left for it: a worker (ours or
     -- go-delayed's) between its BLPOP and its pop of the queue's head takes one of the first
     -- (tasks - notifications) tasks; removing one of those would leave that worker a notification
@@ -230,7 +248,9 @@ local function tracking(prefix)
         if not blob then
             return 'lost', status
         end
-        if status ~= 'waiting' and not (nonce and redis.call('zrem', scheduled, nonce .. blob) == 1) then
+        local held = status == 'pending' and redis.call('hget', key, 'held')  -- a limit held it back
+        if status ~= 'waiting' and not (nonce and redis.call('zrem', scheduled, nonce .. blob) == 1)
+                and not (held and redis.call('lrem', held, 1, blob) == 1) then
             local at = redis.call('lpos', name, blob)
             if not at then
                 return 'lost', status
