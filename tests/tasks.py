@@ -296,3 +296,47 @@ def wait_for_key(tag, key):
     client.set("started:" + tag, 1)
     _until(lambda: client.exists(key), f"{tag}: key {key}")
     record(tag)
+
+
+async def async_until_cancelled(tag):
+    """Marks itself started and awaits for WAIT seconds: a cancel's CancelledError is pushed to the list
+    "cancelled"; it records in a finally, however it ends."""
+    conn().set("started:" + tag, os.getpid())
+    try:
+        await asyncio.sleep(WAIT)
+    except asyncio.CancelledError:
+        conn().rpush("cancelled", tag)
+        raise
+    finally:
+        record(tag)
+
+
+def until_cancelled(tag):
+    """Marks itself started, then loops until delayed.current().cancelled (RuntimeError after WAIT s),
+    records, and returns tag: a result the cancelled task's record must not keep."""
+    conn().set("started:" + tag, os.getpid())
+    _until(lambda: delayed.current().cancelled, f"{tag}: a cancel")
+    record(tag)
+    return tag
+
+
+def fail_once_cancelled(tag):
+    """until_cancelled(tag), then raises: a failure a cancelled task's retries must not retry."""
+    until_cancelled(tag)
+    raise RuntimeError(f"{tag} fails once cancelled")
+
+
+def watch_for_cancel(tag, seconds):
+    """Marks itself started, then runs `seconds` or until delayed.current().cancelled, and records whether
+    it saw the cancel."""
+    conn().set("started:" + tag, os.getpid())
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and not delayed.current().cancelled:
+        time.sleep(0.01)
+    record(tag, delayed.current().cancelled)
+
+
+async def async_cancels_itself(tag):
+    """Raises CancelledError of its own, without any cancel."""
+    await asyncio.sleep(0)
+    raise asyncio.CancelledError(tag)

@@ -107,6 +107,30 @@ def test_a_killed_workers_task_is_swept_and_run_by_another(cluster, conn, redis_
         stop(second, sweeping)
 
 
+def test_a_cancel_reaches_a_running_task_of_a_queue_on_another_primary_than_the_worker_s_first(cluster, conn,
+                                                                                              redis_server):
+    """The worker listens on one node; a cancel's PUBLISH, made on the task's queue's primary, reaches it."""
+    first, second = on_three_primaries(cluster)[:2]
+    queue = Queue(second, connect(cluster.url))
+    handle = queue.enqueue(PyTask("tests.tasks:async_until_cancelled", ["co"]), result_ttl=60)
+    process = worker(cluster, redis_server, "--queue", first, "--queue", second)
+
+    def listening() -> bool:  # on some node: a subscription is the node's own
+        for node in cluster.running():
+            with redis.Redis(port=node.port) as client:
+                if client.pubsub_numsub(second + "_cancels")[0][1]:
+                    return True
+        return False
+
+    try:
+        wait_for(lambda: conn.exists("started:co") and listening(), what="the task to start, its worker listening")
+        assert handle.cancel().requested
+        wait_for(lambda: handle.status() == "cancelled", what="the task to end cancelled")
+    finally:
+        stop(process)
+    assert conn.lrange("cancelled", 0, -1) == [b"co"]
+
+
 def test_a_delayed_task_runs_when_due_not_before(cluster, conn, redis_server):
     process = worker(cluster, redis_server, "--queue", "{orders}")
     try:

@@ -812,6 +812,20 @@ def test_cancel_is_a_post_with_the_csrf_token(conn, dashboard):
     assert f"cancelled task {handle.id} (pending) in jobs" in page
 
 
+def test_a_running_task_s_page_has_a_cancel_button_that_requests_its_cancel(conn, dashboard):
+    queue = Queue("jobs", conn)
+    handle = queue.enqueue(PyTask("tests.tasks:record", ["x"]), result_ttl=600)
+    worker_id = "delayed-py-" + "7" * 32
+    WorkerOps(queue).claim_batch((), (worker_id,))
+    web = dashboard()
+    assert 'button class="cancel danger"' in web.get(f"/task?id={handle.id}")[1]
+    status, headers, _ = web.request("POST", "/task/cancel", {"queue": "jobs", "id": handle.id, "csrf": web.csrf()})
+    assert status == 303 and handle.status() == "running"
+    page = web.get(headers["Location"], Cookie=headers["Set-Cookie"].split(";")[0])[1]
+    assert f"cancel requested: task {handle.id} is running on worker {worker_id}; it ends cancelled" in page
+    assert 'class="cancel_requested_at"' in page
+
+
 # A queue's page
 
 def test_in_a_browser_a_queue_s_page_shows_pending_processing_scheduled_and_dead_tasks(conn, dashboard, browser):

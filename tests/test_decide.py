@@ -10,11 +10,13 @@ import redis
 
 from delayed import GoTask, PyTask, Queue, SkipRetry
 from delayed.wire.dead_letter import REASONS, STATUS_OF, Reason
+from delayed.wire.hooks import Call
 from delayed.wire.tracking import ENDED, Status, Tracked
 from delayed.worker.decide import RELEASE, decide
 from delayed.worker.holding import (
     OUTCOME_OF,
     Bury,
+    Cancelled,
     Held,
     Outcome,
     Release,
@@ -67,6 +69,20 @@ def record(settlement: Settlement) -> dict:
 
 def test_a_run_that_returned_is_released():
     assert decide(ran(PyTask("m:f", [1])), Fixed()) is RELEASE
+
+
+@pytest.mark.parametrize("error", [None, ValueError("no"), SkipRetry("no")], ids=["returned", "raised", "skip-retry"])
+@pytest.mark.parametrize("options", [{}, {"retry": 3}, {"max_retries": 3}, {"retry": -1}],
+                         ids=["none", "retry", "max-retries", "forever"])
+def test_a_run_whose_call_was_cancelled_is_cancelled_whatever_it_did_never_retried(error, options):
+    task = PyTask("m:f", [1], **options).with_options(id=TRACKED_ID)
+    run = ran(task, error, result="kept?")
+    run.call = Call(task, "q", "delayed-py-test")
+    run.call.cancel()
+    settlement = run.settlement = decide(run, Fixed())
+    assert isinstance(settlement, Cancelled) and settlement.outcome == "cancelled"
+    Tracking().after(run)  # the record gets no result: the script that releases it ends it cancelled
+    assert run.settlement == Cancelled(tracked=Tracked(TRACKED_ID, 0.25))
 
 
 @pytest.mark.parametrize("retry", [1, 3])
@@ -198,11 +214,11 @@ def test_every_end_state_is_said_in_one_vocabulary():
     assert {reason for reason, status in STATUS_OF.items() if status == Status.FAILED} == {
         Reason.FAILED, Reason.TIMED_OUT, Reason.BAD_ARGUMENTS}
     assert set(STATUS_OF.values()) == {Status.FAILED, Status.DEAD} <= set(ENDED)
-    assert [outcome.value for outcome in Outcome] == ["done", "retried", "failed", "dead", "held"]
+    assert [outcome.value for outcome in Outcome] == ["done", "retried", "failed", "dead", "held", "cancelled"]
     assert OUTCOME_OF == {Status.DONE: "done", Status.RETRYING: "retried", Status.FAILED: "failed",
-                          Status.DEAD: "dead"}
+                          Status.DEAD: "dead", Status.CANCELLED: "cancelled"}
     settlements = [Release(), Requeue(b""), Reschedule(b"", 0.0), Bury(Reason.TIMED_OUT, {}), Bury(Reason.NOT_ALLOWED, {}),
-                   Held("waiting"), Held("scheduled", 1.0)]
+                   Held("waiting"), Held("scheduled", 1.0), Cancelled()]
     assert [settlement.outcome for settlement in settlements] == ["done", "retried", "retried", "failed", "dead", "held",
-                                                                  "held"]
-    assert [settlement.status for settlement in settlements[-2:]] == [Status.PENDING, Status.SCHEDULED]
+                                                                  "held", "cancelled"]
+    assert [settlement.status for settlement in settlements[-3:-1]] == [Status.PENDING, Status.SCHEDULED]

@@ -19,7 +19,7 @@ from delayed.protocol.worker_ops import WorkerOps
 from delayed.runtime.lifecycle import Lifecycle
 from delayed.wire.options import TaskOptions
 from delayed.wire.task import decode_task
-from delayed.wire.tracking import pack_result
+from delayed.wire.tracking import Tracked, pack_result
 from delayed.worker.holding import Claim, Holding
 
 from . import slowlog
@@ -346,14 +346,20 @@ def test_cancel_removes_a_pending_task_and_one_notification(conn, queue):
     assert not again and again.reason == f"task {second.id} already ended (cancelled)"
 
 
-def test_cancel_refuses_a_task_a_worker_is_taking(conn, queue):
+def test_a_task_a_worker_is_taking_stays_for_it_and_its_cancel_is_requested(conn, queue):
     head, behind = queue.enqueue_many([PyTask("m:f", [1]), PyTask("m:f", [2])], result_ttl=60)
-    assert conn.blpop("q_noti", 1)  # a go-delayed worker between its BLPOP and its pop: it takes the head
+    assert conn.blpop("q_noti", 1)  # a worker between its BLPOP and its pop: it takes the head
     taking = queue.cancel(head.id)
-    assert not taking and taking.reason == f"task {head.id} is being taken by a worker: too late to cancel"
+    assert taking and taking.requested and not taking.cancelled and taking.worker is None
+    assert taking.reason == f"cancel requested: task {head.id} is being taken by a worker; it ends cancelled"
     assert queue.cancel(behind.id)
     assert conn.llen("q") == 1 and conn.llen("q_noti") == 0
-    assert decode_task(conn.lpop("q")).options.id == head.id  # the worker's pop finds its task
+    ops, worker_id = WorkerOps(queue), "delayed-py-" + "4" * 32
+    assert decode_task(ops.take_head(worker_id)).options.id == head.id  # the worker's pop finds its task
+    assert head.status() == "running"
+    ops.claim_batch([worker_id], (), tracked={worker_id: Tracked(head.id, result=msgpack.packb(1))})
+    info = head.info()
+    assert (info.status, info.result) == ("cancelled", None) and info.cancel_requested_at is not None
 
 
 def test_cancel_a_scheduled_task_even_once_moved_into_the_queue(conn, queue):
@@ -365,13 +371,17 @@ def test_cancel_a_scheduled_task_even_once_moved_into_the_queue(conn, queue):
     assert due.cancel() and conn.llen("q") == conn.llen("q_noti") == 0
 
 
-def test_cancel_leaves_a_running_task_alone(conn, queue, run_worker):
+def test_a_running_task_s_cancel_is_requested_and_it_ends_cancelled_without_its_result(conn, queue, run_worker):
     handle = queue.enqueue(PyTask("tests.tasks:slow", ["r", 0.5]), result_ttl=60)
-    run_worker()
+    worker = run_worker()
     wait_for(lambda: conn.exists("started:r"), what="the task to start")
     running = queue.cancel(handle.id)
-    assert not running and running.reason == f"task {handle.id} is running: a running task is not interrupted"
-    assert handle.result(timeout=WAIT) is None
+    assert running and running.requested and running.worker in worker.ids and running.status == "running"
+    assert running.reason == f"cancel requested: task {handle.id} is running on worker {running.worker}; it ends cancelled"
+    with pytest.raises(TaskFailedError, match=f"task {handle.id} \\(tests.tasks:slow\\) cancelled"):
+        handle.result(timeout=WAIT)
+    assert results(conn) == [repr(("r", (), {}))]  # a plain function that ignores it runs to its end
+    assert conn.hget("q_counts", "done") is None  # and counts in neither done nor dead
 
 
 def test_cancel_of_an_unknown_id(queue):
@@ -454,12 +464,20 @@ def test_delayed_cancel(conn, redis_server, queue, capsys):
     waiting, running = queue.enqueue_many([PyTask("m:f", [1]), PyTask("m:f", [2])], result_ttl=60)
     assert main(["cancel", waiting.id, "--queue", "q", "--redis-url", redis_server.url]) == 0
     assert capsys.readouterr().out == f"cancelled task {waiting.id} (pending) in q\n"
-    WorkerOps(queue).claim_batch((), ("delayed-py-" + "3" * 32,))
+    worker_id = "delayed-py-" + "3" * 32
+    WorkerOps(queue).claim_batch((), (worker_id,))
+    assert main(["cancel", running.id, "--queue", "q", "--redis-url", redis_server.url]) == 0
+    requested = f"cancel requested: task {running.id} is running on worker {worker_id}; it ends cancelled"
+    assert capsys.readouterr().out == requested + "\n"
+    assert main(["cancel", running.id, "--queue", "q", "--json", "--redis-url", redis_server.url]) == 0  # asked again
+    assert json.loads(capsys.readouterr().out) == {"cancelled": False, "requested": True, "worker": worker_id,
+                                                   "status": "running", "reason": requested}
+    WorkerOps(queue).claim_batch((worker_id,), (), tracked={worker_id: Tracked(running.id)})
     assert main(["cancel", running.id, "--queue", "q", "--json", "--redis-url", redis_server.url]) == 1
     out, err = capsys.readouterr()
-    assert json.loads(out) == {"cancelled": False, "status": "running",
-                               "reason": f"task {running.id} is running: a running task is not interrupted"}
-    assert err == f"delayed: task {running.id} is running: a running task is not interrupted\n"
+    assert json.loads(out) == {"cancelled": False, "requested": False, "worker": None, "status": "cancelled",
+                               "reason": f"task {running.id} already ended (cancelled)"}
+    assert err == f"delayed: task {running.id} already ended (cancelled)\n"
     with pytest.raises(SystemExit) as usage:
         main(["cancel", "--redis-url", redis_server.url])  # no ID
     assert usage.value.code == 2

@@ -493,16 +493,16 @@ def describe_dead(entry: Row) -> Row:
     return {**entry, "task": None if task is None else describe_task(task, entry.get("task_bytes"))}
 
 
-WAITING = (Status.SCHEDULED, Status.PENDING, Status.RETRYING)
-"""The statuses of a tracked task that cancel() can still take off its queue."""
-_TIMES = ("enqueued_at", "due", "started_at", "finished_at")
+CANCELLABLE = (Status.SCHEDULED, Status.PENDING, Status.RETRYING, Status.RUNNING)
+"""The statuses of a tracked task that cancel() can still cancel: take off its queue, or stop while it runs."""
+_TIMES = ("enqueued_at", "due", "started_at", "finished_at", "cancel_requested_at")
 
 
 def tracked_task(conn: redis.Redis, task_id: str, queue: Optional[str] = None) -> Optional[Row]:
     """A tracked task's record, on queue, or else found on any queue (inspect.task_queues: the first by name),
     for display: TaskInfo's fields,
-    times in ISO 8601 (UTC), the result and error as bounded previews, "waiting" (whether cancel_task may
-    still take it), "task": its blob, which the record keeps until it expires, as describe_task previews it
+    times in ISO 8601 (UTC), the result and error as bounded previews, "cancellable" (whether cancel_task may
+    still cancel it), "task": its blob, which the record keeps until it expires, as describe_task previews it
     (reading at most PREVIEW_BYTES; None in a record without one), and for a failed or dead task, from its
     dead letter, "traceback" (None without one) and "letter_found" (False once the letter was requeued,
     deleted or trimmed); None if no queue has a record of this id."""
@@ -523,7 +523,7 @@ def tracked_task(conn: redis.Redis, task_id: str, queue: Optional[str] = None) -
         info[field] = None if info[field] is None else utc_time(info[field])
     letter = _letter_of(conn, queue, info["letter"])
     return {**info, "result": preview.value(info["result"]), "error": _cut(info["error"]), "note": _cut(info["note"]),
-            "waiting": info["status"] in WAITING, "task": None if record.blob is None else describe_task(record.blob, record.length),
+            "cancellable": info["status"] in CANCELLABLE, "task": None if record.blob is None else describe_task(record.blob, record.length),
             "traceback": None if letter is None else letter.get("traceback"), "letter_found": letter is not None}
 
 
@@ -544,12 +544,12 @@ def _cut(text: Optional[str]) -> Optional[str]:
 
 
 def cancel_task(conn: redis.Redis, name: str, task_id: str) -> Cancel:
-    """Queue.cancel: take a waiting tracked task off the queue, its record ended as cancelled;
-    TaskNotFoundError if there is no record of it."""
+    """Queue.cancel: take a waiting tracked task off the queue, or request the cancel of a running one, its
+    record ended as cancelled; TaskNotFoundError if there is no record of it."""
     return Queue(name, conn).cancel(task_id)
 
 
 def cancel_workflow(conn: redis.Redis, name: str, flow_id: str) -> Cancel:
-    """WorkflowHandle.cancel: cancel every step of the workflow that has not started; TaskNotFoundError if
+    """WorkflowHandle.cancel: cancel every step of the workflow, running ones too; TaskNotFoundError if
     there is no such workflow."""
     return Queue(name, conn).workflow(flow_id).cancel()

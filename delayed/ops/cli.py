@@ -535,7 +535,7 @@ def _task(conn: redis.Redis, args: argparse.Namespace) -> None:
     for key, value in info.items():
         if value is None or key == "queue":
             continue
-        if key in ("enqueued_at", "due", "started_at", "finished_at"):
+        if key in ("enqueued_at", "due", "started_at", "finished_at", "cancel_requested_at"):
             value = _local_time(value)
         elif key == "seconds":
             value = f"{value:.6f}"
@@ -586,8 +586,8 @@ def _local_time(timestamp: float) -> str:
         return str(timestamp)
 
 
-@operation("cancel", "cancel a tracked task that waits (scheduled, pending or retrying), or every step of a workflow "
-           "that has not started; a running one is not interrupted", _tracked_task_arguments)
+@operation("cancel", "cancel a tracked task: one that waits is removed, one that runs is stopped by its worker and "
+           "ends cancelled; or every step of a workflow; prints what happened in a line", _tracked_task_arguments)
 def _cancel(conn: redis.Redis, args: argparse.Namespace) -> None:
     tracked = _tracked(conn, args)
     try:
@@ -595,10 +595,11 @@ def _cancel(conn: redis.Redis, args: argparse.Namespace) -> None:
     except TaskNotFoundError as exc:
         raise CommandError(str(exc)) from None
     if args.json:
-        print(json.dumps({"cancelled": outcome.cancelled, "status": outcome.status, "reason": outcome.reason}))
+        print(json.dumps({"cancelled": outcome.cancelled, "requested": outcome.requested, "worker": outcome.worker,
+                          "status": outcome.status, "reason": outcome.reason}))
     elif outcome:
         print(outcome.reason)
-    if not outcome:  # running, ended, or being taken: exit status 1
+    if not outcome:  # ended, or lost: exit status 1
         raise CommandError(outcome.reason)
 
 

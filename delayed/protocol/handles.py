@@ -142,10 +142,12 @@ class TaskHandle(_Handle[SyncRecords]):
         return self.queue._run(self._plan_result(timeout))
 
     def cancel(self) -> Cancel:
-        """Cancel the task if it waits: `queue.cancel(handle.id)`. A running task is not interrupted.
+        """Cancel the task: `queue.cancel(handle.id)`. One that waits is removed; a running one is stopped
+        by its worker (a coroutine gets `CancelledError`, a function in a thread sees
+        `delayed.current().cancelled`), and ends `cancelled` whatever it does.
 
         Returns:
-            What it did: true if cancelled, with the status the task had and why.
+            What it did: true if cancelled or requested, with the status the task had and why.
 
         Raises:
             TaskNotFoundError: The record expired (or the id was never tracked).
@@ -202,10 +204,10 @@ class AsyncTaskHandle(_Handle[AsyncRecords]):
         return await self.queue._run(self._plan_result(timeout))
 
     async def cancel(self) -> Cancel:
-        """Cancel the task if it waits, as `TaskHandle.cancel`.
+        """Cancel the task, as `TaskHandle.cancel`.
 
         Returns:
-            What it did: true if cancelled, with the status the task had and why.
+            What it did: true if cancelled or requested, with the status the task had and why.
 
         Raises:
             TaskNotFoundError: The record expired (or the id was never tracked).
@@ -306,8 +308,9 @@ class WorkflowHandle(workflows.Workflows[Any]):
         return self._step_handles(self.info())
 
     def cancel(self) -> Cancel:
-        """Cancel every step that has not started, in one script: running steps finish, and nothing
-        runs after them. A failed step's record, kept to let it run again, then expires.
+        """Cancel every step that has not started, and request the cancel of every running one, in one
+        script: a running step is stopped as `TaskHandle.cancel` stops a task, ends `cancelled`, and
+        nothing runs after it. A failed step's record, kept to let it run again, then expires.
 
         Returns:
             What it did: true if the workflow was cancelled, with the status it had (running or
@@ -345,5 +348,5 @@ class AsyncWorkflowHandle(workflows.Workflows[Any]):
         return self._step_handles(await self.info())
 
     async def cancel(self) -> Cancel:
-        """Cancel every step that has not started (see `WorkflowHandle.cancel`)."""
+        """Cancel every step, running ones too (see `WorkflowHandle.cancel`)."""
         return await self.queue._run(self._plan_cancel())

@@ -352,10 +352,10 @@ class Producer(Generic[H]):
 
     def _plan_cancel(self, task_id: str) -> Plan[Cancel]:
         """The cancel script, and its outcome said for people (TaskNotFoundError for no record)."""
-        outcome, status = yield RunScript(CANCEL, {"record": self.keys.task(task_id)})
+        outcome, status, worker = yield RunScript(CANCEL, {"record": self.keys.task(task_id)})
         if outcome == b"missing":
             task_info_of(self.keys, task_id, {}, -2)
-        return tracking.cancel_outcome(task_id, self.name, outcome.decode(), status.decode())
+        return tracking.cancel_outcome(task_id, self.name, outcome.decode(), status.decode(), worker.decode())
 
     def _plan_len(self) -> Plan[int]:
         return int((yield Command("llen", (self.keys.name,))))

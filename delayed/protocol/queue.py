@@ -266,20 +266,24 @@ class Queue(QueueBase):
         return self._run(self._plan_task_info(task_id))
 
     def cancel(self, task_id: str) -> Cancel:
-        """Cancel a tracked task that waits: remove it before it runs, and end its record as cancelled.
+        """Cancel a tracked task: remove it before it runs, or stop it while it runs; either way its record
+        ends as cancelled.
 
         A task that is `scheduled`, `pending` or `retrying` is removed (from the queue with one
-        notification, or from the scheduled set), in one script. A running task is not interrupted: like
-        one that already ended, or one a worker is taking right now ("being taken by a worker: too late to
-        cancel"), it is not cancelled. Cancelling searches the queue for the task (`LPOS`, then `LREM`):
-        Redis's time grows with the queue's length, and it serves nothing else meanwhile: tens of
-        milliseconds for the last task of a queue of a million (measured on a 2-core machine, 2026-11-25).
+        notification, or from the scheduled set), in one script. A running task (or one a worker is taking
+        right now) has its cancel requested: the record notes it and the queue's workers hear of it (a
+        coroutine gets `CancelledError`, a function in a thread sees `delayed.current().cancelled`, a Go
+        handler's context is cancelled); whatever the task does then, it ends `cancelled`, its result not
+        kept, never retried. A task that already ended is not touched. Cancelling searches the queue for
+        the task (`LPOS`, then `LREM`): Redis's time grows with the queue's length, and it serves nothing
+        else meanwhile: tens of milliseconds for the last task of a queue of a million (measured on a
+        2-core machine, 2026-11-25).
 
         Args:
             task_id: The task's id.
 
         Returns:
-            What it did: true if cancelled, with the status the task had and why, in a line.
+            What it did: true if cancelled or requested, with the status the task had and why, in a line.
 
         Raises:
             TaskNotFoundError: No record of the task.
@@ -528,13 +532,13 @@ class AsyncQueue(Producer[AsyncTaskHandle]):
         return await self._run(self._plan_task_info(task_id))
 
     async def cancel(self, task_id: str) -> Cancel:
-        """Cancel a tracked task that waits, as `Queue.cancel`; a running task is not interrupted.
+        """Cancel a tracked task, waiting or running, as `Queue.cancel`.
 
         Args:
             task_id: The task's id.
 
         Returns:
-            What it did: true if cancelled, with the status the task had and why.
+            What it did: true if cancelled or requested, with the status the task had and why.
 
         Raises:
             TaskNotFoundError: No record of the task.

@@ -23,7 +23,7 @@ from ..wire.flow import (
     step_of,
 )
 from ..wire.hooks import Enqueuing
-from ..wire.keys import QueueKeys, check_queue_name, hash_tag
+from ..wire.keys import CANCELS_SUFFIX, QueueKeys, check_queue_name, hash_tag
 from ..wire.options import make
 from ..wire.task import Task
 from ..wire.tracking import Cancel, outcome
@@ -217,13 +217,14 @@ def plan_flow_result(producer: Producer[Any], flow_id: str, timeout: Optional[fl
 
 def plan_cancel_flow(producer: Producer[Any], flow_id: str) -> Plan[Cancel]:
     """The cancel_flow script, and what it did said for people (TaskNotFoundError for no workflow)."""
-    cancelled, running, status = yield RunScript(CANCEL_FLOW, {"flow": producer.keys.flow(flow_id)})
+    cancelled, running, status = yield RunScript(CANCEL_FLOW, {"flow": producer.keys.flow(flow_id),
+                                                               "cancels_suffix": CANCELS_SUFFIX})
     status = status.decode()
     if cancelled == -1:
         yield from plan_flow_info(producer, flow_id)  # raises TaskNotFoundError
     if cancelled == -2:
         return Cancel(False, status, f"workflow {flow_id} already ended ({status})")
-    busy = f"; {running} running step(s) finish, and nothing runs after them" if running else ""
+    busy = f"; cancel requested of {running} running step(s), which end cancelled" if running else ""
     return Cancel(True, status, f"cancelled workflow {flow_id} ({status}): {cancelled} step(s) that had not "
                                 f"started{busy}")
 

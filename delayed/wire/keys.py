@@ -30,6 +30,8 @@ PAUSED_SUFFIX = "_paused"
 SAMPLES_SUFFIX = "_samples"
 HEAD_SINCE_SUFFIX = "_head_since"
 SWEPT_SUFFIX = "_swept"
+CANCELS_SUFFIX = "_cancels"
+"""A queue's cancels channel (a pubsub channel, not a key: see QueueKeys.cancels)."""
 LIMITS_SUFFIX = "_limits"
 LIMIT_HOLDERS_SUFFIX = "_limit_holders"
 LIMIT_RUNNING_INFIX = "_limit_running:"
@@ -97,7 +99,8 @@ class QueueKeys:
     (ours only; go-delayed's producers and workers do not count): "enqueued" (our producers,
     the periodic scheduler and dead-letter requeues put a task in the queue or the scheduled
     set), "done" (our workers released a finished task), "retried" (requeued or rescheduled
-    after a failure), "dead" (dead-lettered, crash loops included); and of the workflows enqueued on
+    after a failure), "dead" (dead-lettered, crash loops included; a task that ends cancelled counts in
+    none of these three, even one cancelled while it ran); and of the workflows enqueued on
     the queue (COUNTED_WORKFLOWS): "workflows_started" (enqueued), "workflows_done" (ended done: no
     failure stopped it or went to an on_failure step), "workflows_failed" (a step's failure stopped
     it, or it ended after an on_failure step took a failure: each workflow once; one resumed by
@@ -126,6 +129,9 @@ class QueueKeys:
     Per limit key K (see the methods below; limits.lua documents each): limit_running(K), the ids
     holding its slots; limit_waiting(K), the blobs held back for a slot; limit_starts(K), its starts;
     limit_reserved(K), the starts reserved for the blobs its rate_limit held back.
+    cancels: a pubsub channel, not a key: the cancel of a tracked task a worker runs publishes the
+    task's id (32 hex digits) on it, and our workers (Python's and Go's) serving the queue listen, to
+    stop that task (see delayed/protocol/lua/tracking.lua's track.cancel).
     """
 
     name: str
@@ -145,6 +151,7 @@ class QueueKeys:
     swept: str
     limits: str
     limit_holders: str
+    cancels: str
 
     @property
     def task_prefix(self) -> str:
@@ -232,7 +239,8 @@ class QueueKeys:
                    name + WORKERS_SUFFIX, name + UNNOTIFIED_SUFFIX,
                    name + DEAD_LETTERS_SUFFIX, name + COUNTS_SUFFIX, name + TRACKED_SUFFIX, name + PAUSED_SUFFIX,
                    name + PERIODIC_SUFFIX, name + SAMPLES_SUFFIX, name + HEAD_SINCE_SUFFIX, name + SWEPT_SUFFIX,
-                   name + LIMITS_SUFFIX, name + LIMIT_HOLDERS_SUFFIX)
+                   name + LIMITS_SUFFIX, name + LIMIT_HOLDERS_SUFFIX,
+                   name + CANCELS_SUFFIX)
 
 
 def scheduled_nonce(kind: str) -> bytes:

@@ -119,7 +119,10 @@ class TaskInfo:
     | `retrying` | it raised and runs again | `attempts`, `due` (the next run), `error` |
     | `failed` | it raised (or its arguments did not fit) with no retries left: dead-lettered | `error`, `letter` |
     | `dead` | dead-lettered without running (not allowed, too large, a crash loop) | `error`, `letter` |
-    | `cancelled` | `cancel()` removed it before it ran | `finished_at` |
+    | `cancelled` | `cancel()` removed it before it ran, or it ran and its cancel was requested meanwhile | `finished_at` |
+
+    A running task whose cancel was requested (`cancel()` of a running task) still says `running`, with
+    `cancel_requested_at`, until it stops: then it ends `cancelled`, whatever it did.
 
     Attributes:
         id (str): The task's id.
@@ -140,6 +143,8 @@ class TaskInfo:
         error (str | None): What its last run raised (retrying, failed, dead).
         letter (str | None): Its dead letter's id (failed, dead).
         expires_in (int | None): The seconds its record has left once the task ended (None before).
+        cancel_requested_at (float | None): When a cancel was requested while a worker ran the task
+            (or was taking it): it ends cancelled.
     """
 
     id: str
@@ -158,6 +163,7 @@ class TaskInfo:
     error: Optional[str]
     letter: Optional[str]
     expires_in: Optional[int]
+    cancel_requested_at: Optional[float] = None
 
     def as_dict(self) -> Dict[str, Any]:
         """The fields as a dict, shallow (`dataclasses.asdict` would copy the result all the way down)."""
@@ -187,7 +193,8 @@ def parse(task_id: str, queue: str, fields: Dict[bytes, bytes], ttl: int, now: O
         id=task_id, queue=queue, status=status, func=text.get("func", ""), enqueued_at=number("enqueued"),
         attempts=int(number("attempts") or 0), due=due, worker=text.get("worker"), started_at=number("started"),
         finished_at=number("finished"), seconds=number("seconds"), result=result, note=note,
-        error=text.get("error"), letter=text.get("letter"), expires_in=ttl if ttl >= 0 else None)
+        error=text.get("error"), letter=text.get("letter"), expires_in=ttl if ttl >= 0 else None,
+        cancel_requested_at=number("cancel_requested"))
 
 
 _UNREADABLE = object()
@@ -213,35 +220,39 @@ def outcome(info: TaskInfo) -> Any:
 
 @dataclass(frozen=True)
 class Cancel:
-    """What `cancel()` did; true, as a bool, if it cancelled the task.
+    """What `cancel()` did; true, as a bool, if it cancelled the task or requested its cancel.
 
     Attributes:
-        cancelled (bool): Whether the task was cancelled.
-        status (str): The status the task had: what it was when cancelled, or why it was not (running,
-            or already ended).
-        reason (str): What happened, in a line, e.g. `task ... is running: a running task is not
-            interrupted`.
+        cancelled (bool): Whether the task was cancelled: it waited, and will never run.
+        status (str): The status the task had: what it was when cancelled, or why it was not (ended).
+        reason (str): What happened, in a line, e.g. `cancel requested: task ... is running on worker ...`.
+        requested (bool): Whether its cancel was requested: a worker runs it (or is taking it). The
+            worker stops it (a coroutine gets `CancelledError`, a function in a thread sees
+            `delayed.current().cancelled`, a Go handler's context is cancelled), and whatever it does
+            then, it ends `cancelled`, its result not kept, never retried.
+        worker (str | None): With `requested`, the id of the worker that runs it (None while one is taking it).
     """
 
     cancelled: bool
     status: str
     reason: str
+    requested: bool = False
+    worker: Optional[str] = None
 
     def __bool__(self) -> bool:
-        return self.cancelled
+        return self.cancelled or self.requested
 
 
-def cancel_outcome(task_id: str, queue: str, outcome: str, status: str) -> Cancel:
+def cancel_outcome(task_id: str, queue: str, outcome: str, status: str, worker: str = "") -> Cancel:
     """The cancel script's reply, said for people."""
+    if outcome == "requested":
+        where = f"is running on worker {worker}" if worker else "is being taken by a worker"
+        return Cancel(False, status, f"cancel requested: task {task_id} {where}; it ends cancelled", True,
+                      worker or None)
     reasons = {
         "cancelled": f"cancelled task {task_id} ({status}) in {queue}",
-        "taking": f"task {task_id} is being taken by a worker: too late to cancel",
         "lost": f"task {task_id} is no longer in {queue} though its record says {status}: "
                 "a worker that does not track tasks took it",
+        "not_waiting": f"task {task_id} already ended ({status})",
     }
-    if outcome == "not_waiting":
-        reason = (f"task {task_id} is running: a running task is not interrupted" if status == Status.RUNNING else
-                  f"task {task_id} already ended ({status})")
-    else:
-        reason = reasons[outcome]
-    return Cancel(outcome == "cancelled", status, reason)
+    return Cancel(outcome == "cancelled", status, reasons[outcome])

@@ -4,6 +4,7 @@ Pure: it sends nothing and keeps nothing, and what needs the clock, the allowlis
 memory (a backoff curve named by its path, the failures of a retry=-1 task) comes in through its
 Policy, so a test can give every case fixed answers.
 
+    cancelled (its call was)            Cancelled, whatever it returned or raised: never retried
     returned                            Release
     raised SkipRetry                    Bury, reason failed
     raised, max_retries left            Reschedule after the task's backoff, attempt counted in its blob
@@ -14,7 +15,7 @@ Policy, so a test can give every case fixed answers.
     held back by its limits             Held (nothing more to send: admit.lua moved it)
 
 A retry's blob no longer carries the task's expires_at: a task that started once is not expired by its
-retries. A decoded task that ended (Release or Bury) releases its unique lock, a GoTask refused too. (What a tracked task's record
+retries. A decoded task that ended (Release, Cancelled or Bury) releases its unique lock, a GoTask refused too. (What a tracked task's record
 gets is added by the Tracking middleware, delayed.worker.tracking.)
 """
 import traceback
@@ -26,11 +27,12 @@ from ..wire import dead_letter
 from ..wire.dead_letter import Reason
 from ..wire.options import NO_OPTIONS, TaskOptions
 from ..wire.task import PyTask
-from .holding import Bury, Release, Requeue, Reschedule, Settlement
+from .holding import Bury, Cancelled, Release, Requeue, Reschedule, Settlement
 from .run import Run
 from .time_limit import TimeLimitExceeded
 
 RELEASE = Release()
+CANCELLED = Cancelled()
 
 
 class Policy(Protocol):
@@ -60,6 +62,8 @@ def decide(run: Run, policy: Policy) -> Settlement:
         settlement: Settlement = _bury(run, policy, refusal.reason, refusal.error, refusal.func)
         if task is None:  # not decoded as a PyTask: only a GoTask's options to honour
             return _unlocking(settlement, refusal.options)
+    elif run.call is not None and run.call.cancelled:
+        settlement = CANCELLED
     elif run.error is None:
         settlement = RELEASE
     else:
@@ -74,9 +78,7 @@ def _unlocking(settlement: Settlement, options: TaskOptions) -> Settlement:
     if options is NO_OPTIONS or options.unique_key is None:  # most tasks: no lock to release
         return settlement
     lock = (options.unique_key, options.unique_token or "")
-    if isinstance(settlement, Release):
-        return Release(lock)
-    return replace(settlement, lock=lock) if isinstance(settlement, Bury) else settlement
+    return replace(settlement, lock=lock) if isinstance(settlement, (Release, Bury)) else settlement
 
 
 def _failed(task: PyTask, run: Run, policy: Policy) -> Settlement:

@@ -79,10 +79,12 @@ class Outcome(StrEnum):
     HELD = "held"
     """Not run: a limit held it back at its start (it runs later, and is told again then), or it was no
     longer this worker's to run (see Held)."""
+    CANCELLED = Status.CANCELLED.value
+    """Its cancel was requested while the worker held it (delayed.worker.cancels): stopped, or not started."""
 
 
 OUTCOME_OF = {Status.DONE: Outcome.DONE, Status.RETRYING: Outcome.RETRIED, Status.FAILED: Outcome.FAILED,
-              Status.DEAD: Outcome.DEAD}
+              Status.DEAD: Outcome.DEAD, Status.CANCELLED: Outcome.CANCELLED}
 """The outcome of a settlement, by the status it gives a tracked task's record."""
 
 
@@ -119,6 +121,15 @@ class Release(Settlement):
     def apply(self, ops: WorkerOps, claim: Claim) -> bool:
         ops.release(claim.worker_id)
         return True
+
+
+@dataclass(frozen=True)
+class Cancelled(Release):
+    """The task's cancel was requested while it was held: released as a finished task is, and the script
+    that releases it ends its record cancelled (the request is in the record: tracking.lua), its result
+    not kept."""
+
+    status = Status.CANCELLED
 
 
 @dataclass(frozen=True)

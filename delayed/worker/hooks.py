@@ -27,6 +27,7 @@ from typing import Any, Callable, ContextManager, Optional, Sequence, Tuple, Typ
 from ..wire.hooks import Call, checked, overridden, own, running, stopped
 from ..wire.hooks import Middleware as Public
 from ..wire.task import PyTask
+from .cancels import Cancels
 from .invoke import Invoker
 from .middleware import Middleware
 from .run import Run
@@ -165,8 +166,8 @@ class HookedInvoker(Invoker):
     """An Invoker whose calls run inside the middleware's around_call hooks (and their on_call_error),
     entered where the function runs, with the Call current() there."""
 
-    def __init__(self, threaded: bool, hooks: CallHooks) -> None:
-        super().__init__(threaded)
+    def __init__(self, threaded: bool, cancels: Cancels, hooks: CallHooks) -> None:
+        super().__init__(threaded, cancels)
         self.hooks = hooks
 
     def invoke(self, run: Run) -> None:

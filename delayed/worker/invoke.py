@@ -15,6 +15,11 @@ in invoke's own frame rather than inside the call, does not count: a finished ta
 
 The call runs with its Run's Call as `delayed.current()`: set in the thread that calls a plain function
 (and reset after), and in the task of a coroutine function (whose context is its own).
+
+A tracked task's call can be cancelled while it runs (delayed.worker.cancels): it is not made if its
+cancel came first; a coroutine gets CancelledError, which ends its call as a cancellation (run.error
+stays None: the call's `cancelled` says it); a plain function sees `delayed.current().cancelled`. A
+CancelledError a coroutine raises without a cancel is no cancellation: a failure, as any exception.
 """
 import asyncio
 import inspect
@@ -24,6 +29,7 @@ import time
 from typing import Any, Coroutine, Optional
 
 from ..wire.hooks import running, stopped
+from .cancels import Cancels
 from .run import Run
 from .time_limit import TimeLimitExceeded, can_enforce, exceeded, within
 from .time_limit import call as call_limited
@@ -77,11 +83,12 @@ class EventLoop:
 class Invoker:
     """Calls tasks' functions (see the module's docstring). threaded: plain calls run in slot threads,
     whose time limits Slots enforces; else SIGALRM does, in the main thread only (elsewhere the limit
-    is not enforced, and the log says so once)."""
+    is not enforced, and the log says so once). cancels: the tracked calls a cancel can reach."""
 
-    def __init__(self, threaded: bool) -> None:
+    def __init__(self, threaded: bool, cancels: Cancels) -> None:
         self.threaded = threaded
         self.loop = EventLoop(threaded)
+        self.cancels = cancels
         self._warned = False
 
     def invoke(self, run: Run) -> None:
@@ -94,8 +101,12 @@ class Invoker:
             self.loop.run(self.invoke_async(run))
             return
         limit = run.limit
-        assert run.call is not None
-        current = running(run.call)
+        call = run.call
+        assert call is not None
+        task_id = task.options.id
+        if task_id is not None and not self.cancels.starting(task_id, run):
+            return  # cancelled before it started
+        current = running(call)
         if run.timed:
             run.started = time.monotonic()
         try:
@@ -113,20 +124,34 @@ class Invoker:
             run.error = exc
         finally:
             stopped(current)
+            if task_id is not None:
+                self.cancels.stopped(task_id)
         if run.timed:
             run.seconds = time.monotonic() - run.started
 
     async def invoke_async(self, run: Run) -> None:
         """invoke() of a coroutine function, on the loop."""
-        callee, task = run.callee, run.task
-        assert callee is not None and task is not None and run.call is not None
-        running(run.call)  # in this coroutine's task's own context: no reset needed
+        callee, task, call = run.callee, run.task, run.call
+        assert callee is not None and task is not None and call is not None
+        task_id = task.options.id
+        this = asyncio.current_task()
+        if task_id is not None and not self.cancels.starting(task_id, run, this):
+            return  # cancelled before it started
+        running(call)  # in this coroutine's task's own context: no reset needed
         if run.timed:
             run.started = time.monotonic()
         try:
             run.result = await within(callee.func(*task.args, **task.kwargs), run.limit)
         except (Exception, TimeLimitExceeded) as exc:
             run.error = exc
+        except asyncio.CancelledError as exc:
+            if not call.cancelled:  # the function's own: a failure as any exception is (no cancel was made)
+                run.error = exc
+            elif this is not None and hasattr(this, "uncancel"):  # Python 3.11+: the task goes on, not cancelling
+                this.uncancel()
+        finally:
+            if task_id is not None:
+                self.cancels.stopped(task_id)
         if run.timed:
             run.seconds = time.monotonic() - run.started
 

@@ -25,6 +25,7 @@ from ..wire.hooks import Middleware as Public
 from .allowlist import Allowed, Allowlist, CallCheck
 from .background import Every
 from .batch import Batch, Lookahead
+from .cancels import Cancels, Listening
 from .expiry import Expiry
 from .holding import NOTE_AFTER, Claim, Holdings, Settlement
 from .hooks import AfterCall, BeforeCall, CallHooks, HookedInvoker
@@ -74,6 +75,12 @@ class Worker:
     returns an awaitable has it awaited the same way. A tracked task's record gets its return value as
     the worker releases it, and its error as the worker retries or dead-letters it.
 
+    A thread listens for the cancels of the tracked tasks it runs (`handle.cancel()`, `delayed cancel
+    ID`), on a pubsub connection of its own: a coroutine's task is cancelled (the function gets
+    `CancelledError`), a plain function's call is marked (`delayed.current().cancelled`), and a task
+    claimed but not started is not called; any of them ends `cancelled`, neither retried nor
+    dead-lettered, with one INFO line.
+
     Each claimed task takes the same steps, in this order: it is decoded (a blob that is not a PyTask is
     dead-lettered: `malformed`, `go_task`, `too_large`); a task whose `expires` passed is dead-lettered
     (`expired`) without being called; its function is looked up in the allowlist
@@ -115,9 +122,9 @@ class Worker:
             event loop, with up to as many claimed tasks kept ready for the next free slot.
         observe: A hook told each task's outcome as the worker decides it:
             `observe(queue_name, func_path, outcome, seconds)`, the outcome `"done"`, `"retried"`,
-            `"failed"`, `"dead"` (func path `""` and seconds None for a dead one) or `"held"` (its
-            `rate_limit` or `concurrency_limit` held it back: it runs later; seconds None). The worker's
-            metrics count with it; None costs nothing per task. It is a middleware too
+            `"failed"`, `"dead"` (func path `""` and seconds None for a dead one), `"held"` (its
+            `rate_limit` or `concurrency_limit` held it back: it runs later; seconds None) or `"cancelled"`.
+            The worker's metrics count with it; None costs nothing per task. It is a middleware too
             (`delayed.worker.metrics.Observe`), the innermost, after those of `middleware`.
         middleware: `delayed.Middleware` instances whose call hooks run around each task's call, the
             first one outermost: `before_call` in order, `after_call` and `on_call_error` in reverse.
@@ -249,7 +256,9 @@ class Worker:
         self.weights = self.holdings.weights
         self.middleware = [*middleware, *([] if observe is None else [Observe(observe)])]
         hooks = CallHooks(self.middleware)
-        self._invoker = HookedInvoker(threads > 1, hooks) if hooks.wrappers else Invoker(threaded=threads > 1)
+        self._cancels = Cancels()
+        self._invoker = (HookedInvoker(threads > 1, self._cancels, hooks) if hooks.wrappers
+                         else Invoker(threads > 1, self._cancels))
         self._pipeline = Pipeline(self._middleware(hooks))
         self._claimed: Optional[Batch[Claim]] = None  # the one-slot runner's batch, with its watcher
 
@@ -292,11 +301,14 @@ class Worker:
         sweeper = None if self._sweeps is None else Every(self._sweeps.interval, self._sweep, "sweep",
                                                           self.holdings.outage)
         noter = Every(NOTE_AFTER, self.holdings.note_claims, "note long claims", self.holdings.outage)
+        listening = Listening(self.queues, self._cancels, self.holdings.outage)
         keep_alive.start()
         mover.start()
         noter.start()
+        listening.start()
         if sweeper is not None:
             sweeper.start()
+        listening.tried.wait()  # listening before it claims (unless Redis failed: it listens once back)
         them = "them" if len(self.queues) > 1 else "it"
         logger.info("worker %s online on %s %s, %d allowed functions; %s", self.id,
                     "queues" if len(self.queues) > 1 else "queue", ", ".join(
@@ -319,6 +331,7 @@ class Worker:
                 sweeper.stop()
             mover.stop()
             noter.stop()
+            listening.stop()
             keep_alive.stop()
             self._invoker.loop.close()
             if self._claimed is not None:

@@ -2,8 +2,8 @@
 (the Observe middleware, a public `delayed.Middleware`, tells them to the worker's observe hook;
 TaskMetrics is the hook that counts).
 
-Outcomes are the worker's (see delayed.worker.holding.Outcome): done, retried, failed, dead, held; function
-is the allowed func path, "" for dead (so a flood of junk tasks cannot grow the label set).
+Outcomes are the worker's (see delayed.worker.holding.Outcome): done, retried, failed, dead, held,
+cancelled; function is the allowed func path, "" for dead (so a flood of junk tasks cannot grow the label set).
 
 A single worker process serves its own registry (serve). Under --concurrency the supervisor
 serves every child's, merged (Multiprocess): prometheus_client's multiprocess mode, where each
@@ -31,9 +31,10 @@ TASKS = Series("delayed_tasks_total", "counter", ("queue", "function", "outcome"
                "Tasks settled by workers, one outcome each: done (returned), retried (raised, runs again), failed "
                "(raised or rejected its arguments; dead-lettered), dead (dead-lettered without running: malformed, "
                "go_task or py_task (the other language's task), too_large, not_allowed; function \"\"), held (its "
-               "rate_limit or concurrency_limit held it back at its start: it runs later, counted again then)")
+               "rate_limit or concurrency_limit held it back at its start: it runs later, counted again then), "
+               "cancelled (its cancel was requested while the worker held it)")
 DURATION = Series("delayed_task_duration_seconds", "histogram", ("queue", "function"),
-                  "Run time of the tasks that ran (done, retried, failed)")
+                  "Run time of the tasks that ran (done, retried, failed, cancelled)")
 SERIES = (TASKS, DURATION)
 """What a worker's /metrics adds to prometheus_client's own process_* and python_* metrics."""
 

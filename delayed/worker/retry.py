@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional, Union
 from ..wire.dead_letter import Reason
 from ..wire.task import PyTask
 from .decide import decide
-from .holding import Bury, Release, Requeue, Reschedule, Settlement
+from .holding import Bury, Cancelled, Release, Requeue, Reschedule, Settlement
 from .middleware import Middleware
 from .run import Run
 
@@ -67,8 +67,9 @@ class RetryForever:
 class Retries(Middleware):
     """Settles every run with decide(), answering its questions (delayed.worker.decide.Policy): the
     clock, a backoff curve named by its path (resolved as the worker's allowlist resolves a task's
-    function), and this process's retry-forever counts; logs an ERROR line for each run that did not
-    end done. worker(): the worker's id, for its dead letters."""
+    function), and this process's retry-forever counts; logs an ERROR line for each run that failed or
+    was refused, and an INFO line for each one cancelled (no failure). worker(): the worker's id, for its
+    dead letters."""
 
     def __init__(self, resolve: Callable[[str], Callable[..., Any]], worker: Callable[[], Optional[str]]) -> None:
         self._resolve = resolve
@@ -90,7 +91,11 @@ class Retries(Middleware):
 
     def after(self, run: Run) -> None:
         settlement = run.settlement = decide(run, self)
-        if type(settlement) is not Release and run.held is None:
+        if type(settlement) is Cancelled:
+            assert run.task is not None
+            worker_logger.info("task %s %s cancelled: its cancel was requested while it %s", run.task.options.id,
+                               run.task.func_path, "ran" if run.started else "waited to start")
+        elif type(settlement) is not Release and run.held is None:
             _log_failure(run, settlement)
 
 

@@ -64,14 +64,23 @@ async def within(awaitable: Awaitable[Any], seconds: Optional[float]) -> Any:
     if not seconds:
         return await awaitable
     task = asyncio.ensure_future(awaitable)
-    done, _ = await asyncio.wait({task}, timeout=seconds)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=seconds)
+    except asyncio.CancelledError:  # the call was cancelled (delayed.worker.cancels): so is the task running it
+        await _stopped(task)
+        raise
     if task in done:
         return task.result()
+    await _stopped(task)
+    raise exceeded(seconds)
+
+
+async def _stopped(task: "asyncio.Future[Any]") -> None:
+    """Cancel task and wait until it has stopped: a task that swallows its cancellation still never outlives its run."""
     task.cancel()
-    await asyncio.wait({task})  # a task that swallows its cancellation still never outlives its run
+    await asyncio.wait({task})
     if not task.cancelled():
         task.exception()  # retrieved, so asyncio does not log it as never retrieved
-    raise exceeded(seconds)
 
 
 class TimeLimit(Middleware):

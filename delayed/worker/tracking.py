@@ -5,14 +5,14 @@ from dataclasses import replace
 from ..errors import message_of
 from ..wire import tracking
 from ..wire.tracking import Tracked
-from .holding import Bury, Release, Requeue, Reschedule
+from .holding import Bury, Cancelled, Release, Requeue, Reschedule
 from .middleware import Middleware
 from .run import Run
 
 
 class Tracking(Middleware):
     """A tracked task's run is timed, and its settlement carries its record's news: a release its result
-    and run time, a retry the error and run time, a dead letter the status its reason ends in and the
+    and run time (a cancelled run's release only its run time), a retry the error and run time, a dead letter the status its reason ends in and the
     error. A tracked task carries its id in its options; a blob that did not decode is looked at for one
     (tracking.task_id)."""
 
@@ -24,7 +24,9 @@ class Tracking(Middleware):
         task_id = tracking.task_id(run.blob) if run.task is None else run.task.options.id
         if task_id is None or settlement is None:
             return
-        if isinstance(settlement, Release):
+        if isinstance(settlement, Cancelled):  # its record ends cancelled, its result not kept
+            run.settlement = replace(settlement, tracked=Tracked(task_id, run.seconds))
+        elif isinstance(settlement, Release):
             data, note = tracking.pack_result(run.result, run.queue.max_task_size)
             run.settlement = Release(settlement.lock, Tracked(task_id, run.seconds, data, note))
         elif isinstance(settlement, (Requeue, Reschedule)):

@@ -18,6 +18,10 @@ type conn interface {
 	do(ctx context.Context, command ...any) (any, error)
 	// blpop waits up to timeout for an item of one of keys: the key it came from, and ok false on timeout.
 	blpop(ctx context.Context, timeout time.Duration, keys ...string) (key string, ok bool, err error)
+	// subscribe listens on channel, on a connection of its own, until ctx is done or Redis fails (the
+	// error, or ctx's): subscribed is called once the subscription is in place, message with each
+	// message's payload.
+	subscribe(ctx context.Context, channel string, subscribed func(), message func(string)) error
 }
 
 // poolConn runs commands on connections of a redigo pool.
@@ -57,6 +61,30 @@ func (p poolConn) blpop(ctx context.Context, timeout time.Duration, keys ...stri
 	}
 	key, _ := fromRedigo(reply[0]).(string)
 	return key, true, nil
+}
+
+func (p poolConn) subscribe(ctx context.Context, channel string, subscribed func(), message func(string)) error {
+	c, err := p.pool.GetContext(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	listener := redigo.PubSubConn{Conn: c}
+	if err := listener.Subscribe(channel); err != nil {
+		return err
+	}
+	for {
+		switch received := listener.ReceiveContext(ctx).(type) { // ctx done: the connection is closed
+		case redigo.Message:
+			message(string(received.Data))
+		case redigo.Subscription:
+			if received.Kind == "subscribe" {
+				subscribed()
+			}
+		case error:
+			return received
+		}
+	}
 }
 
 func fromRedigo(reply any) any {
@@ -113,6 +141,27 @@ func (c clientConn) blpop(ctx context.Context, timeout time.Duration, keys ...st
 		return "", false, err
 	}
 	return reply[0], true, nil
+}
+
+func (c clientConn) subscribe(ctx context.Context, channel string, subscribed func(), message func(string)) error {
+	listener := c.client.Subscribe(ctx, channel)
+	defer listener.Close()
+	closed := context.AfterFunc(ctx, func() { listener.Close() }) // ends a Receive that waits
+	defer closed()
+	for {
+		received, err := listener.Receive(ctx)
+		if err != nil {
+			return err
+		}
+		switch received := received.(type) {
+		case *goredis.Message:
+			message(received.Payload)
+		case *goredis.Subscription:
+			if received.Kind == "subscribe" {
+				subscribed()
+			}
+		}
+	}
 }
 
 // fromGoRedis flattens a RESP3 map (a client on protocol 3 replies so to HGETALL) as RESP2 would.

@@ -51,11 +51,25 @@ func (w *Worker) prepare(r *run) {
 // A handler past its time limit has its context's deadline pass, and its task is failed at once as
 // timed out, whether or not the handler returns: one that ignores its context is abandoned, still
 // running (its slot runs the next task), its result dropped when it returns.
+//
+// A tracked task's handler has its context cancelled with ErrCancelled when the task's cancel is heard
+// (cancels.go), and is not called at all if it was heard before; the run is cancelled either way.
 func (w *Worker) invoke(ctx context.Context, r *run, payload []byte, admit func(*run) bool) {
 	r.handler = w.handler(r.funcPath)
 	if r.handler == nil {
 		r.refuse(ReasonNotAllowed, fmt.Sprintf("no handler is registered for %s", r.funcPath))
 		return
+	}
+	if r.options.ID != "" {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		if !w.cancels.starting(r.options.ID, cancel) {
+			r.cancelled = true
+			return
+		}
+		defer w.cancels.stopped(r.options.ID)
+		defer func() { r.cancelled = errors.Is(context.Cause(ctx), ErrCancelled) }()
 	}
 	if r.options.TimeLimit != nil {
 		r.limit = *r.options.TimeLimit
@@ -137,7 +151,12 @@ func (w *Worker) process(ctx context.Context, h *holding, c *claim, settle func(
 	if w.metrics != nil {
 		w.metrics.observe(h.queue.name, r.funcPath, s.outcome, r.seconds)
 	}
-	if s.outcome != outcomeDone {
+	switch s.outcome {
+	case outcomeDone:
+	case outcomeCancelled:
+		w.logger.Info("task cancelled: its cancel was requested while it was held", "func", r.funcPath,
+			"task", r.options.ID, "queue", r.queue.name)
+	default:
 		w.logFailure(r, s)
 	}
 }

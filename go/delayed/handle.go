@@ -77,15 +77,19 @@ func (h *TaskHandle) Result(ctx context.Context) (*TaskResult, error) {
 
 // Cancellation is what Cancel did.
 type Cancellation struct {
-	Cancelled bool       // whether the task was cancelled
-	Status    TaskStatus // the status it had: what it was when cancelled, or why it was not (running, or ended)
+	Cancelled bool       // whether the task was cancelled: it waited, and will never run
+	Requested bool       // whether its cancel was requested: a worker runs it (or is taking it), and it ends cancelled
+	Worker    string     // with Requested, the id of the worker running it ("" while one is taking it)
+	Status    TaskStatus // the status it had: what it was when cancelled or requested, or why it was not (ended)
 	Reason    string     // what happened, in a line
 }
 
-// Cancel cancels the task if it waits (scheduled, pending, retrying, or a workflow's step waiting on
-// the steps before it): it is removed and its record ends as cancelled, and so do the steps of its
-// workflow that needed it to succeed. A running task is not interrupted. ErrTaskNotFound if it has no
-// record.
+// Cancel cancels the task. One that waits (scheduled, pending, retrying, or a workflow's step waiting on
+// the steps before it) is removed and its record ends as cancelled, and so do the steps of its workflow
+// that needed it to succeed. One a worker runs (or is taking) has its cancel requested: the worker
+// stops it (a Go handler's context is cancelled with ErrCancelled as its cause, a Python coroutine gets
+// CancelledError, a Python function sees delayed.current().cancelled), and whatever it does then, it
+// ends cancelled, its result not kept, never retried. ErrTaskNotFound if it has no record.
 func (h *TaskHandle) Cancel(ctx context.Context) (*Cancellation, error) {
 	q := h.queue
 	reply, err := cancelScript.run(ctx, q.conn, q.keys, args{"record": q.keys.task(h.id)})
@@ -93,24 +97,29 @@ func (h *TaskHandle) Cancel(ctx context.Context) (*Cancellation, error) {
 		return nil, err
 	}
 	items, _ := reply.([]any)
-	if len(items) != 2 {
+	if len(items) != 3 {
 		return nil, InvalidRedisReplyError
 	}
 	outcome, _ := items[0].(string)
 	text, _ := items[1].(string)
+	worker, _ := items[2].(string)
 	status := TaskStatus(text)
 	if outcome == "missing" {
 		return nil, q.noRecord(h.id)
 	}
+	if outcome == "requested" {
+		where := "is being taken by a worker"
+		if worker != "" {
+			where = "is running on worker " + worker
+		}
+		return &Cancellation{Requested: true, Worker: worker, Status: status,
+			Reason: fmt.Sprintf("cancel requested: task %s %s; it ends cancelled", h.id, where)}, nil
+	}
 	reasons := map[string]string{
 		"cancelled": fmt.Sprintf("cancelled task %s (%s) in %s", h.id, status, q.name),
-		"taking":    fmt.Sprintf("task %s is being taken by a worker: too late to cancel", h.id),
 		"lost": fmt.Sprintf("task %s is no longer in %s though its record says %s: a worker that does not "+
 			"track tasks took it", h.id, q.name, status),
 		"not_waiting": fmt.Sprintf("task %s already ended (%s)", h.id, status),
-	}
-	if outcome == "not_waiting" && status == TaskRunning {
-		reasons[outcome] = fmt.Sprintf("task %s is running: a running task is not interrupted", h.id)
 	}
 	reason, known := reasons[outcome]
 	if !known {

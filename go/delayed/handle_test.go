@@ -143,9 +143,13 @@ func TestCancelEndsAWaitingTaskAndItsResultSaysSo(t *testing.T) {
 
 	running := trackedTask(t, queue)
 	claimAs(t, queue, testWorker)
-	if outcome, err := running.Cancel(ctx); err != nil || outcome.Cancelled || outcome.Status != TaskRunning ||
-		!strings.Contains(outcome.Reason, "a running task is not interrupted") {
+	if outcome, err := running.Cancel(ctx); err != nil || outcome.Cancelled || !outcome.Requested ||
+		outcome.Status != TaskRunning || outcome.Worker != testWorker || outcome.Reason != "cancel requested: task "+
+		running.ID()+" is running on worker "+testWorker+"; it ends cancelled" {
 		t.Fatalf("cancel a running task: %+v, %v", outcome, err)
+	}
+	if info, err := running.Info(ctx); err != nil || info.Status != TaskRunning || info.CancelRequestedAt.IsZero() {
+		t.Fatalf("a running task whose cancel was requested: %+v, %v", info, err)
 	}
 }
 

@@ -34,6 +34,9 @@ const (
 	limitWaitingInfix   = "_limit_waiting:"
 	limitStartsInfix    = "_limit_starts:"
 	limitReservedInfix  = "_limit_reserved:"
+	// cancelsSuffix names a queue's cancels channel (pubsub, not a key): the cancel of a tracked task a
+	// worker runs publishes the task's id there, and our workers serving the queue listen (cancels.go).
+	cancelsSuffix = "_cancels"
 
 	// workerIDPrefix starts every id our workers (Python's and Go's) hold tasks under; go-delayed's
 	// ids are 32 bare hex digits. Sweepers count a crash only for ids of ours.
@@ -80,6 +83,7 @@ func keysOf(name string) *queueKeys {
 		"limit_waiting_prefix":  name + limitWaitingInfix,
 		"limit_starts_prefix":   name + limitStartsInfix,
 		"limit_reserved_prefix": name + limitReservedInfix,
+		"cancels":               name + cancelsSuffix,
 	}}
 }
 

@@ -15,8 +15,9 @@ const (
 	tasksMetricHelp    = "Tasks settled by workers, one outcome each: done (returned), retried (raised, runs again), failed " +
 		"(raised or rejected its arguments; dead-lettered), dead (dead-lettered without running: malformed, " +
 		"go_task or py_task (the other language's task), too_large, not_allowed; function \"\"), held (its " +
-		"rate_limit or concurrency_limit held it back at its start: it runs later, counted again then)"
-	durationMetricHelp = "Run time of the tasks that ran (done, retried, failed)"
+		"rate_limit or concurrency_limit held it back at its start: it runs later, counted again then), " +
+		"cancelled (its cancel was requested while the worker held it)"
+	durationMetricHelp = "Run time of the tasks that ran (done, retried, failed, cancelled)"
 )
 
 // durationBuckets are seconds: from a no-op task (100 µs) to ten minutes.

@@ -26,7 +26,7 @@ const (
 	TaskDone      TaskStatus = "done"      // it returned: Result, FinishedAt, RunTime, Note
 	TaskFailed    TaskStatus = "failed"    // it failed with no retries left, dead-lettered: Error, Letter
 	TaskDead      TaskStatus = "dead"      // dead-lettered without running (unknown handler, a crash loop, ...): Error, Letter
-	TaskCancelled TaskStatus = "cancelled" // Cancel removed it before it ran: FinishedAt
+	TaskCancelled TaskStatus = "cancelled" // Cancel removed it before it ran, or requested its cancel while it ran: FinishedAt
 )
 
 // Ended says whether a task with this status has ended: done, failed, dead or cancelled.
@@ -66,6 +66,10 @@ type TaskInfo struct {
 	Letter string      // its dead letter's id (failed, dead)
 
 	ExpiresIn time.Duration // the time its record has left once the task ended; 0 before
+
+	// CancelRequestedAt is when its cancel was requested while a worker ran it (or was taking it): it
+	// ends cancelled, whatever it does then; zero if none was.
+	CancelRequestedAt time.Time
 }
 
 // TaskResult is what a task returned: the msgpack its worker stored (Python's msgpack.packb of the
@@ -147,7 +151,7 @@ func parseRecord(id, queue string, fields map[string]string, ttl int64, now time
 	info := &TaskInfo{
 		ID: id, Queue: queue, Status: TaskStatus(status), Func: fields["func"], EnqueuedAt: moment("enqueued"),
 		Due: moment("due"), Worker: fields["worker"], StartedAt: moment("started"), FinishedAt: moment("finished"),
-		Note: fields["note"], Error: fields["error"], Letter: fields["letter"],
+		Note: fields["note"], Error: fields["error"], Letter: fields["letter"], CancelRequestedAt: moment("cancel_requested"),
 	}
 	if attempts, ok := number("attempts"); ok {
 		info.Attempts = int(attempts)

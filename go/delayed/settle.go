@@ -12,6 +12,7 @@ import (
 
 // How a worker settles each task it ran or refused, as delayed/worker/decide.py does for Python's:
 //
+//	cancelled (its cancel was heard)  release, whatever it returned: the script ends its record cancelled
 //	returned                          release (a tracked task's record gets the value)
 //	failed (error, panic, time limit),
 //	  max_retries left                reschedule after the task's backoff, attempt+1 in its blob
@@ -25,11 +26,12 @@ import (
 // Outcomes of a settlement: the metrics' outcome label, one each (Python's Outcome). All but retried
 // are the status a tracked task's record ends in.
 const (
-	outcomeDone    = string(TaskDone)
-	outcomeRetried = "retried"
-	outcomeFailed  = string(TaskFailed)
-	outcomeDead    = string(TaskDead)
-	outcomeHeld    = "held" // not run: its limits held it back at its start (it runs later), or it was fenced off
+	outcomeDone      = string(TaskDone)
+	outcomeRetried   = "retried"
+	outcomeFailed    = string(TaskFailed)
+	outcomeDead      = string(TaskDead)
+	outcomeHeld      = "held" // not run: its limits held it back at its start (it runs later), or it was fenced off
+	outcomeCancelled = string(TaskCancelled)
 )
 
 // nilResult is msgpack's nil: the result a record holds for a handler that returned no value, or one not stored.
@@ -74,22 +76,23 @@ type uniqueLock struct{ key, token string }
 // run is one claimed task on its way through the worker: its blob, then its decoded task and
 // handler, then what happened (returned value, failed err, or refused before its call).
 type run struct {
-	queue    *Queue
-	blob     string
-	workerID string      // the id the task is held under ("" under Execute)
-	task     *GoTask     // nil if the blob is no GoTask this worker runs
-	options  TaskOptions // the decoded task's (a PyTask's too)
-	funcPath string      // where known
-	handler  *Handler
-	args     []reflect.Value // the handler's, its payload decoded
-	refusal  *refusal
-	held     *heldBack // its limits held it back before its call
-	value    any
-	err      error
-	stack    string  // a panic's goroutine stack
-	timedOut bool    // ran past its time limit
-	limit    float64 // seconds: its time limit (0: none)
-	seconds  float64 // how long its call ran
+	queue     *Queue
+	blob      string
+	workerID  string      // the id the task is held under ("" under Execute)
+	task      *GoTask     // nil if the blob is no GoTask this worker runs
+	options   TaskOptions // the decoded task's (a PyTask's too)
+	funcPath  string      // where known
+	handler   *Handler
+	args      []reflect.Value // the handler's, its payload decoded
+	refusal   *refusal
+	held      *heldBack // its limits held it back before its call
+	value     any
+	err       error
+	stack     string  // a panic's goroutine stack
+	timedOut  bool    // ran past its time limit
+	limit     float64 // seconds: its time limit (0: none)
+	seconds   float64 // how long its call ran
+	cancelled bool    // its cancel was heard before or during its call
 }
 
 // refusal is why a task is not called: its dead letter's reason and error.
@@ -106,6 +109,9 @@ func decide(r *run, worker string, now time.Time) settlement {
 		return settlement{kind: settleHeld, outcome: outcomeHeld, due: r.held.due}
 	case r.refusal != nil:
 		s = r.letter(r.refusal.reason, r.refusal.message, "", worker, now)
+	case r.cancelled: // its record ends cancelled (tracking.lua), its result not kept
+		s = settlement{kind: settleRelease, outcome: outcomeCancelled,
+			track: &recordNews{id: r.options.ID, seconds: r.seconds, result: nilResult}}
 	case r.err == nil:
 		s = settlement{kind: settleRelease, outcome: outcomeDone}
 		if r.options.ID != "" {

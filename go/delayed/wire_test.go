@@ -56,6 +56,7 @@ func wireConstants() map[string]any {
 		"keys.LIMIT_WAITING_INFIX":         limitWaitingInfix,
 		"keys.LIMIT_STARTS_INFIX":          limitStartsInfix,
 		"keys.LIMIT_RESERVED_INFIX":        limitReservedInfix,
+		"keys.CANCELS_SUFFIX":              cancelsSuffix,
 		"keys.WORKER_ID_PREFIX":            workerIDPrefix,
 		"options.MAX_SECONDS":              MaxSeconds,
 		"options.MAX_COUNT":                MaxCount,

@@ -34,6 +34,9 @@ var ErrTasksLeftRunning = errors.New("delayed: tasks still ran when the grace pe
 // deadline: past it the task fails at once as timed out, and a handler that ignores its context is
 // abandoned, still running, its result dropped. A tracked task's record gets its result (the msgpack of
 // the handler's value, a struct as a map of its field names) or its error, as Python's TaskHandle reads it.
+// The cancel of a tracked task it runs (TaskHandle.Cancel, Python's handle.cancel(), `delayed cancel ID`)
+// cancels its handler's context, with ErrCancelled as the cause; the task ends cancelled, whatever the
+// handler returns, never retried.
 //
 // While it runs, it refreshes its keep-alive keys (KeepAliveDuration), moves due scheduled tasks (a
 // delay, a retry's backoff) into its queue twice a second, sweeps the queue (SweepInterval: the tasks
@@ -52,6 +55,7 @@ type Worker struct {
 	maxCrashes        int
 	logger            *slog.Logger
 	metrics           *taskMetrics
+	cancels           *cancels
 	middleware        []Middleware
 	next              Next // the middleware around the handler's call, composed once (nil: none)
 
@@ -81,6 +85,7 @@ func NewWorker(queue *Queue, options ...WorkerOption) *Worker {
 		maxCrashes:        DefaultMaxCrashes,
 		logger:            slog.Default(),
 		handlers:          map[string]*Handler{},
+		cancels:           newCancels(),
 	}
 	for _, option := range options {
 		option(w)
@@ -157,12 +162,14 @@ func (w *Worker) RunContext(ctx context.Context) error {
 	w.startKeepAlive()
 	defer w.Die()
 	background := w.startBackground()
+	listening := w.listenForCancels()
 	w.handlersMu.RLock()
 	handlers := len(w.handlers)
 	w.handlersMu.RUnlock()
 	w.logger.Info("worker online", "worker", w.id, "queue", w.queue.name, "concurrency", w.concurrency,
 		"handlers", handlers)
 	left := newDispatcher(w).run()
+	listening()
 	background()
 	if left > 0 {
 		return fmt.Errorf("%w: %d", ErrTasksLeftRunning, left)

@@ -42,6 +42,22 @@ def test_a_go_handlers_error_is_pythons_task_failed_error(mixed):
     assert executions(mixed.conn)[tag] == 1
 
 
+def test_python_cancels_a_running_go_task_whose_handler_sees_err_cancelled(mixed):
+    """handle.cancel() of a GoTask our Go worker runs cancels its handler's context, delayed.ErrCancelled its
+    cause: the handler returns a value, and the task ends cancelled all the same, its result not kept."""
+    tag = uuid.uuid4().hex
+    handle = Queue(OURGO, mixed.conn).enqueue(GoTask("main.UntilCancelled", [tag, 7]), result_ttl=60)
+    wait_for(lambda: mixed.conn.exists(f"started:{tag}") and mixed.conn.pubsub_numsub(f"{OURGO}_cancels")[0][1],
+             what="the handler to start, its worker listening")
+    outcome = handle.cancel()
+    assert outcome.requested and outcome.worker.startswith(mixed.our_go_worker.id), outcome
+    with pytest.raises(TaskFailedError, match="cancelled"):
+        handle.result(timeout=WAIT)
+    assert mixed.conn.get(f"cause:{tag}") == b"delayed: the task's cancel was requested"
+    info = handle.info()
+    assert (info.status, info.result, info.attempts) == ("cancelled", None, 1)
+
+
 @pytest.mark.parametrize("args, expected", [
     ([40, 2], 42),
     (["py", "thon"], "python"),

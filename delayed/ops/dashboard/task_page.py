@@ -16,7 +16,7 @@ pages = flask.Blueprint("task", __name__)
 @pages.get("/task")
 def show() -> Reply:
     """A tracked task found by id on any queue: its record, arguments, result and error, its traceback and dead
-    letter once it failed, a cancel button while it waits, and its workflow if it is a step; or, for a
+    letter once it failed, a cancel button while it waits or runs, and its workflow if it is a step; or, for a
     workflow's id, the workflow."""
     task_id = flask.request.args.get("id", "").strip()
     if not task_id:
@@ -53,7 +53,7 @@ def _workflow(queue: str, flow_id: str, step: Optional[str] = None) -> Optional[
 
 @pages.post("/task/cancel")
 def cancel() -> Response:
-    """Cancel a tracked task that waits, or (workflow=1) every step of a workflow that has not started."""
+    """Cancel a tracked task, waiting or running, or (workflow=1) every step of a workflow."""
     queue, task_id = queue_named(), flask.request.form.get("id", "")
     cancelling = admin.cancel_workflow if flask.request.form.get("workflow") else admin.cancel_task
     try:

@@ -14,7 +14,8 @@
 -- took its task its dequeue script errors on the empty list and it backs off
 -- (1 s, 2 s, 4 s ... up to a minute).
 -- Released tasks are done: 'done' in the counts hash grows by how many ids still held one (one
--- HINCRBY per batch; a resent release, or one of a task a sweeper took, deletes and counts nothing).
+-- HINCRBY per batch; a resent release, or one of a task a sweeper took, deletes and counts nothing;
+-- a tracked one whose cancel was requested while it ran ends cancelled, uncounted: tracking.lua).
 -- A paused queue (its paused key exists) gives no new task: the ids only get back what they hold.
 -- Tracked tasks (see tracking.lua): a tracked release writes its result into the record, if its id
 -- still held the task; a task claimed while the queue's tracked marker exists is looked at, and
@@ -37,24 +38,28 @@ local done = 0
 if released > 0 then
     done = redis.call('hdel', KEYS[3], unpack(ARGV, 7, released + 6))
 end
+local freeing = done > 0  -- holds ended in this call: the limit slots they held go free
 local at = released + 7
 local track = tracked > 0 and tracking(ARGV[1])
 for i = 1, tracked do
     if redis.call('hdel', KEYS[3], ARGV[at]) == 1 then
-        done = done + 1
-        track.ended(KEYS[8 + i], 'done', 'result', ARGV[at + 1], 'note', ARGV[at + 2], 'seconds', ARGV[at + 3])
+        freeing = true
+        if track.ended(KEYS[8 + i], 'done', 'result', ARGV[at + 1], 'note', ARGV[at + 2], 'seconds', ARGV[at + 3])
+                ~= 'cancelled' then
+            done = done + 1
+        end
     end
     at = at + 4
 end
 if done > 0 then
     redis.call('hincrby', KEYS[4], 'done', done)
-    if limits.holding(KEYS[8]) then
-        local ended = {unpack(ARGV, 7, released + 6)}
-        for i = 0, tracked - 1 do
-            ended[#ended + 1] = ARGV[released + 7 + 4 * i]
-        end
-        limits.free(KEYS[8], ARGV[2], ARGV[3], KEYS[1], KEYS[2], ended)
+end
+if freeing and limits.holding(KEYS[8]) then
+    local ended = {unpack(ARGV, 7, released + 6)}
+    for i = 0, tracked - 1 do
+        ended[#ended + 1] = ARGV[released + 7 + 4 * i]
     end
+    limits.free(KEYS[8], ARGV[2], ARGV[3], KEYS[1], KEYS[2], ended)
 end
 if unnoted > 0 then
     redis.call('hdel', KEYS[7], unpack(ARGV, at, at + unnoted - 1))

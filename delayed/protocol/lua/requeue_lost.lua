@@ -12,7 +12,8 @@
 -- keep-alive lapsed.
 -- KEYS: name noti processing tracked limit_holders holders...
 -- ARGV: counting worker_id_prefix task_prefix worker_id_suffix limit_running_prefix limit_waiting_prefix rewrites...
--- tracked: a tracked task it requeues is pending again (see tracking.lua; its record, named after
+-- tracked: a tracked task it requeues is pending again, or ends cancelled if its cancel was requested
+-- while its worker held it (see tracking.lua's track.pending; its record, named after
 -- the queue, is in the queue's slot but not declared: the ids holding tasks are read before the
 -- sweep, their blobs are not); holders: ids that held tasks when the caller read the processing
 -- hash, each a field of it and that worker's keep-alive key, so every key the script reads is
@@ -38,14 +39,14 @@ local ended = {}
 
 local function requeue(worker_id, blob)
     redis.call('hdel', KEYS[3], worker_id)  -- first: a write that frees memory (see claim_batch.lua)
+    ended[#ended + 1] = worker_id
+    local key = track and track.key(blob)
+    if key and not track.pending(key, blob, false) then
+        return  -- cancelled while its worker held it: it ends here
+    end
     redis.call('rpush', KEYS[1], blob)
     redis.call('rpush', KEYS[2], '1')
     reply[1] = reply[1] + 1
-    ended[#ended + 1] = worker_id
-    local key = track and track.key(blob)
-    if key then
-        track.pending(key, blob, false)
-    end
 end
 
 for i = 6, #KEYS do

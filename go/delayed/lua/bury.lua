@@ -7,12 +7,19 @@
 -- counts: adds 1 to 'dead'; record: a tracked task's record (none untracked), which ends as status
 -- (failed or dead; '' untracked) says, with error (see tracking.lua); dead_max: most letters kept,
 -- dead_max_age_ms: ms a letter is kept (0: no bound); letter: field, value, field, value, ...
+-- A tracked task whose cancel was requested while it ran gets no letter: it ends cancelled (uncounted).
 -- uses: tracking limits
 -- Returns 1, or 0 when fenced off.
 if redis.call('hget', KEYS[2], ARGV[1]) ~= ARGV[2] then
     return 0
 end
 redis.call('hdel', KEYS[2], ARGV[1])  -- first: a write that frees memory (see claim_batch.lua)
+limits.freed(KEYS[6], ARGV[7], ARGV[8], KEYS[4], KEYS[5], {ARGV[1]})
+local track = KEYS[7] and tracking('')
+if track and track.cancelling(KEYS[7]) then
+    track.ended(KEYS[7], 'cancelled')
+    return 1
+end
 local max_letters, max_age = tonumber(ARGV[3]), tonumber(ARGV[4])
 local add = {'xadd', KEYS[1]}
 if max_letters > 0 then
@@ -27,8 +34,7 @@ if max_age > 0 then
     redis.call('xtrim', KEYS[1], 'minid', '~', string.format('%d', oldest))
 end
 redis.call('hincrby', KEYS[3], 'dead', 1)
-limits.freed(KEYS[6], ARGV[7], ARGV[8], KEYS[4], KEYS[5], {ARGV[1]})
-if KEYS[7] then
-    tracking('').ended(KEYS[7], ARGV[5], 'error', ARGV[6], 'letter', letter)
+if track then
+    track.ended(KEYS[7], ARGV[5], 'error', ARGV[6], 'letter', letter)
 end
 return 1

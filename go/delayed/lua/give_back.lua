@@ -1,7 +1,8 @@
 -- Return claimed tasks a stopping worker will not start to the head of the
 -- queue, in their order, with their notifications, releasing them.
 -- A task is returned only if its id still holds exactly that blob.
--- A tracked task's record (see tracking.lua) says pending again, its claim not counted as a run.
+-- A tracked task's record (see tracking.lua) says pending again, its claim not counted as a run; one
+-- whose cancel was requested while it was held is not returned: it ends cancelled.
 -- A limit slot an id held (admitted, not started) is freed, and a blob waiting for it goes to the head
 -- of the queue, before the tasks given back (limits.lua).
 -- KEYS: name noti processing limit_holders records...
@@ -17,12 +18,11 @@ for i = #ARGV - 2, 3, -3 do
     if redis.call('hget', KEYS[3], ARGV[i]) == ARGV[i + 1] then
         redis.call('hdel', KEYS[3], ARGV[i])
         ended[#ended + 1] = ARGV[i]
-        redis.call('lpush', KEYS[1], ARGV[i + 1])
-        redis.call('lpush', KEYS[2], '1')
-        count = count + 1
         local record = tonumber(ARGV[i + 2])
-        if record > 0 then
-            track.pending(KEYS[record], ARGV[i + 1], true)
+        if record == 0 or track.pending(KEYS[record], ARGV[i + 1], true) then
+            redis.call('lpush', KEYS[1], ARGV[i + 1])
+            redis.call('lpush', KEYS[2], '1')
+            count = count + 1
         end
     end
 end

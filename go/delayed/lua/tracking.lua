@@ -17,6 +17,10 @@
 --   error     retrying, failed, dead: what the last run raised (or why it could not run)
 --   letter    failed, dead: the id of its dead letter
 --   held      (pending, held back by its concurrency_limit) the list it waits in for a slot (limits.lua)
+--   cancel_requested   when a cancel was asked for while a worker held the task, or was taking it
+--             (track.cancel, unix time): whatever the task does after, the script that ends it (or
+--             would run it again: a retry, a give-back, a sweeper's requeue) ends it cancelled instead,
+--             its result not kept (track.ended, track.pending, track.cancelling)
 -- A workflow's step has more (see flow.lua), and may wait on others (status waiting) before it is enqueued.
 -- A record is written only while it exists: once it expired (or was deleted) nothing recreates a
 -- part of it, and the task runs on untracked. It expires `ttl` seconds after the task ended.
@@ -112,14 +116,30 @@ local function tracking(prefix)
         end
     end
 
-    -- The task waits in the queue again (given back unstarted: uncounted; or requeued by a sweeper).
+    -- The task waits in the queue again (given back unstarted: uncounted; or requeued by a sweeper),
+    -- unless a cancel was asked for while a worker held it: then it ends cancelled here. Returns
+    -- whether the caller puts it back (called before it does): false for a task that ended.
     function track.pending(key, blob, unstarted)
-        if set(key, 'status', 'pending', 'blob', blob) then
-            redis.call('hdel', key, 'worker', 'started', 'due', 'nonce')
-            if unstarted then
-                redis.call('hincrby', key, 'attempts', -1)
-            end
+        local fields = redis.call('hmget', key, 'status', 'cancel_requested')
+        if not fields[1] then
+            return true  -- no record (it expired, or was deleted): the task runs on untracked
         end
+        if fields[2] then
+            track.ended(key, 'cancelled')
+            return false
+        end
+        redis.call('hset', key, 'status', 'pending', 'blob', blob)
+        redis.call('hdel', key, 'worker', 'started', 'due', 'nonce')
+        if unstarted then
+            redis.call('hincrby', key, 'attempts', -1)
+        end
+        return true
+    end
+
+    -- Whether a cancel was asked for while a worker held the task (track.cancel): a script that would
+    -- run it again (a retry) or dead-letter it ends it instead (track.ended makes it cancelled).
+    function track.cancelling(key)
+        return redis.call('hexists', key, 'cancel_requested') == 1
     end
 
     -- A claimed task a limit held back before it started (admit.lua): it waits again, in the scheduled
@@ -150,45 +170,76 @@ local function tracking(prefix)
         end
     end
 
+    -- A record ends (see track.ended): fields are its ttl, flow and next.
+    local function ended(key, fields, status, ...)
+        redis.call('hset', key, 'status', status, 'finished', track.now(), ...)
+        redis.call('hdel', key, 'nonce', 'due')
+        local cancelled, kept = {}, false
+        if fields[2] or fields[3] then
+            local added, result = {...}, ''
+            for i = 1, #added, 2 do
+                if added[i] == 'result' then result = added[i + 1] end
+            end
+            flow = flow or flows(track)
+            cancelled, kept = flow.ended(key, status, result, fields[3], fields[2])
+        end
+        redis.call('expire', key, kept and KEPT_SECONDS or fields[1])
+        for _, successor in ipairs(cancelled) do
+            track.ended(successor, 'cancelled')
+        end
+        return status
+    end
+
     -- The task ended (done, failed, dead, cancelled): field, value pairs to add; it expires ttl seconds
     -- from now. A workflow's step moves its workflow on (flow.lua): successors it cancels end too, and
     -- the record of a step whose failure stopped its workflow is kept until it runs again (it expires
-    -- in KEPT_SECONDS: an expiry, which the claim that runs it again finds).
+    -- in KEPT_SECONDS: an expiry, which the claim that runs it again finds). A task whose cancel was
+    -- asked for while it ran (cancel_requested) ends cancelled whatever status it was given, without
+    -- the fields (its result is not kept), and its workflow ends cancelled as a waiting step's cancel
+    -- makes it. Returns the status it ended with (nil: no record).
     function track.ended(key, status, ...)
-        local fields = redis.call('hmget', key, 'ttl', 'flow', 'next')
-        if fields[1] then
-            redis.call('hset', key, 'status', status, 'finished', track.now(), ...)
-            redis.call('hdel', key, 'nonce', 'due')
-            local cancelled, kept = {}, false
-            if fields[2] or fields[3] then
-                local added, result = {...}, ''
-                for i = 1, #added, 2 do
-                    if added[i] == 'result' then result = added[i + 1] end
-                end
-                flow = flow or flows(track)
-                cancelled, kept = flow.ended(key, status, result, fields[3], fields[2])
-            end
-            redis.call('expire', key, kept and KEPT_SECONDS or fields[1])
-            for _, successor in ipairs(cancelled) do
-                track.ended(successor, 'cancelled')
-            end
+        local fields = redis.call('hmget', key, 'ttl', 'flow', 'next', 'cancel_requested')
+        if not fields[1] then
+            return nil
         end
+        if fields[4] then
+            if fields[2] then
+                redis.call('hsetnx', fields[2], 'cancelled', key)
+            end
+            return ended(key, fields, 'cancelled')
+        end
+        return ended(key, fields, status, ...)
+    end
+
+    -- A cancel of a task a worker holds (or is taking): noted in its record, for the script that ends
+    -- it (track.ended), and its id published on the queue's cancels channel, for the worker to stop
+    -- it (a worker that misses the message still ends it cancelled).
+    local function request(key, channel)
+        redis.call('hset', key, 'cancel_requested', track.now())
+        redis.call('publish', channel, string.sub(key, -32))
+        return 'requested'
     end
 
     -- Cancel a tracked task that waits (scheduled, pending or retrying: removed from the scheduled
     -- set, from the list it waits in for a slot of its limit key, or from the queue with one
-    -- notification; waiting on other steps: nowhere to remove it from) and end its record as cancelled. keys: the queue's name, noti and scheduled keys.
+    -- notification; waiting on other steps: nowhere to remove it from) and end its record as
+    -- cancelled. keys: the queue's name, noti and scheduled keys; channel: its cancels channel. A
+    -- running task's cancel is requested (see request).
     -- A task in the queue is removed only if a notification is left for it: a worker (ours or
     -- go-delayed's) between its BLPOP and its pop of the queue's head takes one of the first
     -- (tasks - notifications) tasks; removing one of those would leave that worker a notification
-    -- without a task (go-delayed's dequeue then errors and backs off). Such a task is being taken.
-    -- Returns the outcome: 'cancelled', 'missing' (no record), 'not_waiting' (it runs or ended),
-    -- 'taking' (a worker is taking it) or 'lost' (the record says it waits but it is nowhere to be
+    -- without a task (go-delayed's dequeue then errors and backs off). Such a task is being taken:
+    -- its cancel is requested, as a running task's.
+    -- Returns the outcome: 'cancelled', 'requested' (it runs, or is being taken), 'missing' (no
+    -- record), 'not_waiting' (it ended) or 'lost' (the record says it waits but it is nowhere to be
     -- found: a worker that does not track took it); and the record's status.
-    function track.cancel(key, name, noti, scheduled)
+    function track.cancel(key, name, noti, scheduled, channel)
         local status = redis.call('hget', key, 'status')
         if not status then
             return 'missing', ''
+        end
+        if status == 'running' then
+            return request(key, channel), status
         end
         if status ~= 'scheduled' and status ~= 'pending' and status ~= 'retrying' and status ~= 'waiting' then
             return 'not_waiting', status
@@ -205,7 +256,7 @@ local function tracking(prefix)
                 return 'lost', status
             end
             if at < redis.call('llen', name) - redis.call('llen', noti) then
-                return 'taking', status
+                return request(key, channel), status
             end
             redis.call('lrem', name, 1, blob)
             redis.call('lpop', noti)

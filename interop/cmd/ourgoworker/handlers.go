@@ -14,8 +14,9 @@ import (
 // handlers are registered as "main.<Name>": goworker's names and parameters for those it has too
 // (Noop, Elapsed, Count, Slow), so one GoTask reaches either worker; the rest show what only our
 // worker does: results (Add, Echo, MakePoint), failures that are retried and dead-lettered (Fail,
-// Panic), and workflow steps (FailOnce, Outcomes).
-var handlers = []interface{}{Noop, Elapsed, Add, Echo, MakePoint, Fail, Panic, Count, Slow, FailOnce, Outcomes}
+// Panic), workflow steps (FailOnce, Outcomes), and a cancel reaching a running handler (UntilCancelled).
+var handlers = []interface{}{Noop, Elapsed, Add, Echo, MakePoint, Fail, Panic, Count, Slow, FailOnce, Outcomes,
+	UntilCancelled}
 
 // Point is a struct result: Python's TaskHandle.result() reads it as a dict of its fields.
 type Point struct {
@@ -109,4 +110,15 @@ func Outcomes(results []any) []any {
 		}
 	}
 	return results
+}
+
+// UntilCancelled marks id started (key started:<id> = pid), waits until its context ends, sets the key
+// cause:<id> to the context's cause (delayed.ErrCancelled's text once its task's cancel was requested),
+// and returns value: a result the cancelled task's record must not keep.
+func UntilCancelled(ctx context.Context, id string, value int) (int, error) {
+	if err := client.Set(ctx, "started:"+id, os.Getpid(), 0).Err(); err != nil {
+		return 0, err
+	}
+	<-ctx.Done()
+	return value, client.Set(context.WithoutCancel(ctx), "cause:"+id, context.Cause(ctx).Error(), 0).Err()
 }
